@@ -1,0 +1,183 @@
+package irc
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	routev1 "github.com/openshift/api/route/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/apply"
+	"github.com/platform-operator/platform-operator/internal/platform"
+)
+
+// FieldOwner is the field manager of every object the operator applies.
+const FieldOwner = "platform-operator"
+
+// secretNameIndex indexes ErgoNetworks by the name of the oper Secret they reference.
+const secretNameIndex = "spec.operCredentials.secretName"
+
+// ErgoNetworkReconciler runs the ergo IRC server for each ErgoNetwork.
+type ErgoNetworkReconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads Secrets straight from the API server: the cache holds only their metadata.
+	APIReader client.Reader
+	// Recorder emits the events users see with kubectl describe.
+	Recorder record.EventRecorder
+	// Capabilities are the optional APIs this cluster serves, discovered at start-up.
+	Capabilities platform.Capabilities
+	// Image is the ergo image; ergo.DefaultImage when empty.
+	Image string
+	// MaxConcurrentReconciles bounds the workers; 1 when zero.
+	MaxConcurrentReconciles int
+
+	applier *apply.Applier
+}
+
+// +kubebuilder:rbac:groups=irc.josie.cloud,resources=ergonetworks,verbs=get;list;watch
+// +kubebuilder:rbac:groups=irc.josie.cloud,resources=ergonetworks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=irc.josie.cloud,resources=ergonetworks/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=route.openshift.io,resources=routes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=route.openshift.io,resources=routes/custom-host,verbs=create
+
+// Reconcile brings one ErgoNetwork's children in line with its spec and records what it found.
+func (r *ErgoNetworkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	n := &ircv1.ErgoNetwork{}
+	if err := r.Client.Get(ctx, req.NamespacedName, n); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !n.DeletionTimestamp.IsZero() {
+		// Owner references hand the children to the garbage collector; there is nothing to undo here.
+		return ctrl.Result{}, nil
+	}
+
+	s := newScope(n)
+	var errs []error
+	for _, step := range []func(context.Context, *scope) error{
+		r.reconcileOperCredentials,
+		r.reconcileStorage,
+		r.reconcileCertificate,
+		r.reconcileConfig,
+		r.reconcileDeployment,
+		r.reconcileService,
+		r.reconcileRoute,
+	} {
+		if err := step(ctx, s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := r.writeStatus(ctx, n, s.summarize()); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	if s.refused {
+		return ctrl.Result{RequeueAfter: refusedRetry}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager registers the reconciler, its watches and the Secret index.
+func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.applier = &apply.Applier{Client: r.Client, FieldOwner: FieldOwner}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &ircv1.ErgoNetwork{}, secretNameIndex,
+		func(o client.Object) []string {
+			n := o.(*ircv1.ErgoNetwork)
+			if n.Spec.OperCredentials == nil {
+				return nil
+			}
+			return []string{n.Spec.OperCredentials.SecretName}
+		}); err != nil {
+		return err
+	}
+
+	workers := max(r.MaxConcurrentReconciles, 1)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("ergonetwork").
+		// Our own status writes do not change the generation, so they do not wake us up again.
+		For(&ircv1.ErgoNetwork{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		// Only Secret metadata is cached: a change bumps resourceVersion, which is all we need to know.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.networksForSecret)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+	if r.Capabilities.CertManager {
+		b = b.Owns(&cmv1.Certificate{})
+	}
+	if r.Capabilities.Routes {
+		b = b.Owns(&routev1.Route{})
+	}
+	return b.Complete(r)
+}
+
+// networksForSecret maps a Secret to the networks in its namespace that take their oper hash from it.
+func (r *ErgoNetworkReconciler) networksForSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var list ircv1.ErgoNetworkList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{secretNameIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list networks for secret", "secret", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{
+			Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
+	}
+	return reqs
+}
+
+// refusedRetry is how soon a network whose child the API server refused is tried again: a spec change
+// retries at once, this covers fixes elsewhere (RBAC, a storage class made expandable).
+const refusedRetry = 5 * time.Minute
+
+// DefaultResync is how often every network is reconciled even when nothing changed: a safety net for
+// missed events, cheap because an unchanged network costs no write.
+const DefaultResync = 30 * time.Minute
+
+// ManagedByLabel marks every child the operator makes; the cache holds only objects carrying it.
+const ManagedByLabel = "app.kubernetes.io/managed-by"
+
+// CacheByObject limits the cache to the children the operator made, so a cluster full of unrelated
+// Deployments, ConfigMaps and Services costs the operator no memory. Secrets are watched as metadata
+// only (see SetupWithManager) and read straight from the API server.
+func CacheByObject(caps platform.Capabilities) map[client.Object]cache.ByObject {
+	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{ManagedByLabel: FieldOwner})}
+	byObject := map[client.Object]cache.ByObject{
+		&appsv1.Deployment{}:            managed,
+		&corev1.ConfigMap{}:             managed,
+		&corev1.Service{}:               managed,
+		&corev1.PersistentVolumeClaim{}: managed,
+	}
+	if caps.CertManager {
+		byObject[&cmv1.Certificate{}] = managed
+	}
+	if caps.Routes {
+		byObject[&routev1.Route{}] = managed
+	}
+	return byObject
+}

@@ -1,0 +1,169 @@
+package irc
+
+import (
+	"context"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/scheme"
+)
+
+// The suite runs the reconciler in a manager against a real kube-apiserver and etcd (envtest) that serves
+// our CRD plus cert-manager's and OpenShift's, and asserts through a direct, uncached client.
+var (
+	cfg        *rest.Config
+	k8s        client.Client // direct: no cache between the test and the API server
+	testEnv    *envtest.Environment
+	reconciler *ErgoNetworkReconciler
+	writes     atomic.Int64 // write requests the reconciler's client sent
+	suiteCtx   context.Context
+	cancel     context.CancelFunc
+)
+
+func TestControllers(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "ErgoNetwork controller")
+}
+
+// crdPaths are the CRDs a cluster with cert-manager and OpenShift Routes serves.
+func crdPaths(external bool) []string {
+	paths := []string{filepath.Join("..", "..", "config", "crd", "bases")}
+	if external {
+		paths = append(paths, filepath.Join("..", "..", "config", "crd", "external"))
+	}
+	return paths
+}
+
+// startManager runs an ErgoNetworkReconciler against cfg the way main.go does, counting its writes.
+func startManager(ctx context.Context, cfg *rest.Config, counter *atomic.Int64) *ErgoNetworkReconciler {
+	caps, err := platform.Discover(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Two suites run a manager each in this process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject:         CacheByObject(caps),
+		},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	c := &countingClient{Client: mgr.GetClient(), n: counter}
+	r := &ErgoNetworkReconciler{
+		Client:                  c,
+		APIReader:               mgr.GetAPIReader(),
+		Recorder:                mgr.GetEventRecorderFor("platform-operator"),
+		Capabilities:            caps,
+		Image:                   "registry.example/ergo:test",
+		MaxConcurrentReconciles: 2,
+	}
+	Expect(r.SetupWithManager(mgr)).To(Succeed())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	return r
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	suiteCtx, cancel = context.WithCancel(context.Background())
+	testEnv = &envtest.Environment{CRDDirectoryPaths: crdPaths(true), ErrorIfCRDPathMissing: true}
+	var err error
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	reconciler = startManager(suiteCtx, cfg, &writes)
+	Expect(reconciler.Capabilities).To(Equal(platform.Capabilities{CertManager: true, Routes: true}))
+})
+
+var _ = AfterSuite(func() {
+	cancel()
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+// newNamespace gives each spec a namespace of its own.
+func newNamespace() string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "irc-"}}
+	Expect(k8s.Create(context.Background(), ns)).To(Succeed())
+	return ns.Name
+}
+
+func init() {
+	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	SetDefaultConsistentlyDuration(2 * time.Second)
+}
+
+// countingClient counts every write request the reconciler sends, status writes included.
+type countingClient struct {
+	client.Client
+	n *atomic.Int64
+}
+
+func (c *countingClient) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
+	c.n.Add(1)
+	return c.Client.Create(ctx, o, opts...)
+}
+
+func (c *countingClient) Update(ctx context.Context, o client.Object, opts ...client.UpdateOption) error {
+	c.n.Add(1)
+	return c.Client.Update(ctx, o, opts...)
+}
+
+func (c *countingClient) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+	c.n.Add(1)
+	return c.Client.Patch(ctx, o, p, opts...)
+}
+
+func (c *countingClient) Apply(ctx context.Context, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	c.n.Add(1)
+	return c.Client.Apply(ctx, o, opts...)
+}
+
+func (c *countingClient) Delete(ctx context.Context, o client.Object, opts ...client.DeleteOption) error {
+	c.n.Add(1)
+	return c.Client.Delete(ctx, o, opts...)
+}
+
+func (c *countingClient) Status() client.SubResourceWriter {
+	return &countingStatus{SubResourceWriter: c.Client.Status(), n: c.n}
+}
+
+type countingStatus struct {
+	client.SubResourceWriter
+	n *atomic.Int64
+}
+
+func (s *countingStatus) Update(ctx context.Context, o client.Object, opts ...client.SubResourceUpdateOption) error {
+	s.n.Add(1)
+	return s.SubResourceWriter.Update(ctx, o, opts...)
+}
+
+func (s *countingStatus) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	s.n.Add(1)
+	return s.SubResourceWriter.Patch(ctx, o, p, opts...)
+}

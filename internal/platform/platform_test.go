@@ -1,0 +1,46 @@
+package platform
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+func TestDiscoverWith(t *testing.T) {
+	group := func(gv string, resources ...string) *metav1.APIResourceList {
+		l := &metav1.APIResourceList{GroupVersion: gv}
+		for _, r := range resources {
+			l.APIResources = append(l.APIResources, metav1.APIResource{Name: r})
+		}
+		return l
+	}
+	tests := []struct {
+		name      string
+		resources []*metav1.APIResourceList
+		want      Capabilities
+	}{
+		{"plain kubernetes", []*metav1.APIResourceList{group("v1", "pods")}, Capabilities{}},
+		{"cert-manager only", []*metav1.APIResourceList{group("cert-manager.io/v1", "certificates", "issuers")}, Capabilities{CertManager: true}},
+		{"cert-manager without certificates", []*metav1.APIResourceList{group("cert-manager.io/v1", "issuers")}, Capabilities{}},
+		{"openshift", []*metav1.APIResourceList{
+			group("route.openshift.io/v1", "routes", "routes/status"),
+			group("security.openshift.io/v1", "securitycontextconstraints"),
+			group("cert-manager.io/v1", "certificates"),
+		}, Capabilities{CertManager: true, Routes: true, OpenShift: true}},
+		{"routes without SCCs (e.g. a test cluster)", []*metav1.APIResourceList{group("route.openshift.io/v1", "routes")}, Capabilities{Routes: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: tt.resources}}
+			got, err := DiscoverWith(dc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,130 @@
+// Command platform-operator is the manager of every platform-operator API: it wires the scheme, the
+// manager's options, the controllers and the probes, and holds no logic of its own.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"os"
+	"strings"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	ircctrl "github.com/platform-operator/platform-operator/controllers/irc"
+	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/scheme"
+)
+
+func main() {
+	var (
+		metricsAddr, probeAddr string
+		secureMetrics, http2   bool
+		leaderElect            bool
+		workers                int
+		resync                 time.Duration
+		qps                    float64
+		burst                  int
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 turns it off.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
+	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized through the API server.")
+	flag.BoolVar(&http2, "enable-http2", false, "Serve metrics and webhooks over HTTP/2 too (off: HTTP/2 rapid-reset CVEs).")
+	flag.IntVar(&workers, "max-concurrent-reconciles", 4, "Networks reconciled at once.")
+	flag.DurationVar(&resync, "sync-period", ircctrl.DefaultResync, "How often every network is reconciled even when nothing changed.")
+	flag.Float64Var(&qps, "kube-api-qps", 50, "Client-side queries per second to the API server.")
+	flag.IntVar(&burst, "kube-api-burst", 100, "Client-side burst of queries to the API server.")
+	opts := zap.Options{Development: false}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	log := ctrl.Log.WithName("setup")
+
+	cfg := ctrl.GetConfigOrDie()
+	cfg.QPS, cfg.Burst = float32(qps), burst
+
+	caps, err := platform.Discover(cfg)
+	if err != nil {
+		log.Error(err, "discover cluster APIs")
+		os.Exit(1)
+	}
+	log.Info("cluster APIs", "certManager", caps.CertManager, "routes", caps.Routes, "openShift", caps.OpenShift)
+
+	var tlsOpts []func(*tls.Config)
+	if !http2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
+	if secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme.Scheme,
+		Metrics:                       metricsOpts,
+		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
+		HealthProbeBindAddress:        probeAddr,
+		LeaderElection:                leaderElect,
+		LeaderElectionID:              "platform-operator.josie.cloud",
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{
+			SyncPeriod:        &resync,
+			DefaultNamespaces: watchNamespaces(os.Getenv("WATCH_NAMESPACE")),
+			DefaultTransform:  cache.TransformStripManagedFields(),
+			ByObject:          ircctrl.CacheByObject(caps),
+		},
+	})
+	if err != nil {
+		log.Error(err, "create manager")
+		os.Exit(1)
+	}
+
+	if err := (&ircctrl.ErgoNetworkReconciler{
+		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
+		Recorder:                mgr.GetEventRecorderFor("platform-operator"),
+		Capabilities:            caps,
+		Image:                   os.Getenv("RELATED_IMAGE_ERGO"),
+		MaxConcurrentReconciles: workers,
+	}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "set up controller", "controller", "ErgoNetwork")
+		os.Exit(1)
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "add health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "add ready check")
+		os.Exit(1)
+	}
+
+	log.Info("starting manager")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "run manager")
+		os.Exit(1)
+	}
+}
+
+// watchNamespaces turns WATCH_NAMESPACE (set by OLM from the OperatorGroup's target namespaces) into the
+// cache's namespaces; empty means the whole cluster.
+func watchNamespaces(env string) map[string]cache.Config {
+	var out map[string]cache.Config
+	for _, ns := range strings.Split(env, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			if out == nil {
+				out = map[string]cache.Config{}
+			}
+			out[ns] = cache.Config{}
+		}
+	}
+	return out
+}
