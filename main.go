@@ -27,6 +27,10 @@ func main() {
 		metricsAddr, probeAddr string
 		secureMetrics, http2   bool
 		leaderElect            bool
+		leaderElectionNS       string
+		leaseDuration          time.Duration
+		renewDeadline          time.Duration
+		retryPeriod            time.Duration
 		workers                int
 		resync                 time.Duration
 		qps                    float64
@@ -35,6 +39,10 @@ func main() {
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 turns it off.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
+	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the operator's own namespace, so it is needed only when running outside a cluster.")
+	flag.DurationVar(&leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long followers wait after the leader's last renewal before taking over.")
+	flag.DurationVar(&renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader retries renewing its lease before it gives up leadership.")
+	flag.DurationVar(&retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the lease.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized through the API server.")
 	flag.BoolVar(&http2, "enable-http2", false, "Serve metrics and webhooks over HTTP/2 too (off: HTTP/2 rapid-reset CVEs).")
 	flag.IntVar(&workers, "max-concurrent-reconciles", 4, "Networks reconciled at once.")
@@ -73,6 +81,10 @@ func main() {
 		HealthProbeBindAddress:        probeAddr,
 		LeaderElection:                leaderElect,
 		LeaderElectionID:              "platform-operator.josie.cloud",
+		LeaderElectionNamespace:       leaderElectionNS,
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retryPeriod,
 		LeaderElectionReleaseOnCancel: true,
 		Cache: cache.Options{
 			SyncPeriod:        &resync,

@@ -135,8 +135,13 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
-// networksForSecret maps a Secret to the networks in its namespace that take their oper hash from it.
+// networksForSecret maps a Secret to the networks in its namespace that take their oper hash from it,
+// and a TLS Secret cert-manager wrote for a network (labelled through the Certificate's secretTemplate)
+// to that network.
 func (r *ErgoNetworkReconciler) networksForSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	if l := o.GetLabels(); l[ManagedByLabel] == FieldOwner && l[instanceLabel] != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[instanceLabel]}}}
+	}
 	var list ircv1.ErgoNetworkList
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
 		client.MatchingFields{secretNameIndex: o.GetName()}); err != nil {
@@ -158,6 +163,9 @@ const refusedRetry = 5 * time.Minute
 // DefaultResync is how often every network is reconciled even when nothing changed: a safety net for
 // missed events, cheap because an unchanged network costs no write.
 const DefaultResync = 30 * time.Minute
+
+// instanceLabel names the network a child belongs to.
+const instanceLabel = "app.kubernetes.io/instance"
 
 // ManagedByLabel marks every child the operator makes; the cache holds only objects carrying it.
 const ManagedByLabel = "app.kubernetes.io/managed-by"

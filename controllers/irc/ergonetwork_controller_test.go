@@ -413,6 +413,20 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 			n.Spec.NetworkName = "Other"
 		})
 		Eventually(func() string { return templateDigest(ctx, ns, "roll") }).ShouldNot(Equal(first))
+
+		By("cert-manager issuing, then renewing, the certificate changes it: ergo reads it only at start")
+		renamed := templateDigest(ctx, ns, "roll")
+		tlsSecret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "roll-tls", Labels: ergo.Labels(n)},
+			Type:       corev1.SecretTypeTLS,
+			Data:       map[string][]byte{corev1.TLSCertKey: []byte("cert-1"), corev1.TLSPrivateKeyKey: []byte("key-1")},
+		}
+		Expect(k8s.Create(ctx, tlsSecret)).To(Succeed())
+		Eventually(func() string { return templateDigest(ctx, ns, "roll") }).ShouldNot(Equal(renamed))
+		issued := templateDigest(ctx, ns, "roll")
+		tlsSecret.Data[corev1.TLSCertKey] = []byte("cert-2")
+		Expect(k8s.Update(ctx, tlsSecret)).To(Succeed())
+		Eventually(func() string { return templateDigest(ctx, ns, "roll") }).ShouldNot(Equal(issued))
 	})
 
 	It("deletes the Route and Certificate when the spec drops them", func() {

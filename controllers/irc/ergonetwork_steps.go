@@ -188,8 +188,12 @@ func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scop
 			"held until the config is rendered; the running Deployment is kept")
 		return nil
 	}
+	cert, err := r.servingCertificate(ctx, s)
+	if err != nil {
+		return err
+	}
 	desired := ergo.Deployment(s.net, ergo.Options{Image: r.Image, OpenShift: r.Capabilities.OpenShift},
-		ergo.ConfigDigest(s.rendered, s.operHash))
+		ergo.ConfigDigest(s.rendered, s.operHash, cert))
 	if ok, err := r.apply(ctx, s, desired, ircv1.ConditionDeployment); !ok {
 		return err
 	}
@@ -203,6 +207,24 @@ func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scop
 		s.set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonDeploymentPending, msg)
 	}
 	return nil
+}
+
+// servingCertificate is the certificate in the network's TLS Secret, nil while cert-manager has not
+// issued it. Ergo reads it only at start, so it is part of what rolls the pod: a renewal restarts ergo
+// with the new certificate.
+func (r *ErgoNetworkReconciler) servingCertificate(ctx context.Context, s *scope) ([]byte, error) {
+	if s.net.Spec.TLS == nil {
+		return nil, nil
+	}
+	var secret corev1.Secret
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.net.Namespace, Name: ergo.TLSSecretName(s.net)}, &secret)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read TLS secret: %w", err)
+	}
+	return secret.Data[corev1.TLSCertKey], nil
 }
 
 // reconcileService exposes every listener inside the cluster.

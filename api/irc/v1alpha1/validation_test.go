@@ -131,6 +131,31 @@ func TestAdmission(t *testing.T) {
 	}
 }
 
+func TestNetworkNames(t *testing.T) {
+	tests := []struct {
+		name string
+		ok   bool
+	}{
+		{"irc", true},
+		{"my-network-2", true},
+		{"2nd-network", false},
+		{strings.Repeat("a", 63), true},
+		{strings.Repeat("a", 64), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := &ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: tt.name}, Spec: valid()}
+			err := c.Create(context.Background(), n)
+			if tt.ok && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !tt.ok && (err == nil || !strings.Contains(err.Error(), "it names the network's Service")) {
+				t.Fatalf("got %v, want a refusal explaining the name rule", err)
+			}
+		})
+	}
+}
+
 func TestDefaults(t *testing.T) {
 	n := &ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "defaults"}, Spec: valid()}
 	if err := c.Create(context.Background(), n); err != nil {

@@ -1,0 +1,226 @@
+package ergo
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+)
+
+// Options are the cluster facts the Deployment depends on.
+type Options struct {
+	// Image is the ergo image; DefaultImage when empty.
+	Image string
+	// OpenShift is true on OpenShift, whose restricted SCCs assign the uid, gid and fsGroup from the
+	// namespace's range and reject pods that pin their own.
+	OpenShift bool
+}
+
+const (
+	containerName = "ergo"
+	ergoBinary    = "/ircd-bin/ergo"
+
+	configVolume = "config"
+	dataVolume   = "data"
+	tmpVolume    = "tmp"
+
+	// ergoUID runs ergo off OpenShift. ergo's Alpine-based Dockerfile sets no USER (run.sh writes
+	// into /ircd as root), so without a number kubelet would refuse runAsNonRoot. 65532 is the
+	// "nonroot" user of the Chainguard-based variant of that Dockerfile (COPY --chown=nonroot); in the
+	// Alpine image any uid works because everything it ships is world-readable and -executable, and
+	// fsGroup makes the PVC writable.
+	ergoUID int64 = 65532
+)
+
+// Deployment runs one ergo. configDigest (ConfigDigest of the rendered config and the oper hash) goes on
+// the pod template, so a new config or oper password rolls the pod; nothing else the operator computes
+// does.
+func Deployment(n *ircv1.ErgoNetwork, opts Options, configDigest string) *appsv1.Deployment {
+	image := opts.Image
+	if image == "" {
+		image = DefaultImage
+	}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: objectMeta(n, DeploymentName(n)),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(n)},
+			// Two ergo processes must never open the same datastore: the old pod is gone before the
+			// new one starts.
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      Labels(n),
+					Annotations: map[string]string{ConfigDigestAnnotation: configDigest},
+				},
+				Spec: podSpec(n, image, opts.OpenShift),
+			},
+		},
+	}
+}
+
+func podSpec(n *ircv1.ErgoNetwork, image string, openShift bool) corev1.PodSpec {
+	return corev1.PodSpec{
+		// ergo never talks to the API server, and Service env vars would only be noise in its
+		// environment, which allow-environment-overrides reads.
+		AutomountServiceAccountToken: ptr.To(false),
+		EnableServiceLinks:           ptr.To(false),
+		// ergo shuts down on SIGTERM at once; the default grace period is plenty and bounds how long
+		// a Recreate rollout keeps the network down.
+		TerminationGracePeriodSeconds: ptr.To[int64](30),
+		SecurityContext:               podSecurityContext(openShift),
+		Containers:                    []corev1.Container{container(n, image)},
+		Volumes:                       volumes(n),
+	}
+}
+
+func podSecurityContext(openShift bool) *corev1.PodSecurityContext {
+	sc := &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if !openShift {
+		sc.RunAsUser = ptr.To(ergoUID)
+		sc.RunAsGroup = ptr.To(ergoUID)
+		sc.FSGroup = ptr.To(ergoUID)
+	}
+	return sc
+}
+
+func container(n *ircv1.ErgoNetwork, image string) corev1.Container {
+	var ports []corev1.ContainerPort
+	for _, p := range ServicePorts(n) {
+		ports = append(ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: corev1.ProtocolTCP})
+	}
+	c := corev1.Container{
+		Name:            containerName,
+		Image:           image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		// The image's entrypoint is a script that writes a default config into /ircd and ignores
+		// arguments; the binary is started directly on the mounted config.
+		Command: []string{ergoBinary, "run", "--conf", configPath},
+		Ports:   ports,
+		Env:     env(n),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: configVolume, MountPath: configDir, ReadOnly: true},
+			{Name: dataVolume, MountPath: dataDir},
+			{Name: tmpVolume, MountPath: "/tmp"},
+		},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			ReadOnlyRootFilesystem:   ptr.To(true),
+		},
+	}
+	if r := n.Spec.Resources; r != nil {
+		c.Resources = corev1.ResourceRequirements{
+			Requests: resourceList(r.Requests),
+			Limits:   resourceList(r.Limits),
+		}
+	}
+	if port, ok := probePort(n); ok {
+		c.StartupProbe, c.ReadinessProbe, c.LivenessProbe = probes(port)
+	}
+	return c
+}
+
+// env hands ergo the oper's bcrypt hash straight from the user's Secret. ergo reads ERGO__ variables
+// only with allow-environment-overrides, which BuildConfig sets together with the "admin" oper whose
+// password this fills in.
+func env(n *ircv1.ErgoNetwork) []corev1.EnvVar {
+	creds := n.Spec.OperCredentials
+	if creds == nil {
+		return nil
+	}
+	key := creds.Key
+	if key == "" {
+		key = DefaultOperSecretKey
+	}
+	return []corev1.EnvVar{{
+		Name: OperPasswordEnv,
+		ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: creds.SecretName},
+			Key:                  key,
+		}},
+	}}
+}
+
+func resourceList(in map[corev1.ResourceName]resource.Quantity) corev1.ResourceList {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(corev1.ResourceList, len(in))
+	for name, q := range in {
+		out[name] = q.DeepCopy()
+	}
+	return out
+}
+
+// probePort is the container port the probes connect to: the first plaintext listener, else the first
+// listener. A TCP probe never speaks IRC or TLS, so any listener proves the same thing: ergo loaded its
+// config and bound its sockets.
+func probePort(n *ircv1.ErgoNetwork) (string, bool) {
+	ports := ServicePorts(n)
+	for _, p := range ports {
+		if !p.TLS {
+			return p.Name, true
+		}
+	}
+	if len(ports) > 0 {
+		return ports[0].Name, true
+	}
+	return "", false
+}
+
+// probes are plain TCP connects, the only check ergo's image allows without a client binary or an
+// authenticated API. Each connect comes from the node's address, which BuildConfig exempts from ergo's
+// per-IP limits, so probes neither get refused nor eat into what real clients on that address may open.
+// The startup probe gives a first start (or a datastore upgrade) up to five minutes before liveness
+// takes over.
+func probes(port string) (startup, readiness, liveness *corev1.Probe) {
+	handler := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(port)}}
+	startup = &corev1.Probe{ProbeHandler: handler, PeriodSeconds: 5, TimeoutSeconds: 3, FailureThreshold: 60}
+	readiness = &corev1.Probe{ProbeHandler: handler, PeriodSeconds: 10, TimeoutSeconds: 3, FailureThreshold: 3}
+	liveness = &corev1.Probe{ProbeHandler: handler, PeriodSeconds: 30, TimeoutSeconds: 5, FailureThreshold: 3}
+	return startup, readiness, liveness
+}
+
+// volumes puts the config and the certificate into one projected volume at /etc/ergo. Two volumes, one
+// mounted inside the other, would need kubelet to create the tls mount point inside a read-only
+// ConfigMap volume; one projected volume gives /etc/ergo/ircd.yaml and /etc/ergo/tls/tls.{crt,key}
+// without nesting, and updates both atomically.
+func volumes(n *ircv1.ErgoNetwork) []corev1.Volume {
+	sources := []corev1.VolumeProjection{{
+		ConfigMap: &corev1.ConfigMapProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(n)},
+			Items:                []corev1.KeyToPath{{Key: ConfigKey, Path: ConfigKey}},
+		},
+	}}
+	if n.Spec.TLS != nil {
+		sources = append(sources, corev1.VolumeProjection{
+			Secret: &corev1.SecretProjection{
+				LocalObjectReference: corev1.LocalObjectReference{Name: TLSSecretName(n)},
+				Items: []corev1.KeyToPath{
+					{Key: corev1.TLSCertKey, Path: "tls/" + corev1.TLSCertKey},
+					{Key: corev1.TLSPrivateKeyKey, Path: "tls/" + corev1.TLSPrivateKeyKey},
+				},
+			},
+		})
+	}
+	return []corev1.Volume{
+		{Name: configVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}},
+		{Name: dataVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PVCName(n)},
+		}},
+		// ergo writes nothing outside /ircd that we know of; /tmp is there so a library that does
+		// meets a small, bounded scratch space rather than the read-only root filesystem.
+		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			SizeLimit: ptr.To(resource.MustParse("16Mi")),
+		}}},
+	}
+}

@@ -1,0 +1,99 @@
+package ergo
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+)
+
+const (
+	// ConfigKey is the ConfigMap key holding the rendered ircd.yaml.
+	ConfigKey = "ircd.yaml"
+	// DefaultImage is the ergo image used when Options.Image is empty.
+	DefaultImage = "ghcr.io/ergochat/ergo:stable"
+	// ConfigDigestAnnotation on the pod template carries ConfigDigest: changing it is what rolls the pod
+	// when the config or the oper password hash changes.
+	ConfigDigestAnnotation = "irc.josie.cloud/config-digest"
+	// OperPasswordEnv feeds the oper's bcrypt hash to ergo through allow-environment-overrides, so the
+	// hash lives only in the user's Secret and never in the ConfigMap.
+	OperPasswordEnv = "ERGO__OPERS__ADMIN__PASSWORD"
+
+	// DefaultOperSecretKey is the Secret key read when spec.operCredentials.key is empty.
+	DefaultOperSecretKey = "password"
+	// OperName is the oper the network gets with operCredentials (/OPER admin <password>).
+	OperName = "admin"
+	// OperClass is OperName's class; it must exist in oper-classes or ergo refuses to start.
+	OperClass = "server-admin"
+)
+
+const (
+	labelName      = "app.kubernetes.io/name"
+	labelInstance  = "app.kubernetes.io/instance"
+	labelManagedBy = "app.kubernetes.io/managed-by"
+	labelPartOf    = "app.kubernetes.io/part-of"
+
+	appName      = "ergo"
+	operatorName = "platform-operator"
+)
+
+// Labels are the recommended labels on every child object.
+func Labels(n *ircv1.ErgoNetwork) map[string]string {
+	l := SelectorLabels(n)
+	l[labelManagedBy] = operatorName
+	l[labelPartOf] = operatorName
+	return l
+}
+
+// SelectorLabels is the subset of Labels that never changes for a network, so it can sit in the
+// Deployment's immutable selector and the Service's selector.
+func SelectorLabels(n *ircv1.ErgoNetwork) map[string]string {
+	return map[string]string{
+		labelName:     appName,
+		labelInstance: n.Name,
+	}
+}
+
+// OwnerReference makes the network the controller of a child, so deleting the network garbage-collects
+// every child and the controller's Owns() watches map child events back to it.
+func OwnerReference(n *ircv1.ErgoNetwork) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         ircv1.GroupVersion.String(),
+		Kind:               "ErgoNetwork",
+		Name:               n.Name,
+		UID:                n.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// ConfigMapName is the ConfigMap holding ircd.yaml.
+func ConfigMapName(n *ircv1.ErgoNetwork) string { return n.Name + "-config" }
+
+// PVCName is the claim holding ergo's datastore.
+func PVCName(n *ircv1.ErgoNetwork) string { return n.Name + "-data" }
+
+// TLSSecretName is the Secret cert-manager writes the certificate into.
+func TLSSecretName(n *ircv1.ErgoNetwork) string { return n.Name + "-tls" }
+
+// DeploymentName is the Deployment running ergo.
+func DeploymentName(n *ircv1.ErgoNetwork) string { return n.Name }
+
+// ServiceName is the Service in front of ergo.
+func ServiceName(n *ircv1.ErgoNetwork) string { return n.Name }
+
+// CertificateName is the cert-manager Certificate.
+func CertificateName(n *ircv1.ErgoNetwork) string { return n.Name }
+
+// RouteName is the OpenShift Route.
+func RouteName(n *ircv1.ErgoNetwork) string { return n.Name }
+
+// objectMeta is the metadata every child shares.
+func objectMeta(n *ircv1.ErgoNetwork, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       n.Namespace,
+		Labels:          Labels(n),
+		OwnerReferences: []metav1.OwnerReference{OwnerReference(n)},
+	}
+}
