@@ -169,22 +169,27 @@ type ResourceRequirements struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=6
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-') || k.contains('/'))",message="resource names are cpu, memory, ephemeral-storage, hugepages-<size> or a domain-qualified extended resource"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Requests",xDescriptors="urn:alm:descriptor:com.tectonic.ui:advanced"
 	Requests map[corev1.ResourceName]resource.Quantity `json:"requests,omitempty"`
 
 	// Limits are the maximum resources, such as cpu: 200m and memory: 256Mi.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=6
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-') || k.contains('/'))",message="resource names are cpu, memory, ephemeral-storage, hugepages-<size> or a domain-qualified extended resource"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Limits",xDescriptors="urn:alm:descriptor:com.tectonic.ui:advanced"
 	Limits map[corev1.ResourceName]resource.Quantity `json:"limits,omitempty"`
 }
 
 // ListenerStatus is a port clients connect to.
 type ListenerStatus struct {
 	// Name is the Service port's name.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Port Name"
 	Name string `json:"name"`
 	// Port is the Service port number.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Port"
 	Port int32 `json:"port"`
 	// TLS tells whether the port speaks TLS.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="TLS"
 	TLS bool `json:"tls"`
 }
 

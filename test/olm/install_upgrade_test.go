@@ -1,0 +1,422 @@
+//go:build linux
+
+package olm
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"golang.org/x/crypto/bcrypt"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+)
+
+const (
+	olmNamespace     = "olm"
+	installNamespace = "platform-operator"
+	catalogName      = "platform-operator-local"
+	deploymentName   = "platform-operator-controller-manager"
+	firstVersion     = "0.1.0"
+	nextVersion      = "0.1.1"
+	networkName      = "olm-network"
+)
+
+var _ = Describe("OLM", Ordered, func() {
+	var (
+		opm      *opmServer
+		operator *proc
+		pvcUID   types.UID
+		podUID   types.UID
+		ergoGen  int64
+	)
+
+	It("installs the operator from a CatalogSource and an ErgoNetwork becomes Ready", func(ctx SpecContext) {
+		phase("olm and catalog operators start", func() { startOLM(ctx) })
+
+		phase("catalog render and opm serve", func() {
+			ports := freePorts(2)
+			opm = &opmServer{port: ports[0], pprofPort: ports[1]}
+			dir := filepath.Join(workDir, "catalog-1")
+			newCatalog(dir, []string{filepath.Join(repoRoot, "bundle")})
+			opm.serve(dir)
+		})
+
+		phase("CatalogSource READY", func() {
+			Expect(k8s.Create(ctx, &operatorsv1alpha1.CatalogSource{
+				ObjectMeta: metav1.ObjectMeta{Name: catalogName, Namespace: olmNamespace},
+				Spec: operatorsv1alpha1.CatalogSourceSpec{
+					SourceType:  operatorsv1alpha1.SourceTypeGrpc,
+					Address:     net.JoinHostPort("127.0.0.1", strconv.Itoa(opm.port)),
+					DisplayName: "platform-operator (local opm serve)",
+					Publisher:   "test/olm",
+				},
+			})).To(Succeed())
+			waitCatalogReady(ctx)
+		})
+
+		phase("OperatorGroup and Subscription", func() {
+			createNamespace(ctx, installNamespace)
+			Expect(k8s.Create(ctx, &operatorsv1.OperatorGroup{
+				ObjectMeta: metav1.ObjectMeta{Name: "platform-operator", Namespace: installNamespace},
+				Spec:       operatorsv1.OperatorGroupSpec{TargetNamespaces: []string{installNamespace}},
+			})).To(Succeed())
+			Expect(k8s.Create(ctx, &operatorsv1alpha1.Subscription{
+				ObjectMeta: metav1.ObjectMeta{Name: packageName, Namespace: installNamespace},
+				Spec: &operatorsv1alpha1.SubscriptionSpec{
+					CatalogSource:          catalogName,
+					CatalogSourceNamespace: olmNamespace,
+					Package:                packageName,
+					Channel:                channelName,
+					InstallPlanApproval:    operatorsv1alpha1.ApprovalAutomatic,
+				},
+			})).To(Succeed())
+		})
+
+		phase("CSV v"+firstVersion+" Succeeded", func() { waitCSVSucceeded(ctx, firstVersion) })
+
+		phase("operator start as the CSV's Deployment", func() { operator = runAsDeployment(ctx, "operator-v"+firstVersion) })
+
+		phase("ErgoNetwork Ready", func() {
+			hash, err := bcrypt.GenerateFromPassword([]byte("olm-e2e"), 10)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(k8s.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: networkName + "-oper", Namespace: installNamespace},
+				Data:       map[string][]byte{"password": hash},
+			})).To(Succeed())
+			Expect(k8s.Create(ctx, &ircv1.ErgoNetwork{
+				ObjectMeta: metav1.ObjectMeta{Name: networkName, Namespace: installNamespace},
+				Spec: ircv1.ErgoNetworkSpec{
+					Hostname:        networkName + ".irc.test",
+					OperCredentials: &ircv1.OperCredentials{SecretName: networkName + "-oper"},
+					Listeners:       []ircv1.Listener{{Address: ":6667"}},
+					Storage:         ircv1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
+				},
+			})).To(Succeed())
+			Eventually(ctx, ready(ctx)).WithTimeout(3*time.Minute).Should(Succeed(), "operator log:\n%s", operator.tail(30))
+			pvc := networkPVC(ctx)
+			pvcUID = pvc.UID
+			pod := networkPod(ctx)
+			podUID = pod.UID
+			ergoGen = ergoDeployment(ctx).Generation
+			fmt.Fprintf(os.Stdout, "olm: network Ready with claim %s (%s) and pod %s (%s)\n", pvc.Name, pvc.UID, pod.Name, pod.UID)
+		})
+	}, NodeTimeout(10*time.Minute))
+
+	It("upgrades to a newer bundle and the network keeps its claim and pod", func(ctx SpecContext) {
+		Expect(operator).NotTo(BeNil(), "the install spec did not get that far")
+
+		phase("catalog with v"+nextVersion+" and opm restart", func() {
+			next := filepath.Join(workDir, "bundle-"+nextVersion)
+			newBundleVersion(next, nextVersion)
+			dir := filepath.Join(workDir, "catalog-2")
+			newCatalog(dir, []string{filepath.Join(repoRoot, "bundle"), next}, map[string]any{
+				"name":      packageName + ".v" + nextVersion,
+				"replaces":  packageName + ".v" + firstVersion,
+				"skipRange": "<" + nextVersion,
+			})
+			opm.stop()
+			opm.serve(dir)
+		})
+
+		phase("CSV v"+nextVersion+" Succeeded (upgrade)", func() {
+			waitCSVSucceeded(ctx, nextVersion)
+			Eventually(ctx, func() bool {
+				err := k8s.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: packageName + ".v" + firstVersion}, &operatorsv1alpha1.ClusterServiceVersion{})
+				return client.IgnoreNotFound(err) == nil && err != nil
+			}).Should(BeTrue(), "the replaced CSV v%s is never deleted", firstVersion)
+		})
+
+		phase("operator restart as the new Deployment", func() {
+			old := leaseHolder(ctx)
+			Expect(old).NotTo(BeEmpty(), "the first operator never held the leader election Lease")
+			Expect(operator.stop()).To(Succeed())
+			Expect(operator.checkGone()).To(Succeed())
+			operator = runAsDeployment(ctx, "operator-v"+nextVersion)
+			Eventually(ctx, func() string { return leaseHolder(ctx) }).ShouldNot(Or(BeEmpty(), Equal(old)),
+				"the new operator never took the leader election Lease; log:\n%s", operator.tail(30))
+		})
+
+		phase("network unchanged after the upgrade", func() {
+			// Prove the new operator reconciles the network with the upgraded RBAC without touching the
+			// pod: it must recreate a deleted Service.
+			svc := networkService(ctx)
+			Expect(k8s.Delete(ctx, &svc)).To(Succeed())
+			Eventually(ctx, func() types.UID { return networkServiceUID(ctx) }).ShouldNot(Or(BeEmpty(), Equal(svc.UID)),
+				"the new operator never recreated the deleted Service; log:\n%s", operator.tail(30))
+			Eventually(ctx, ready(ctx)).Should(Succeed(), "operator log:\n%s", operator.tail(30))
+			Consistently(ctx, func(g Gomega) {
+				ready(ctx)(g)
+				g.Expect(networkPVC(ctx).UID).To(Equal(pvcUID), "the claim was replaced")
+				pod := networkPod(ctx)
+				g.Expect(pod.UID).To(Equal(podUID), "the ergo pod was replaced")
+				for _, cs := range pod.Status.ContainerStatuses {
+					g.Expect(cs.RestartCount).To(BeZero(), "container %s restarted", cs.Name)
+				}
+				g.Expect(ergoDeployment(ctx).Generation).To(Equal(ergoGen), "the ergo Deployment's spec changed")
+			}).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
+		})
+	}, NodeTimeout(10*time.Minute))
+})
+
+// startOLM runs OLM's olm and catalog operators against the cluster, in namespace olm. Both serve health
+// and metrics on the hard-coded :8080 (OLM has no flag for it): the second to start logs that the port is
+// taken and carries on, which is harmless here.
+func startOLM(ctx context.Context) {
+	GinkgoHelper()
+	createNamespace(ctx, olmNamespace)
+	env := environ([]string{"KUBECONFIG", "OPERATOR_NAMESPACE"}, "KUBECONFIG="+cluster.KubeconfigPath(), "OPERATOR_NAMESPACE="+olmNamespace)
+	common := []string{"--namespace", olmNamespace, "--writeStatusName", ""}
+	olm := startProc("olm", filepath.Join(olmBin, "olm"), common, env)
+	cat := startProc("catalog", filepath.Join(olmBin, "catalog"), append(common, "--kubeconfig", cluster.KubeconfigPath()), env)
+	// Nothing to probe but that both keep running.
+	time.Sleep(2 * time.Second)
+	for _, p := range []*proc{olm, cat} {
+		done, err := p.exited()
+		Expect(done).To(BeFalse(), "%s exited: %v\n%s", p.name, err, p.tail(20))
+	}
+}
+
+func waitCatalogReady(ctx context.Context) {
+	GinkgoHelper()
+	Eventually(ctx, func(g Gomega) {
+		cs := &operatorsv1alpha1.CatalogSource{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: olmNamespace, Name: catalogName}, cs)).To(Succeed())
+		g.Expect(cs.Status.GRPCConnectionState).NotTo(BeNil(), "no connection state yet")
+		g.Expect(cs.Status.GRPCConnectionState.LastObservedState).To(Equal("READY"))
+	}).Should(Succeed())
+}
+
+// waitCSVSucceeded waits for the CSV of version to reach Succeeded in the install namespace.
+func waitCSVSucceeded(ctx context.Context, version string) {
+	GinkgoHelper()
+	name := packageName + ".v" + version
+	Eventually(ctx, func(g Gomega) {
+		csv := &operatorsv1alpha1.ClusterServiceVersion{}
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: name}, csv)
+		if err != nil {
+			sub := &operatorsv1alpha1.Subscription{}
+			_ = k8s.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: packageName}, sub)
+			g.Expect(err).NotTo(HaveOccurred(), "subscription state %q current %q installed %q conditions %+v",
+				sub.Status.State, sub.Status.CurrentCSV, sub.Status.InstalledCSV, sub.Status.Conditions)
+		}
+		g.Expect(csv.Status.Phase).To(Equal(operatorsv1alpha1.CSVPhaseSucceeded), "CSV %s: %s: %s", name, csv.Status.Reason, csv.Status.Message)
+	}).WithTimeout(4 * time.Minute).Should(Succeed())
+}
+
+// runAsDeployment runs bin/platform-operator as the pod of the Deployment OLM made would run: the
+// container's args and env (field references resolved against that pod), authenticated as the pod's
+// ServiceAccount with a token from the TokenRequest API, so the bundle's RBAC is what it has. Listen
+// addresses are moved to free ports on 127.0.0.1, and the leader election namespace, which a pod reads
+// from its ServiceAccount mount, is given as a flag.
+func runAsDeployment(ctx context.Context, name string) *proc {
+	GinkgoHelper()
+	var dep appsv1.Deployment
+	var pod corev1.Pod
+	Eventually(ctx, func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: deploymentName}, &dep)).To(Succeed())
+		g.Expect(dep.Status.ObservedGeneration).To(Equal(dep.Generation))
+		g.Expect(dep.Status.UpdatedReplicas).To(Equal(dep.Status.Replicas))
+		g.Expect(dep.Status.AvailableReplicas).To(BeNumerically(">=", 1))
+		sel, err := metav1.LabelSelectorAsSelector(dep.Spec.Selector)
+		g.Expect(err).NotTo(HaveOccurred())
+		var pods corev1.PodList
+		g.Expect(k8s.List(ctx, &pods, client.InNamespace(installNamespace), client.MatchingLabelsSelector{Selector: sel})).To(Succeed())
+		var current []corev1.Pod
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+				current = append(current, p)
+			}
+		}
+		g.Expect(current).To(HaveLen(1), "running pods of the Deployment")
+		pod = current[0]
+	}).Should(Succeed())
+
+	c := dep.Spec.Template.Spec.Containers[0]
+	ports := freePorts(2)
+	probe := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
+	metrics := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
+	var args []string
+	leaderElect := false
+	for _, a := range c.Args {
+		switch {
+		case strings.HasPrefix(a, "--health-probe-bind-address="):
+			a = "--health-probe-bind-address=" + probe
+		case strings.HasPrefix(a, "--metrics-bind-address="):
+			a = "--metrics-bind-address=" + metrics
+		case a == "--leader-elect" || a == "--leader-elect=true":
+			leaderElect = true
+		}
+		args = append(args, a)
+	}
+	if leaderElect {
+		args = append(args, "--leader-election-namespace="+installNamespace)
+	}
+	kubeconfig := serviceAccountKubeconfig(ctx, pod.Spec.ServiceAccountName, name)
+	args = append(args, "--kubeconfig="+kubeconfig)
+
+	env := environ([]string{"KUBECONFIG", "WATCH_NAMESPACE", "RELATED_IMAGE_ERGO", "POD_NAMESPACE"})
+	for _, e := range c.Env {
+		env = append(env, e.Name+"="+envValue(pod, e))
+	}
+	Expect(env).To(ContainElement("WATCH_NAMESPACE="+installNamespace), "OLM's olm.targetNamespaces reaches the operator")
+	fmt.Fprintf(os.Stdout, "olm: %s runs as ServiceAccount %s with args %v and env %v\n", name, pod.Spec.ServiceAccountName, args, c.Env)
+
+	p := startProc(name, operatorBin, args, env, probe, metrics)
+	Eventually(func() error {
+		if done, err := p.exited(); done {
+			return StopTrying(fmt.Sprintf("%s exited: %v\n%s", name, err, p.tail(30)))
+		}
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz: %s", resp.Status)
+		}
+		return nil
+	}).WithTimeout(90*time.Second).Should(Succeed(), "%s never became ready; log %s", name, p.logPath)
+	return p
+}
+
+// envValue is what the kubelet would give the container for e in pod.
+func envValue(pod corev1.Pod, e corev1.EnvVar) string {
+	GinkgoHelper()
+	if e.ValueFrom == nil {
+		return e.Value
+	}
+	Expect(e.ValueFrom.FieldRef).NotTo(BeNil(), "env %s: only fieldRef is supported here", e.Name)
+	path := e.ValueFrom.FieldRef.FieldPath
+	switch {
+	case strings.HasPrefix(path, "metadata.annotations['"):
+		return pod.Annotations[strings.TrimSuffix(strings.TrimPrefix(path, "metadata.annotations['"), "']")]
+	case strings.HasPrefix(path, "metadata.labels['"):
+		return pod.Labels[strings.TrimSuffix(strings.TrimPrefix(path, "metadata.labels['"), "']")]
+	case path == "metadata.namespace":
+		return pod.Namespace
+	case path == "metadata.name":
+		return pod.Name
+	case path == "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName
+	}
+	Fail(fmt.Sprintf("env %s: field path %s is not supported here", e.Name, path))
+	return ""
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that authenticates as the ServiceAccount with a token
+// from the TokenRequest API.
+func serviceAccountKubeconfig(ctx context.Context, sa, name string) string {
+	GinkgoHelper()
+	Expect(sa).NotTo(BeEmpty())
+	cs, err := kubernetes.NewForConfig(cluster.Config())
+	Expect(err).NotTo(HaveOccurred())
+	tr, err := cs.CoreV1().ServiceAccounts(installNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+
+	cfg := cluster.Config()
+	ca := cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		ca, err = os.ReadFile(cfg.CAFile)
+		Expect(err).NotTo(HaveOccurred())
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: ca}
+	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: sa, Namespace: installNamespace}
+	kc.CurrentContext = "local"
+	path := filepath.Join(workDir, name+".kubeconfig")
+	Expect(clientcmd.WriteToFile(*kc, path)).To(Succeed())
+	return path
+}
+
+func ready(ctx context.Context) func(Gomega) {
+	return func(g Gomega) {
+		n := &ircv1.ErgoNetwork{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: networkName}, n)).To(Succeed())
+		g.Expect(n.Status.ObservedGeneration).To(Equal(n.Generation), "status.observedGeneration")
+		cond := meta.FindStatusCondition(n.Status.Conditions, ircv1.ConditionReady)
+		g.Expect(cond).NotTo(BeNil(), "no Ready condition yet")
+		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), "Ready is %s: %s: %s", cond.Status, cond.Reason, cond.Message)
+	}
+}
+
+var networkLabels = client.MatchingLabels{"app.kubernetes.io/instance": networkName}
+
+func networkPVC(ctx context.Context) corev1.PersistentVolumeClaim {
+	GinkgoHelper()
+	var l corev1.PersistentVolumeClaimList
+	Expect(k8s.List(ctx, &l, client.InNamespace(installNamespace), networkLabels)).To(Succeed())
+	Expect(l.Items).To(HaveLen(1), "claims of the network")
+	return l.Items[0]
+}
+
+func networkPod(ctx context.Context) corev1.Pod {
+	GinkgoHelper()
+	var l corev1.PodList
+	Expect(k8s.List(ctx, &l, client.InNamespace(installNamespace), networkLabels)).To(Succeed())
+	Expect(l.Items).To(HaveLen(1), "pods of the network")
+	return l.Items[0]
+}
+
+func ergoDeployment(ctx context.Context) appsv1.Deployment {
+	GinkgoHelper()
+	var l appsv1.DeploymentList
+	Expect(k8s.List(ctx, &l, client.InNamespace(installNamespace), networkLabels)).To(Succeed())
+	Expect(l.Items).To(HaveLen(1), "Deployments of the network")
+	return l.Items[0]
+}
+
+func networkService(ctx context.Context) corev1.Service {
+	GinkgoHelper()
+	var l corev1.ServiceList
+	Expect(k8s.List(ctx, &l, client.InNamespace(installNamespace), networkLabels)).To(Succeed())
+	Expect(l.Items).To(HaveLen(1), "Services of the network")
+	return l.Items[0]
+}
+
+// networkServiceUID is the UID of the network's Service, empty while it does not exist.
+func networkServiceUID(ctx context.Context) types.UID {
+	var l corev1.ServiceList
+	if err := k8s.List(ctx, &l, client.InNamespace(installNamespace), networkLabels); err != nil || len(l.Items) != 1 {
+		return ""
+	}
+	return l.Items[0].UID
+}
+
+// leaderElectionID is main.go's LeaderElectionID, the Lease's name.
+const leaderElectionID = "platform-operator.josie.cloud"
+
+// leaseHolder is the holder of the operator's leader election Lease, empty when nobody holds it.
+func leaseHolder(ctx context.Context) string {
+	l := &coordinationv1.Lease{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: leaderElectionID}, l); err != nil {
+		return ""
+	}
+	return ptr.Deref(l.Spec.HolderIdentity, "")
+}

@@ -1,0 +1,171 @@
+//go:build linux
+
+package olm
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// proc is one process the suite started: olm, catalog, opm serve or platform-operator.
+type proc struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	addrs   []string // 127.0.0.1 addresses it listens on, checked closed after it stopped
+	done    chan struct{}
+	waitErr error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+var (
+	procsMu sync.Mutex
+	procs   []*proc
+)
+
+func allProcs() []*proc {
+	procsMu.Lock()
+	defer procsMu.Unlock()
+	return append([]*proc(nil), procs...)
+}
+
+// startProc starts bin in its own process group, with SIGKILL from the kernel should this test process
+// die first, its output in <logDir>/<name>.log.
+func startProc(name, bin string, args, env []string, addrs ...string) *proc {
+	GinkgoHelper()
+	p := &proc{name: name, addrs: addrs, done: make(chan struct{})}
+	p.logPath = filepath.Join(logDir, fmt.Sprintf("%s-%d.log", name, len(allProcs())))
+	log, err := os.Create(p.logPath)
+	Expect(err).NotTo(HaveOccurred())
+	fmt.Fprintf(log, "# %s %s\n", bin, strings.Join(args, " "))
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	Expect(p.cmd.Start()).To(Succeed(), "start %s", name)
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		_ = log.Close()
+		close(p.done)
+	}()
+	procsMu.Lock()
+	procs = append(procs, p)
+	procsMu.Unlock()
+	return p
+}
+
+// exited tells whether the process has ended, and how.
+func (p *proc) exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.waitErr
+	default:
+		return false, nil
+	}
+}
+
+// stop sends SIGTERM to the process group, SIGKILL after 20 s, and waits for the process.
+func (p *proc) stop() error {
+	p.stopOnce.Do(func() {
+		pgid := p.cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			select {
+			case <-p.done:
+			case <-time.After(10 * time.Second):
+				p.stopErr = fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.name, pgid)
+				return
+			}
+		}
+		// Whatever it started in its group goes too.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	})
+	return p.stopErr
+}
+
+// checkGone fails when the process, anything left in its process group, or one of its addresses is still
+// there.
+func (p *proc) checkGone() error {
+	var errs []error
+	if err := syscall.Kill(-p.cmd.Process.Pid, 0); !errors.Is(err, syscall.ESRCH) {
+		errs = append(errs, fmt.Errorf("process group of %s (pid %d) still has processes (kill 0: %v)", p.name, p.cmd.Process.Pid, err))
+	}
+	for _, a := range p.addrs {
+		if conn, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+			_ = conn.Close()
+			errs = append(errs, fmt.Errorf("%s: %s still accepts connections", p.name, a))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// tail returns the last n lines of the process's log.
+func (p *proc) tail(n int) string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// freePorts returns n distinct free ports on 127.0.0.1.
+func freePorts(n int) []int {
+	GinkgoHelper()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// environ is this process's environment without the given variables, plus extra.
+func environ(drop []string, extra ...string) []string {
+	var env []string
+	for _, e := range os.Environ() {
+		name, _, _ := strings.Cut(e, "=")
+		keep := true
+		for _, d := range drop {
+			if name == d {
+				keep = false
+			}
+		}
+		if keep {
+			env = append(env, e)
+		}
+	}
+	return append(env, extra...)
+}
+
+// run runs a short command (opm render, opm serve --cache-only) and returns its stdout.
+func run(bin string, args ...string) []byte {
+	GinkgoHelper()
+	cmd := exec.Command(bin, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	Expect(err).NotTo(HaveOccurred(), "%s %s: %s", bin, strings.Join(args, " "), stderr.String())
+	return out
+}
