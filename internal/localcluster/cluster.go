@@ -42,9 +42,10 @@ type Options struct {
 	// RepoRoot is the repository root, the base of every default path. Default: FindRepoRoot of the
 	// working directory.
 	RepoRoot string
-	// BinaryAssetsDirectory holds etcd and kube-apiserver (and later the other control-plane
-	// binaries). Default: $KUBEBUILDER_ASSETS, else DefaultAssetsDirectory(RepoRoot). Unlike bare
-	// envtest, a value here wins over $KUBEBUILDER_ASSETS.
+	// BinaryAssetsDirectory holds etcd and kube-apiserver, and the components' binaries
+	// (kube-controller-manager, kube-scheduler, kwok: `make controlplane-full`). Default:
+	// $KUBEBUILDER_ASSETS, else DefaultAssetsDirectory(RepoRoot). Unlike bare envtest, a value here
+	// wins over $KUBEBUILDER_ASSETS.
 	BinaryAssetsDirectory string
 	// CRDDirectories hold the project's own CRDs. Default: <RepoRoot>/config/crd/bases.
 	CRDDirectories []string
@@ -61,8 +62,18 @@ type Options struct {
 	// stopped in reverse order before kube-apiserver and etcd. This is where kube-controller-manager,
 	// kube-scheduler and kwok plug in.
 	Components []Component
-	// ControlPlaneOutput receives etcd's and kube-apiserver's stdout and stderr. Default: discarded.
+	// ControlPlaneOutput receives the stdout and stderr of etcd, kube-apiserver and the components'
+	// processes, when LogDir is empty. It must be safe for concurrent writes. Default: discarded.
 	ControlPlaneOutput io.Writer
+	// LogDir, when set, gets one <name>.log file per process (etcd, kube-apiserver, then one per
+	// component process) instead of ControlPlaneOutput. Stop leaves it in place, for a failed test to
+	// show what the control plane said.
+	LogDir string
+	// ServiceAccountAdmission turns kube-apiserver's ServiceAccount admission plugin back on (envtest
+	// turns it off because it has no controller creating the "default" ServiceAccount): pods then get
+	// their ServiceAccount and token volume as in a real cluster. It needs kube-controller-manager's
+	// serviceaccount controller, so WithWorkloads sets it.
+	ServiceAccountAdmission bool
 	// StartTimeout bounds the start of each control-plane process. Default: 60s, generous because
 	// a loaded 2-core machine is slow to bring kube-apiserver up.
 	StartTimeout time.Duration
@@ -94,6 +105,10 @@ type Cluster struct {
 	kubeconfig string
 	crds       []*apiextensionsv1.CustomResourceDefinition
 	running    []Component // components started so far, in start order
+	logs       []io.Closer // control-plane log files, closed by Stop
+
+	addrMu sync.Mutex
+	addrs  []string // every host:port a process of this cluster listens on, for CheckStopped
 }
 
 // New returns a cluster that has not started; it does nothing until Start.
@@ -264,29 +279,50 @@ func (c *Cluster) startControlPlane() error {
 		ControlPlaneStopTimeout:  c.opts.StopTimeout,
 		Scheme:                   c.opts.Scheme,
 	}
+	// Set explicitly: $KUBEBUILDER_ASSETS would otherwise win over BinaryAssetsDirectory.
+	etcdPath, err := withDeathSignal(filepath.Join(c.dir, "bin"), filepath.Join(c.assets, "etcd"))
+	if err != nil {
+		return err
+	}
+	apiPath, err := withDeathSignal(filepath.Join(c.dir, "bin"), filepath.Join(c.assets, "kube-apiserver"))
+	if err != nil {
+		return err
+	}
+	etcdOut, err := c.controlPlaneOutput("etcd")
+	if err != nil {
+		return err
+	}
+	apiOut, err := c.controlPlaneOutput("kube-apiserver")
+	if err != nil {
+		return err
+	}
+
 	etcd := &envtest.Etcd{
-		// Set explicitly: $KUBEBUILDER_ASSETS would otherwise win over BinaryAssetsDirectory.
-		Path:    filepath.Join(c.assets, "etcd"),
+		Path:    etcdPath,
 		DataDir: etcdDir,
 		URL:     &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))},
-		Out:     c.opts.ControlPlaneOutput,
-		Err:     c.opts.ControlPlaneOutput,
+		Out:     etcdOut,
+		Err:     etcdOut,
 	}
-	etcd.Configure().Set("listen-peer-urls", "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])))
+	peer := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
+	etcd.Configure().Set("listen-peer-urls", "http://"+peer)
 	env.ControlPlane.Etcd = etcd
 
 	api := env.ControlPlane.GetAPIServer()
-	api.Path = filepath.Join(c.assets, "kube-apiserver")
+	api.Path = apiPath
 	api.CertDir = apiDir
-	// Also sets kubectl's path, for the day the Makefile builds it; envtest does not need it.
 	env.ControlPlane.KubectlPath = filepath.Join(c.assets, "kubectl")
-	api.Out = c.opts.ControlPlaneOutput
-	api.Err = c.opts.ControlPlaneOutput
-	api.SecureServing.ListenAddr = envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(ports[2])}
+	api.Out = apiOut
+	api.Err = apiOut
+	api.ListenAddr = envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(ports[2])}
 	api.Configure().
 		Set("bind-address", "127.0.0.1").
 		Set("advertise-address", "127.0.0.1").
 		Set("service-cluster-ip-range", c.opts.ServiceClusterIPRange)
+	if c.opts.ServiceAccountAdmission {
+		api.Configure().Disable("disable-admission-plugins")
+	}
+	c.trackAddrs(etcd.URL.Host, peer, api.HostPort())
 
 	// Stop must find the environment even when Start fails half way: envtest stops whatever of
 	// etcd and kube-apiserver it got running.
@@ -343,12 +379,33 @@ func (c *Cluster) teardown() error {
 			errs = append(errs, fmt.Errorf("stop control plane: %w", err))
 		}
 	}
+	for _, l := range c.logs {
+		_ = l.Close()
+	}
+	c.logs = nil
 	if c.dir != "" {
 		if err := os.RemoveAll(c.dir); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// controlPlaneOutput is where etcd's or kube-apiserver's output goes; envtest wants a plain writer.
+func (c *Cluster) controlPlaneOutput(name string) (io.Writer, error) {
+	w, err := c.output(name)
+	if err != nil || w == nil {
+		return nil, err
+	}
+	c.logs = append(c.logs, w)
+	return w, nil
+}
+
+// trackAddrs records addresses a process of the cluster listens on, for CheckStopped.
+func (c *Cluster) trackAddrs(addrs ...string) {
+	c.addrMu.Lock()
+	defer c.addrMu.Unlock()
+	c.addrs = append(c.addrs, addrs...)
 }
 
 // freePorts returns n distinct ports free on 127.0.0.1, held open together so none repeats. As with

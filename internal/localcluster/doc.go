@@ -1,6 +1,11 @@
-// Package localcluster is the local control plane that e2e tests, `make demo` and `make bench` share:
-// etcd and kube-apiserver built from pinned modules into bin/k8s/<version>, started through envtest on
-// 127.0.0.1 with the project's CRDs and the external ones (cert-manager, OpenShift Route) installed, an
-// admin kubeconfig on disk, and Components as the place where the controllers a real cluster runs
-// (kube-controller-manager, kube-scheduler, kwok) plug in.
+// Package localcluster is the local cluster that e2e tests, `make demo` and `make bench` share: etcd and
+// kube-apiserver built from pinned modules into bin/k8s/<version>, started through envtest on 127.0.0.1
+// with the project's CRDs and the external ones (cert-manager, OpenShift Route) installed and an admin
+// kubeconfig on disk; and Components for the controllers a real cluster runs. WithWorkloads (Full) adds
+// kube-controller-manager, kube-scheduler and kwok with one fake node, so Deployments become Available,
+// claims bind and the garbage collector deletes dependents.
+//
+// Every process runs in its own process group with its state under the cluster's temporary directory,
+// and on Linux gets SIGKILL from the kernel should the process that started it die without calling Stop;
+// CheckStopped proves afterwards that nothing was left behind.
 package localcluster

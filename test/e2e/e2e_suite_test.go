@@ -1,0 +1,182 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/platform-operator/platform-operator/internal/localcluster"
+)
+
+// The suite runs serially against one cluster. Every scenario works in namespaces of its own and runs
+// operators of its own, scoped to its namespace with WATCH_NAMESPACE (as OLM installs it for one
+// namespace), so a scenario can run alone (docs/e2e.md) and none sees another's networks.
+var (
+	repoRoot    string
+	operatorBin string
+	logDir      string // every process's log; kept when the suite fails
+	cluster     *localcluster.Cluster
+	k8s         client.Client // direct: no cache between the test and the API server
+
+	timings   []timing
+	timingsMu sync.Mutex
+	suiteT0   time.Time
+)
+
+type timing struct {
+	phase string
+	took  time.Duration
+	note  string
+}
+
+// record prints a phase's duration as it ends and keeps it for the summary AfterSuite prints.
+func record(phase string, took time.Duration, note string) {
+	timingsMu.Lock()
+	defer timingsMu.Unlock()
+	timings = append(timings, timing{phase: phase, took: took, note: note})
+	fmt.Fprintf(os.Stdout, "e2e phase: %-58s %7.1fs %s\n", phase, took.Seconds(), note)
+}
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "platform-operator end to end")
+}
+
+func init() {
+	SetDefaultEventuallyTimeout(60 * time.Second)
+	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	SetDefaultConsistentlyDuration(3 * time.Second)
+	SetDefaultConsistentlyPollingInterval(200 * time.Millisecond)
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	suiteT0 = time.Now()
+	var err error
+	repoRoot, err = localcluster.FindRepoRoot(".")
+	Expect(err).NotTo(HaveOccurred())
+	operatorBin = operatorBinary()
+	logDir, err = os.MkdirTemp("", "platform-operator-e2e-")
+	Expect(err).NotTo(HaveOccurred())
+	fmt.Fprintf(os.Stdout, "e2e: operator binary %s, logs in %s\n", operatorBin, logDir)
+
+	t := time.Now()
+	cluster = localcluster.New(localcluster.WithWorkloads(localcluster.Options{
+		RepoRoot: repoRoot,
+		LogDir:   filepath.Join(logDir, "cluster"),
+		Progress: func(phase string, took time.Duration) { record("cluster start: "+phase, took, "") },
+	}))
+	Expect(cluster.Start(ctx)).To(Succeed(), "start the local cluster; its logs are in %s", filepath.Join(logDir, "cluster"))
+	record("cluster start (total)", time.Since(t), cluster.APIServerURL().String())
+	k8s = cluster.Client()
+}, NodeTimeout(5*time.Minute))
+
+var _ = ReportAfterEach(func(r SpecReport) {
+	if r.LeafNodeType != types.NodeTypeIt || r.State.Is(types.SpecStateSkipped) {
+		return
+	}
+	record("scenario: "+scenarioName(r.LeafNodeText), r.RunTime, r.State.String())
+})
+
+// AfterSuite stops every operator and the cluster, then proves nothing is left: no process the suite
+// started (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, platform-operator) is
+// alive, and none of their ports accepts connections.
+var _ = AfterSuite(func() {
+	var errs []error
+	t := time.Now()
+	for _, op := range allOperators() {
+		if err := op.stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	record("operators stop", time.Since(t), "")
+
+	if cluster != nil {
+		t = time.Now()
+		if err := cluster.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop cluster: %w", err))
+		}
+		record("cluster stop", time.Since(t), "")
+		if err := cluster.CheckStopped(); err != nil {
+			errs = append(errs, fmt.Errorf("left behind by the cluster: %w", err))
+		}
+	}
+	for _, op := range allOperators() {
+		if err := op.checkGone(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		fmt.Fprintf(os.Stdout, "e2e: no process or port left behind (checked %d operator processes and the cluster's %d addresses)\n",
+			len(allOperators()), len(clusterAddresses()))
+	}
+	record("suite (total)", time.Since(suiteT0), "")
+	printTimings()
+	Expect(errors.Join(errs...)).NotTo(HaveOccurred())
+})
+
+// ReportAfterSuite keeps the logs of a failed run and removes those of a passing one.
+var _ = ReportAfterSuite("logs", func(r Report) {
+	if logDir == "" {
+		return
+	}
+	if r.SuiteSucceeded {
+		_ = os.RemoveAll(logDir)
+		return
+	}
+	fmt.Fprintf(os.Stdout, "e2e: the suite failed; the logs of every process are kept in %s\n", logDir)
+})
+
+func clusterAddresses() []string {
+	if cluster == nil {
+		return nil
+	}
+	return cluster.Addresses()
+}
+
+func printTimings() {
+	timingsMu.Lock()
+	defer timingsMu.Unlock()
+	fmt.Fprintln(os.Stdout, "\ne2e timings:")
+	for _, t := range timings {
+		fmt.Fprintf(os.Stdout, "  %-60s %7.1fs %s\n", t.phase, t.took.Seconds(), t.note)
+	}
+}
+
+// scenarioName is the part of a spec's text before the colon: "smoke", "deletion", ...
+func scenarioName(text string) string {
+	name, _, _ := strings.Cut(text, ":")
+	return name
+}
+
+// operatorBinary is $OPERATOR_BINARY or bin/platform-operator: the binary `make build` makes the way the
+// Dockerfile does (CGO_ENABLED=0, -trimpath).
+func operatorBinary() string {
+	bin := os.Getenv("OPERATOR_BINARY")
+	if bin == "" {
+		bin = filepath.Join(repoRoot, "bin", "platform-operator")
+	}
+	fi, err := os.Stat(bin)
+	if err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		Fail(fmt.Sprintf("the e2e suite runs the operator binary %s, which does not exist or is not executable: "+
+			"run `make build` (or `make test-e2e`, which builds it), or set OPERATOR_BINARY", bin))
+	}
+	return bin
+}
+
+// suiteContext is for cleanups, which run after their spec's context has ended.
+func suiteContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), time.Minute)
+}

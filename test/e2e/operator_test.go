@@ -1,0 +1,292 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/platform-operator/platform-operator/internal/localcluster"
+)
+
+// ergoImage is what the suite sets RELATED_IMAGE_ERGO to; the Deployments must carry it. kwok never
+// pulls it.
+const ergoImage = "registry.example/ergochat/ergo:e2e"
+
+// leaderElectionID is main.go's LeaderElectionID: the Lease's name.
+const leaderElectionID = "platform-operator.josie.cloud"
+
+// operatorConfig says how to run one operator process.
+type operatorConfig struct {
+	// namespace is WATCH_NAMESPACE and, with leader election, the Lease's namespace.
+	namespace string
+	// leaderElection turns --leader-elect on with these timings.
+	leaderElection *leaseTimings
+	// args are more flags.
+	args []string
+}
+
+type leaseTimings struct {
+	lease, renew, retry time.Duration
+}
+
+// operator is one platform-operator process: the built binary, against the cluster's admin kubeconfig,
+// with its health and (plain HTTP) metrics endpoints on free 127.0.0.1 ports.
+type operator struct {
+	name        string
+	cmd         *exec.Cmd
+	probeAddr   string
+	metricsAddr string
+	logPath     string
+
+	done    chan struct{}
+	waitErr error
+	once    sync.Once
+	stopErr error
+}
+
+var (
+	operatorsMu sync.Mutex
+	operators   []*operator
+)
+
+func allOperators() []*operator {
+	operatorsMu.Lock()
+	defer operatorsMu.Unlock()
+	return append([]*operator(nil), operators...)
+}
+
+// startOperator starts an operator and waits for its /readyz. The spec's cleanup stops it and, when the
+// spec failed, prints the end of its log.
+func startOperator(name string, cfg operatorConfig) *operator {
+	GinkgoHelper()
+	t := time.Now()
+	ports := freePorts(2)
+	op := &operator{
+		name:        name,
+		probeAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
+		metricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
+		logPath:     filepath.Join(logDir, "operator-"+name+".log"),
+		done:        make(chan struct{}),
+	}
+	args := []string{
+		"--kubeconfig=" + cluster.KubeconfigPath(),
+		"--health-probe-bind-address=" + op.probeAddr,
+		"--metrics-bind-address=" + op.metricsAddr,
+		"--metrics-secure=false",
+	}
+	if le := cfg.leaderElection; le != nil {
+		args = append(args,
+			"--leader-elect=true",
+			"--leader-election-namespace="+cfg.namespace,
+			"--leader-elect-lease-duration="+le.lease.String(),
+			"--leader-elect-renew-deadline="+le.renew.String(),
+			"--leader-elect-retry-period="+le.retry.String(),
+		)
+	} else {
+		args = append(args, "--leader-elect=false")
+	}
+	args = append(args, cfg.args...)
+
+	env := []string{"RELATED_IMAGE_ERGO=" + ergoImage, "WATCH_NAMESPACE=" + cfg.namespace}
+	for _, e := range os.Environ() {
+		name, _, _ := strings.Cut(e, "=")
+		switch name {
+		case "KUBECONFIG", "WATCH_NAMESPACE", "RELATED_IMAGE_ERGO", "POD_NAMESPACE":
+		default:
+			env = append(env, e)
+		}
+	}
+	log, err := os.Create(op.logPath)
+	Expect(err).NotTo(HaveOccurred())
+	fmt.Fprintf(log, "# %s %s\n# WATCH_NAMESPACE=%s\n", operatorBin, strings.Join(args, " "), cfg.namespace)
+
+	op.cmd = exec.Command(operatorBin, args...)
+	op.cmd.Env = env
+	op.cmd.Stdout, op.cmd.Stderr = log, log
+	// Its own process group, and SIGKILL should this test process die without stopping it.
+	op.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	Expect(op.cmd.Start()).To(Succeed())
+	go func() {
+		op.waitErr = op.cmd.Wait()
+		_ = log.Close()
+		close(op.done)
+	}()
+	operatorsMu.Lock()
+	operators = append(operators, op)
+	operatorsMu.Unlock()
+	DeferCleanup(func() {
+		if CurrentSpecReport().Failed() {
+			op.printTail(40)
+		}
+		Expect(op.stop()).To(Succeed())
+	})
+
+	Eventually(func() error {
+		select {
+		case <-op.done:
+			return StopTrying(fmt.Sprintf("operator %s exited: %v", name, op.waitErr))
+		default:
+		}
+		return op.get("/readyz", op.probeAddr, nil)
+	}).WithTimeout(60*time.Second).Should(Succeed(), "operator %s never answered /readyz; log: %s", name, op.logPath)
+	record("operator start: "+name, time.Since(t), fmt.Sprintf("(pid %d)", op.cmd.Process.Pid))
+	return op
+}
+
+func (o *operator) get(path, addr string, body *string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	if body != nil {
+		*body = string(data)
+	}
+	return nil
+}
+
+// metric sums the samples of a metric whose labels contain every one of labels ("name=\"value\"").
+// A metric the process has not registered or reported yet sums to 0.
+func (o *operator) metric(name string, labels ...string) (float64, error) {
+	var text string
+	if err := o.get("/metrics", o.metricsAddr, &text); err != nil {
+		return 0, err
+	}
+	sum := 0.0
+	s := bufio.NewScanner(strings.NewReader(text))
+	s.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for s.Scan() {
+		line := s.Text()
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		matches := true
+		for _, l := range labels {
+			if !strings.Contains(rest, l) {
+				matches = false
+			}
+		}
+		if !matches {
+			continue
+		}
+		fields := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
+		if len(fields) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			return 0, fmt.Errorf("metric line %q: %w", line, err)
+		}
+		sum += v
+	}
+	return sum, s.Err()
+}
+
+// reconciles is how many ErgoNetwork reconciles this process ran.
+func (o *operator) reconciles() (float64, error) {
+	return o.metric("controller_runtime_reconcile_total", `controller="ergonetwork"`)
+}
+
+// leading tells whether this process holds the leader Lease, by its own account.
+func (o *operator) leading() (bool, error) {
+	v, err := o.metric("leader_election_master_status", `name="`+leaderElectionID+`"`)
+	return v == 1, err
+}
+
+// kill sends SIGKILL, as a node failure or the OOM killer would, and waits for the exit.
+func (o *operator) kill() {
+	GinkgoHelper()
+	Expect(syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)).To(Succeed())
+	Eventually(o.done).WithTimeout(10 * time.Second).Should(BeClosed())
+}
+
+// stop sends SIGTERM (a clean shutdown, as kubelet does), then SIGKILL after 15s. Idempotent.
+func (o *operator) stop() error {
+	o.once.Do(func() {
+		select {
+		case <-o.done:
+			return
+		default:
+		}
+		_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-o.done:
+			return
+		case <-time.After(15 * time.Second):
+		}
+		_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
+		<-o.done
+		o.stopErr = fmt.Errorf("operator %s did not stop within 15s of SIGTERM and was killed", o.name)
+	})
+	return o.stopErr
+}
+
+// checkGone proves the process has exited and its ports are closed.
+func (o *operator) checkGone() error {
+	select {
+	case <-o.done:
+	default:
+		return fmt.Errorf("operator %s (pid %d) is still running", o.name, o.cmd.Process.Pid)
+	}
+	if err := localcluster.CheckClosed(o.probeAddr, o.metricsAddr); err != nil {
+		return fmt.Errorf("operator %s: %w", o.name, err)
+	}
+	return nil
+}
+
+func (o *operator) logContains(s string) bool {
+	data, err := os.ReadFile(o.logPath)
+	return err == nil && strings.Contains(string(data), s)
+}
+
+func (o *operator) printTail(n int) {
+	data, err := os.ReadFile(o.logPath)
+	if err != nil {
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	fmt.Fprintf(GinkgoWriter, "--- last %d lines of %s:\n%s\n", n, o.logPath, strings.Join(lines[max(0, len(lines)-n):], "\n"))
+}
+
+// freePorts returns n distinct free ports on 127.0.0.1.
+func freePorts(n int) []int {
+	GinkgoHelper()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
