@@ -2,7 +2,6 @@ package irc
 
 import (
 	"context"
-	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -26,7 +25,7 @@ var _ = Describe("on a cluster without cert-manager and Routes", Ordered, func()
 		env    *envtest.Environment
 		c      client.Client
 		r      *ErgoNetworkReconciler
-		count  atomic.Int64
+		count  = &writeCounter{}
 	)
 	BeforeAll(func() {
 		ctx, cancel = context.WithCancel(context.Background())
@@ -35,7 +34,7 @@ var _ = Describe("on a cluster without cert-manager and Routes", Ordered, func()
 		Expect(err).NotTo(HaveOccurred())
 		c, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
 		Expect(err).NotTo(HaveOccurred())
-		r = startManager(ctx, cfg, &count)
+		r = startManager(ctx, cfg, count)
 	})
 	AfterAll(func() {
 		cancel()

@@ -3,7 +3,7 @@ package irc
 import (
 	"context"
 	"path/filepath"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,7 +34,7 @@ var (
 	k8s        client.Client // direct: no cache between the test and the API server
 	testEnv    *envtest.Environment
 	reconciler *ErgoNetworkReconciler
-	writes     atomic.Int64 // write requests the reconciler's client sent
+	writes     = &writeCounter{} // write requests the reconciler's client sent, by namespace
 	suiteCtx   context.Context
 	cancel     context.CancelFunc
 )
@@ -54,7 +54,7 @@ func crdPaths(external bool) []string {
 }
 
 // startManager runs an ErgoNetworkReconciler against cfg the way main.go does, counting its writes.
-func startManager(ctx context.Context, cfg *rest.Config, counter *atomic.Int64) *ErgoNetworkReconciler {
+func startManager(ctx context.Context, cfg *rest.Config, counter *writeCounter) *ErgoNetworkReconciler {
 	caps, err := platform.Discover(cfg)
 	Expect(err).NotTo(HaveOccurred())
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -94,7 +94,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
-	reconciler = startManager(suiteCtx, cfg, &writes)
+	reconciler = startManager(suiteCtx, cfg, writes)
 	Expect(reconciler.Capabilities).To(Equal(platform.Capabilities{CertManager: true, Routes: true}))
 })
 
@@ -118,34 +118,61 @@ func init() {
 	SetDefaultConsistentlyDuration(2 * time.Second)
 }
 
+// writeCounter counts write requests per namespace, so a spec can count its own network's writes while
+// networks of earlier specs settle in the background.
+type writeCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (w *writeCounter) add(obj any) {
+	ns := ""
+	if o, ok := obj.(interface{ GetNamespace() string }); ok {
+		ns = o.GetNamespace()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	w.n[ns]++
+}
+
+// in is the number of writes to objects in namespace ns so far.
+func (w *writeCounter) in(ns string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n[ns]
+}
+
 // countingClient counts every write request the reconciler sends, status writes included.
 type countingClient struct {
 	client.Client
-	n *atomic.Int64
+	n *writeCounter
 }
 
 func (c *countingClient) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
-	c.n.Add(1)
+	c.n.add(o)
 	return c.Client.Create(ctx, o, opts...)
 }
 
 func (c *countingClient) Update(ctx context.Context, o client.Object, opts ...client.UpdateOption) error {
-	c.n.Add(1)
+	c.n.add(o)
 	return c.Client.Update(ctx, o, opts...)
 }
 
 func (c *countingClient) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-	c.n.Add(1)
+	c.n.add(o)
 	return c.Client.Patch(ctx, o, p, opts...)
 }
 
 func (c *countingClient) Apply(ctx context.Context, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	c.n.Add(1)
+	c.n.add(o)
 	return c.Client.Apply(ctx, o, opts...)
 }
 
 func (c *countingClient) Delete(ctx context.Context, o client.Object, opts ...client.DeleteOption) error {
-	c.n.Add(1)
+	c.n.add(o)
 	return c.Client.Delete(ctx, o, opts...)
 }
 
@@ -155,15 +182,15 @@ func (c *countingClient) Status() client.SubResourceWriter {
 
 type countingStatus struct {
 	client.SubResourceWriter
-	n *atomic.Int64
+	n *writeCounter
 }
 
 func (s *countingStatus) Update(ctx context.Context, o client.Object, opts ...client.SubResourceUpdateOption) error {
-	s.n.Add(1)
+	s.n.add(o)
 	return s.SubResourceWriter.Update(ctx, o, opts...)
 }
 
 func (s *countingStatus) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-	s.n.Add(1)
+	s.n.add(o)
 	return s.SubResourceWriter.Patch(ctx, o, p, opts...)
 }
