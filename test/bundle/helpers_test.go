@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -14,6 +13,8 @@ import (
 	apimanifests "github.com/operator-framework/api/pkg/manifests"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
 const (
@@ -21,13 +22,14 @@ const (
 	csvFile     = packageName + ".clusterserviceversion.yaml"
 )
 
+// repoRoot is the root module's directory: the one walk up to go.mod the project has, in localcluster.
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test source")
+	root, err := localcluster.FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return root
 }
 
 func readFile(t testing.TB, rel string) []byte {

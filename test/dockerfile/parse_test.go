@@ -15,25 +15,18 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/linter"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
+
+	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
-// repoRoot is the directory of the root module's go.mod, found by walking up from the test's directory.
-func repoRoot(t *testing.T) string {
+// repoRoot is the root module's directory: the one walk up to go.mod the project has, in localcluster.
+func repoRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := localcluster.FindRepoRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
+	return root
 }
 
 // parseDockerfile parses a Dockerfile with BuildKit's own parser and fails the test on any parse error,

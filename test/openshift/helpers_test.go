@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
 const (
@@ -40,23 +42,14 @@ const (
 // kustomizations are the entry points under config/openshift.
 var kustomizations = []string{".", "build", "olm", "git"}
 
-// repoRoot is the directory of the root module's go.mod, found by walking up from the test's directory.
+// repoRoot is the root module's directory: the one walk up to go.mod the project has, in localcluster.
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := localcluster.FindRepoRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
+	return root
 }
 
 // manifests are the objects of one rendered kustomization (or one file), decoded strictly into their types.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
 // upstreamImage is the repository of operator-sdk's scorecard-test image; its tag is the operator-sdk
@@ -27,13 +28,14 @@ const (
 	customCommand = "./test/scorecard/cmd/platform-operator-scorecard"
 )
 
+// repoRoot is the root module's directory: the one walk up to go.mod the project has, in localcluster.
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test source")
+	root, err := localcluster.FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return root
 }
 
 // The API server, the custom entry point and the runner are set up once, on first use, for every test of
