@@ -279,11 +279,11 @@ func startOperator(ctx context.Context, o options, kubeconfig string) (*operator
 		fmt.Printf("    built in %s\n", secs(time.Since(t)))
 	}
 
-	probe, err := freePort()
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	probeAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(probe))
+	probeAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	args := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
@@ -853,15 +853,6 @@ func rel(root, p string) string {
 		return r
 	}
 	return p
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // prefixWriter prefixes every line written to it; safe for the two streams of one process.

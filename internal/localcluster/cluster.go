@@ -268,7 +268,7 @@ func (c *Cluster) startControlPlane() error {
 			return err
 		}
 	}
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		return err
 	}
@@ -408,9 +408,9 @@ func (c *Cluster) trackAddrs(addrs ...string) {
 	c.addrs = append(c.addrs, addrs...)
 }
 
-// freePorts returns n distinct ports free on 127.0.0.1, held open together so none repeats. As with
+// FreePorts returns n distinct ports free on 127.0.0.1, held open together so none repeats. As with
 // envtest's own port picking, another process can take one before the server binds it.
-func freePorts(n int) ([]int, error) {
+func FreePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -79,7 +79,7 @@ func (k *KubeControllerManager) Start(ctx context.Context, c *Cluster) error {
 	if err := os.WriteFile(caFile, c.cfg.CAData, 0o600); err != nil {
 		return err
 	}
-	ports, err := freePorts(1)
+	ports, err := FreePorts(1)
 	if err != nil {
 		return err
 	}

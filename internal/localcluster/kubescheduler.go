@@ -32,7 +32,7 @@ func (s *KubeScheduler) Start(ctx context.Context, c *Cluster) error {
 	if err != nil {
 		return err
 	}
-	ports, err := freePorts(1)
+	ports, err := FreePorts(1)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func (k *Kwok) Start(ctx context.Context, c *Cluster) error {
 	if err != nil {
 		return err
 	}
-	ports, err := freePorts(1)
+	ports, err := FreePorts(1)
 	if err != nil {
 		return err
 	}

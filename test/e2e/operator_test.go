@@ -281,12 +281,7 @@ func (o *operator) printTail(n int) {
 // freePorts returns n distinct free ports on 127.0.0.1.
 func freePorts(n int) []int {
 	GinkgoHelper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		Expect(err).NotTo(HaveOccurred())
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
+	ports, err := localcluster.FreePorts(n)
+	Expect(err).NotTo(HaveOccurred())
 	return ports
 }

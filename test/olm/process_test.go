@@ -16,6 +16,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
 // proc is one process the suite started: olm, catalog, opm serve or platform-operator.
@@ -131,13 +133,8 @@ func (p *proc) tail(n int) string {
 // freePorts returns n distinct free ports on 127.0.0.1.
 func freePorts(n int) []int {
 	GinkgoHelper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		Expect(err).NotTo(HaveOccurred())
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
+	ports, err := localcluster.FreePorts(n)
+	Expect(err).NotTo(HaveOccurred())
 	return ports
 }
 
