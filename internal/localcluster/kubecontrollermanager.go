@@ -57,7 +57,7 @@ type KubeControllerManager struct {
 	ExtraArgs []string
 
 	cluster *Cluster
-	proc    *managedProcess
+	proc    *Child
 	addr    string
 }
 
@@ -113,10 +113,10 @@ func (k *KubeControllerManager) Start(ctx context.Context, c *Cluster) error {
 		return err
 	}
 	c.trackAddrs(k.addr)
-	if k.proc, err = startProcess(k.Name(), c.BinaryPath("kube-controller-manager"), args, os.Environ(), out); err != nil {
+	if k.proc, err = StartChild(k.Name(), c.BinaryPath("kube-controller-manager"), args, os.Environ(), out); err != nil {
 		return err
 	}
-	if err := k.proc.waitReady(ctx, c.opts.StartTimeout, healthz("https://"+k.addr+"/healthz")); err != nil {
+	if err := k.proc.WaitReady(ctx, c.opts.StartTimeout, HealthCheck("https://"+k.addr+"/healthz")); err != nil {
 		return err
 	}
 	return k.ensureStorageClass(ctx)
@@ -144,7 +144,7 @@ func (k *KubeControllerManager) Stop() error {
 	if k.proc == nil {
 		return nil
 	}
-	err := k.proc.stop(k.cluster.opts.StopTimeout)
+	err := k.proc.Stop(k.cluster.opts.StopTimeout)
 	return errors.Join(err, k.removeVolumeDirs())
 }
 

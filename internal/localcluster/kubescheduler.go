@@ -16,7 +16,7 @@ type KubeScheduler struct {
 	ExtraArgs []string
 
 	cluster *Cluster
-	proc    *managedProcess
+	proc    *Child
 	addr    string
 }
 
@@ -50,10 +50,10 @@ func (s *KubeScheduler) Start(ctx context.Context, c *Cluster) error {
 		return err
 	}
 	c.trackAddrs(s.addr)
-	if s.proc, err = startProcess(s.Name(), c.BinaryPath("kube-scheduler"), args, os.Environ(), out); err != nil {
+	if s.proc, err = StartChild(s.Name(), c.BinaryPath("kube-scheduler"), args, os.Environ(), out); err != nil {
 		return err
 	}
-	return s.proc.waitReady(ctx, c.opts.StartTimeout, healthz("https://"+s.addr+"/healthz"))
+	return s.proc.WaitReady(ctx, c.opts.StartTimeout, HealthCheck("https://"+s.addr+"/healthz"))
 }
 
 // Stop implements Component.
@@ -61,7 +61,7 @@ func (s *KubeScheduler) Stop() error {
 	if s.proc == nil {
 		return nil
 	}
-	return s.proc.stop(s.cluster.opts.StopTimeout)
+	return s.proc.Stop(s.cluster.opts.StopTimeout)
 }
 
 // Address is the host:port of its HTTPS endpoint (/healthz, /metrics).

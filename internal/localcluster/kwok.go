@@ -36,7 +36,7 @@ type Kwok struct {
 	ExtraArgs []string
 
 	cluster *Cluster
-	proc    *managedProcess
+	proc    *Child
 	addr    string
 }
 
@@ -83,16 +83,16 @@ func (k *Kwok) Start(ctx context.Context, c *Cluster) error {
 		return err
 	}
 	c.trackAddrs(k.addr)
-	if k.proc, err = startProcess(k.Name(), c.BinaryPath("kwok"), args, env, out); err != nil {
+	if k.proc, err = StartChild(k.Name(), c.BinaryPath("kwok"), args, env, out); err != nil {
 		return err
 	}
-	if err := k.proc.waitReady(ctx, c.opts.StartTimeout, healthz("http://"+k.addr+"/healthz")); err != nil {
+	if err := k.proc.WaitReady(ctx, c.opts.StartTimeout, HealthCheck("http://"+k.addr+"/healthz")); err != nil {
 		return err
 	}
 	if err := k.createNode(ctx); err != nil {
 		return err
 	}
-	return k.proc.waitReady(ctx, c.opts.StartTimeout, k.nodeReady)
+	return k.proc.WaitReady(ctx, c.opts.StartTimeout, k.nodeReady)
 }
 
 func (k *Kwok) createNode(ctx context.Context) error {
@@ -153,7 +153,7 @@ func (k *Kwok) Stop() error {
 	if k.proc == nil {
 		return nil
 	}
-	return k.proc.stop(k.cluster.opts.StopTimeout)
+	return k.proc.Stop(k.cluster.opts.StopTimeout)
 }
 
 // Address is the host:port of kwok's HTTP server (/healthz).

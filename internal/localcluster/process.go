@@ -3,6 +3,7 @@ package localcluster
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,10 +15,10 @@ import (
 	"time"
 )
 
-// managedProcess is one child process of a component: its own process group, so a Ctrl-C in the terminal
-// reaches only the parent, which then stops it in order; and, on Linux, a parent-death signal, so a
-// parent killed with SIGKILL does not leave it running.
-type managedProcess struct {
+// Child is one child process (a component, an operator under test): its own process group, so a Ctrl-C
+// in the terminal reaches only the parent, which then stops it in order; and, on Linux, a parent-death
+// signal, so a parent killed with SIGKILL does not leave it running.
+type Child struct {
 	name string
 	cmd  *exec.Cmd
 	out  io.Closer // the log file, when there is one
@@ -29,14 +30,14 @@ type managedProcess struct {
 	stopErr  error
 }
 
-// startProcess starts path with args; its output goes to out (nil discards it).
-func startProcess(name, path string, args, env []string, out io.WriteCloser) (*managedProcess, error) {
+// StartChild starts path with args and env; its output goes to out (nil discards it), which is closed
+// when the process exits.
+func StartChild(name, path string, args, env []string, out io.WriteCloser) (*Child, error) {
 	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
 		if out != nil {
 			_ = out.Close()
 		}
-		return nil, fmt.Errorf("%s: no executable %s: run `make controlplane-full` (it builds it into bin/k8s/%s)",
-			name, path, KubernetesVersion)
+		return nil, fmt.Errorf("%s: no executable %s: %w", name, path, ErrNoExecutable)
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Env = env
@@ -50,7 +51,7 @@ func startProcess(name, path string, args, env []string, out io.WriteCloser) (*m
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	p := &managedProcess{name: name, cmd: cmd, out: out, done: make(chan struct{})}
+	p := &Child{name: name, cmd: cmd, out: out, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		if p.out != nil {
@@ -61,11 +62,38 @@ func startProcess(name, path string, args, env []string, out io.WriteCloser) (*m
 	return p, nil
 }
 
-// PID is the process id.
-func (p *managedProcess) PID() int { return p.cmd.Process.Pid }
+// ErrNoExecutable is what StartChild returns when path is not an executable file.
+var ErrNoExecutable = errors.New("build it first (`make controlplane-full` builds the control plane into bin/k8s/" + KubernetesVersion + ", `make build` the operator into bin/)")
 
-// waitReady polls ready every 100ms until it returns nil, the process exits, ctx ends or timeout passes.
-func (p *managedProcess) waitReady(ctx context.Context, timeout time.Duration, ready func(context.Context) error) error {
+// PID is the process id.
+func (p *Child) PID() int { return p.cmd.Process.Pid }
+
+// Done is closed once the process has exited and been reaped.
+func (p *Child) Done() <-chan struct{} { return p.done }
+
+// Err is how the process exited (nil for status 0); it is meaningful once Done is closed.
+func (p *Child) Err() error {
+	select {
+	case <-p.done:
+		return p.waitErr
+	default:
+		return nil
+	}
+}
+
+// Kill sends SIGKILL to the process group, as a crash or an OOM kill would, and waits for the exit.
+func (p *Child) Kill() error {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.name, p.PID())
+	}
+}
+
+// WaitReady polls ready every 100ms until it returns nil, the process exits, ctx ends or timeout passes.
+func (p *Child) WaitReady(ctx context.Context, timeout time.Duration, ready func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -85,9 +113,9 @@ func (p *managedProcess) waitReady(ctx context.Context, timeout time.Duration, r
 	}
 }
 
-// stop sends SIGTERM to the process group, waits up to timeout, then sends SIGKILL and waits for the exit.
-// It is idempotent.
-func (p *managedProcess) stop(timeout time.Duration) error {
+// Stop sends SIGTERM to the process group, waits up to timeout, then sends SIGKILL and waits for the exit.
+// It is idempotent, and an error says the process had to be killed.
+func (p *Child) Stop(timeout time.Duration) error {
 	p.stopOnce.Do(func() {
 		select {
 		case <-p.done:
@@ -140,7 +168,7 @@ func (c *Cluster) componentDir(name string) (string, error) {
 // healthz returns a readiness check that GETs url and wants 200. Components serve it on 127.0.0.1 with a
 // self-signed certificate they made at start-up, so the check does not verify it: it only asks whether
 // the process is up, and sends nothing secret.
-func healthz(url string) func(context.Context) error {
+func HealthCheck(url string) func(context.Context) error {
 	client := &http.Client{
 		Timeout: 2 * time.Second,
 		Transport: &http.Transport{
