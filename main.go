@@ -25,6 +25,7 @@ import (
 func main() {
 	var (
 		metricsAddr, probeAddr string
+		pprofAddr              string
 		secureMetrics, http2   bool
 		leaderElect            bool
 		leaderElectionNS       string
@@ -38,6 +39,7 @@ func main() {
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 turns it off.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (plain HTTP, unauthenticated: bind it to 127.0.0.1), e.g. 127.0.0.1:8082; empty turns them off.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
 	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the operator's own namespace, so it is needed only when running outside a cluster.")
 	flag.DurationVar(&leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long followers wait after the leader's last renewal before taking over.")
@@ -79,6 +81,7 @@ func main() {
 		Metrics:                       metricsOpts,
 		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
 		HealthProbeBindAddress:        probeAddr,
+		PprofBindAddress:              pprofAddr,
 		LeaderElection:                leaderElect,
 		LeaderElectionID:              "platform-operator.josie.cloud",
 		LeaderElectionNamespace:       leaderElectionNS,
