@@ -221,7 +221,7 @@ func run(o options) (code int) {
 
 	var exited <-chan struct{}
 	if op != nil {
-		exited = op.exited
+		exited = op.Done()
 	}
 	var timeout <-chan time.Time
 	if o.exitAfter > 0 {
@@ -254,13 +254,8 @@ func run(o options) (code int) {
 
 // operator is the operator process.
 type operator struct {
-	cmd     *exec.Cmd
+	*localcluster.Child
 	logPath string
-	logFile *os.File
-	exited  chan struct{} // closed when the process has exited
-	waitErr error
-	once    sync.Once
-	stopErr error
 }
 
 func startOperator(ctx context.Context, o options, kubeconfig string) (*operator, error) {
@@ -304,16 +299,10 @@ func startOperator(ctx context.Context, o options, kubeconfig string) (*operator
 	}
 
 	step("Starting the operator: %s %s", rel(o.root, bin), strings.Join(args, " "))
-	op := &operator{exited: make(chan struct{})}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = o.root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	// Its own process group, so Ctrl-C reaches only the demo, which stops the operator before the
-	// cluster; Pdeathsig takes it down should the demo die without stopping it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	op := &operator{}
+	var out io.WriteCloser
 	if o.operatorLog == "-" {
-		w := prefixWriter("    operator | ")
-		cmd.Stdout, cmd.Stderr = w, w
+		out = prefixWriter("    operator | ")
 	} else {
 		if err := os.MkdirAll(filepath.Dir(o.operatorLog), 0o755); err != nil {
 			return nil, err
@@ -322,25 +311,22 @@ func startOperator(ctx context.Context, o options, kubeconfig string) (*operator
 		if err != nil {
 			return nil, err
 		}
-		op.logPath, op.logFile = o.operatorLog, f
-		cmd.Stdout, cmd.Stderr = f, f
+		op.logPath, out = o.operatorLog, f
 		fmt.Printf("    its log goes to %s (-operator-log - prints it here)\n", rel(o.root, o.operatorLog))
 	}
 	t := time.Now()
-	if err := cmd.Start(); err != nil {
+	env := append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	// Its own process group, so Ctrl-C reaches only the demo, which stops the operator before the
+	// cluster; a parent-death SIGKILL takes it down should the demo die without stopping it.
+	if op.Child, err = localcluster.StartChild("the operator", bin, args, env, out); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	op.cmd = cmd
-	go func() {
-		op.waitErr = cmd.Wait()
-		close(op.exited)
-	}()
 
 	// Ready when /readyz answers: the manager has started its caches and controllers.
 	url := "http://" + probeAddr + "/readyz"
 	for {
 		select {
-		case <-op.exited:
+		case <-op.Done():
 			return op, fmt.Errorf("the operator exited during start-up: %v", op.err())
 		case <-ctx.Done():
 			return op, context.Cause(ctx)
@@ -349,7 +335,7 @@ func startOperator(ctx context.Context, o options, kubeconfig string) (*operator
 		if resp, err := http.Get(url); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				fmt.Printf("    ready (pid %d, %s answered) after %s\n", cmd.Process.Pid, url, secs(time.Since(t)))
+				fmt.Printf("    ready (pid %d, %s answered) after %s\n", op.PID(), url, secs(time.Since(t)))
 				return op, nil
 			}
 		}
@@ -360,37 +346,16 @@ func startOperator(ctx context.Context, o options, kubeconfig string) (*operator
 }
 
 // stop sends SIGTERM, waits up to 15 s for a clean exit, then kills. Idempotent.
-func (op *operator) stop() error {
-	op.once.Do(func() {
-		if op.cmd == nil {
-			return
-		}
-		select {
-		case <-op.exited:
-		default:
-			_ = op.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-op.exited:
-			case <-time.After(15 * time.Second):
-				_ = op.cmd.Process.Kill()
-				<-op.exited
-				op.stopErr = errors.New("did not stop within 15s of SIGTERM; killed")
-			}
-		}
-		if op.logFile != nil {
-			_ = op.logFile.Close()
-		}
-	})
-	return op.stopErr
-}
+func (op *operator) stop() error { return op.Stop(15 * time.Second) }
 
+// err is how the operator exited, once it has; nil while it runs.
 func (op *operator) err() error {
 	select {
-	case <-op.exited:
-		if op.waitErr == nil {
-			return errors.New("exit status 0")
+	case <-op.Done():
+		if err := op.Err(); err != nil {
+			return err
 		}
-		return op.waitErr
+		return errors.New("exit status 0")
 	default:
 		return nil
 	}
@@ -534,7 +499,7 @@ func waitReconciled(ctx context.Context, c client.Client, name string, timeout t
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-op.exited:
+		case <-op.Done():
 			return fmt.Errorf("the operator exited: %v", op.err())
 		case <-time.After(250 * time.Millisecond):
 		}
@@ -765,7 +730,7 @@ func waitCondition(ctx context.Context, c client.Client, name, condType string, 
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-op.exited:
+		case <-op.Done():
 			return fmt.Errorf("the operator exited: %v", op.err())
 		case <-time.After(250 * time.Millisecond):
 		}
@@ -856,7 +821,7 @@ func rel(root, p string) string {
 }
 
 // prefixWriter prefixes every line written to it; safe for the two streams of one process.
-func prefixWriter(prefix string) io.Writer {
+func prefixWriter(prefix string) io.WriteCloser {
 	return &linePrefixer{prefix: prefix}
 }
 
@@ -880,3 +845,6 @@ func (l *linePrefixer) Write(p []byte) (int, error) {
 		fmt.Print(l.prefix + string(line))
 	}
 }
+
+// Close does nothing: StartChild calls it once the operator has exited.
+func (l *linePrefixer) Close() error { return nil }

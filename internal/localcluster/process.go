@@ -165,7 +165,7 @@ func (c *Cluster) componentDir(name string) (string, error) {
 	return dir, os.MkdirAll(dir, 0o700)
 }
 
-// healthz returns a readiness check that GETs url and wants 200. Components serve it on 127.0.0.1 with a
+// HealthCheck returns a readiness check that GETs url and wants 200. Components serve it on 127.0.0.1 with a
 // self-signed certificate they made at start-up, so the check does not verify it: it only asks whether
 // the process is up, and sends nothing secret.
 func HealthCheck(url string) func(context.Context) error {

@@ -97,7 +97,7 @@ var _ = AfterSuite(func() {
 	var errs []error
 	t := time.Now()
 	for _, op := range allOperators() {
-		if err := op.stop(); err != nil {
+		if err := op.Stop(operatorStopTimeout); err != nil {
 			errs = append(errs, err)
 		}
 	}

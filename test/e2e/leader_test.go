@@ -41,7 +41,7 @@ var _ = Describe("ErgoNetwork", func() {
 		}).Should(Succeed())
 
 		By("killing the leader with SIGKILL: it cannot release the lease, so the follower waits for it to expire")
-		first.kill()
+		Expect(first.Kill()).To(Succeed())
 		killed := time.Now()
 		Expect(k8s.Create(ctx, plainNetwork(ns, "after", "oper"))).To(Succeed())
 		var tookOver time.Duration

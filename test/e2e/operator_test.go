@@ -10,12 +10,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -45,19 +43,19 @@ type leaseTimings struct {
 	lease, renew, retry time.Duration
 }
 
+// operatorStopTimeout is how long Stop waits after SIGTERM (a clean shutdown, as kubelet does) before
+// it sends SIGKILL and reports that the operator had to be killed.
+const operatorStopTimeout = 15 * time.Second
+
 // operator is one platform-operator process: the built binary, against the cluster's admin kubeconfig,
-// with its health and (plain HTTP) metrics endpoints on free 127.0.0.1 ports.
+// with its health and (plain HTTP) metrics endpoints on free 127.0.0.1 ports. Kill sends it SIGKILL, as
+// a node failure or the OOM killer would.
 type operator struct {
+	*localcluster.Child
 	name        string
-	cmd         *exec.Cmd
 	probeAddr   string
 	metricsAddr string
 	logPath     string
-
-	done    chan struct{}
-	waitErr error
-	once    sync.Once
-	stopErr error
 }
 
 var (
@@ -82,7 +80,6 @@ func startOperator(name string, cfg operatorConfig) *operator {
 		probeAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
 		metricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
 		logPath:     filepath.Join(logDir, "operator-"+name+".log"),
-		done:        make(chan struct{}),
 	}
 	args := []string{
 		"--kubeconfig=" + cluster.KubeconfigPath(),
@@ -116,17 +113,9 @@ func startOperator(name string, cfg operatorConfig) *operator {
 	Expect(err).NotTo(HaveOccurred())
 	fmt.Fprintf(log, "# %s %s\n# WATCH_NAMESPACE=%s\n", operatorBin, strings.Join(args, " "), cfg.namespace)
 
-	op.cmd = exec.Command(operatorBin, args...)
-	op.cmd.Env = env
-	op.cmd.Stdout, op.cmd.Stderr = log, log
-	// Its own process group, and SIGKILL should this test process die without stopping it.
-	op.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	Expect(op.cmd.Start()).To(Succeed())
-	go func() {
-		op.waitErr = op.cmd.Wait()
-		_ = log.Close()
-		close(op.done)
-	}()
+	// In its own process group, with SIGKILL should this test process die without stopping it.
+	op.Child, err = localcluster.StartChild("operator "+name, operatorBin, args, env, log)
+	Expect(err).NotTo(HaveOccurred())
 	operatorsMu.Lock()
 	operators = append(operators, op)
 	operatorsMu.Unlock()
@@ -134,18 +123,18 @@ func startOperator(name string, cfg operatorConfig) *operator {
 		if CurrentSpecReport().Failed() {
 			op.printTail(40)
 		}
-		Expect(op.stop()).To(Succeed())
+		Expect(op.Stop(operatorStopTimeout)).To(Succeed())
 	})
 
 	Eventually(func() error {
 		select {
-		case <-op.done:
-			return StopTrying(fmt.Sprintf("operator %s exited: %v", name, op.waitErr))
+		case <-op.Done():
+			return StopTrying(fmt.Sprintf("operator %s exited: %v", name, op.Err()))
 		default:
 		}
 		return op.get("/readyz", op.probeAddr, nil)
 	}).WithTimeout(60*time.Second).Should(Succeed(), "operator %s never answered /readyz; log: %s", name, op.logPath)
-	record("operator start: "+name, time.Since(t), fmt.Sprintf("(pid %d)", op.cmd.Process.Pid))
+	record("operator start: "+name, time.Since(t), fmt.Sprintf("(pid %d)", op.PID()))
 	return op
 }
 
@@ -223,40 +212,12 @@ func (o *operator) leading() (bool, error) {
 	return v == 1, err
 }
 
-// kill sends SIGKILL, as a node failure or the OOM killer would, and waits for the exit.
-func (o *operator) kill() {
-	GinkgoHelper()
-	Expect(syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)).To(Succeed())
-	Eventually(o.done).WithTimeout(10 * time.Second).Should(BeClosed())
-}
-
-// stop sends SIGTERM (a clean shutdown, as kubelet does), then SIGKILL after 15s. Idempotent.
-func (o *operator) stop() error {
-	o.once.Do(func() {
-		select {
-		case <-o.done:
-			return
-		default:
-		}
-		_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-o.done:
-			return
-		case <-time.After(15 * time.Second):
-		}
-		_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
-		<-o.done
-		o.stopErr = fmt.Errorf("operator %s did not stop within 15s of SIGTERM and was killed", o.name)
-	})
-	return o.stopErr
-}
-
 // checkGone proves the process has exited and its ports are closed.
 func (o *operator) checkGone() error {
 	select {
-	case <-o.done:
+	case <-o.Done():
 	default:
-		return fmt.Errorf("operator %s (pid %d) is still running", o.name, o.cmd.Process.Pid)
+		return fmt.Errorf("operator %s (pid %d) is still running", o.name, o.PID())
 	}
 	if err := localcluster.CheckClosed(o.probeAddr, o.metricsAddr); err != nil {
 		return fmt.Errorf("operator %s: %w", o.name, err)

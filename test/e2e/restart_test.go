@@ -52,7 +52,7 @@ var _ = Describe("ErgoNetwork", func() {
 			return n
 		}
 		Eventually(ctx, reconciled).WithPolling(50 * time.Millisecond).Should(BeNumerically(">=", 5))
-		first.kill()
+		Expect(first.Kill()).To(Succeed())
 		atKill := reconciled()
 		var deployments appsv1.DeploymentList
 		Expect(k8s.List(ctx, &deployments, client.InNamespace(ns))).To(Succeed())

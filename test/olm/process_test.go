@@ -22,15 +22,10 @@ import (
 
 // proc is one process the suite started: olm, catalog, opm serve or platform-operator.
 type proc struct {
+	*localcluster.Child
 	name    string
-	cmd     *exec.Cmd
 	logPath string
 	addrs   []string // 127.0.0.1 addresses it listens on, checked closed after it stopped
-	done    chan struct{}
-	waitErr error
-
-	stopOnce sync.Once
-	stopErr  error
 }
 
 var (
@@ -48,21 +43,13 @@ func allProcs() []*proc {
 // die first, its output in <logDir>/<name>.log.
 func startProc(name, bin string, args, env []string, addrs ...string) *proc {
 	GinkgoHelper()
-	p := &proc{name: name, addrs: addrs, done: make(chan struct{})}
+	p := &proc{name: name, addrs: addrs}
 	p.logPath = filepath.Join(logDir, fmt.Sprintf("%s-%d.log", name, len(allProcs())))
 	log, err := os.Create(p.logPath)
 	Expect(err).NotTo(HaveOccurred())
 	fmt.Fprintf(log, "# %s %s\n", bin, strings.Join(args, " "))
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = env
-	p.cmd.Stdout, p.cmd.Stderr = log, log
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	Expect(p.cmd.Start()).To(Succeed(), "start %s", name)
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		_ = log.Close()
-		close(p.done)
-	}()
+	p.Child, err = localcluster.StartChild(name, bin, args, env, log)
+	Expect(err).NotTo(HaveOccurred(), "start %s", name)
 	procsMu.Lock()
 	procs = append(procs, p)
 	procsMu.Unlock()
@@ -72,41 +59,33 @@ func startProc(name, bin string, args, env []string, addrs ...string) *proc {
 // exited tells whether the process has ended, and how.
 func (p *proc) exited() (bool, error) {
 	select {
-	case <-p.done:
-		return true, p.waitErr
+	case <-p.Done():
+		return true, p.Err()
 	default:
 		return false, nil
 	}
 }
 
-// stop sends SIGTERM to the process group, SIGKILL after 20 s, and waits for the process.
+// stop sends SIGTERM to the process group, SIGKILL after 20 s, and waits for the process. Having to kill
+// it is no error here: only a process that outlives SIGKILL is. Idempotent.
 func (p *proc) stop() error {
-	p.stopOnce.Do(func() {
-		pgid := p.cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			select {
-			case <-p.done:
-			case <-time.After(10 * time.Second):
-				p.stopErr = fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.name, pgid)
-				return
-			}
-		}
-		// Whatever it started in its group goes too.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	})
-	return p.stopErr
+	err := p.Stop(20 * time.Second)
+	select {
+	case <-p.Done():
+		err = nil
+	default:
+	}
+	// Whatever it started in its group goes too.
+	_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+	return err
 }
 
 // checkGone fails when the process, anything left in its process group, or one of its addresses is still
 // there.
 func (p *proc) checkGone() error {
 	var errs []error
-	if err := syscall.Kill(-p.cmd.Process.Pid, 0); !errors.Is(err, syscall.ESRCH) {
-		errs = append(errs, fmt.Errorf("process group of %s (pid %d) still has processes (kill 0: %v)", p.name, p.cmd.Process.Pid, err))
+	if err := syscall.Kill(-p.PID(), 0); !errors.Is(err, syscall.ESRCH) {
+		errs = append(errs, fmt.Errorf("process group of %s (pid %d) still has processes (kill 0: %v)", p.name, p.PID(), err))
 	}
 	for _, a := range p.addrs {
 		if conn, err := net.DialTimeout("tcp", a, time.Second); err == nil {
