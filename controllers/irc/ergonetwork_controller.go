@@ -3,12 +3,14 @@ package irc
 import (
 	"context"
 	"errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	routev1 "github.com/openshift/api/route/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -36,7 +38,8 @@ const secretNameIndex = "spec.operCredentials.secretName"
 type ErgoNetworkReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
-	// APIReader reads Secrets straight from the API server: the cache holds only their metadata.
+	// APIReader reads Secrets straight from the API server: the cache holds only their metadata, which
+	// says when a Secret changed and so when to read it again.
 	APIReader client.Reader
 	// Recorder emits the events users see with kubectl describe.
 	Recorder record.EventRecorder
@@ -48,6 +51,7 @@ type ErgoNetworkReconciler struct {
 	MaxConcurrentReconciles int
 
 	applier *apply.Applier
+	memo    memo
 }
 
 // +kubebuilder:rbac:groups=irc.josie.cloud,resources=ergonetworks,verbs=get;list;watch
@@ -66,6 +70,9 @@ type ErgoNetworkReconciler struct {
 func (r *ErgoNetworkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	n := &ircv1.ErgoNetwork{}
 	if err := r.Client.Get(ctx, req.NamespacedName, n); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.memo.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !n.DeletionTimestamp.IsZero() {
@@ -88,6 +95,7 @@ func (r *ErgoNetworkReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			errs = append(errs, err)
 		}
 	}
+	r.announce(s)
 	if err := r.writeStatus(ctx, n, s.summarize()); err != nil {
 		errs = append(errs, err)
 	}
@@ -171,11 +179,13 @@ const instanceLabel = "app.kubernetes.io/instance"
 const ManagedByLabel = "app.kubernetes.io/managed-by"
 
 // CacheByObject limits the cache to the children the operator made, so a cluster full of unrelated
-// Deployments, ConfigMaps and Services costs the operator no memory. Secrets are watched as metadata
-// only (see SetupWithManager) and read straight from the API server.
+// Deployments, ConfigMaps and Services costs the operator no memory. Secrets are watched as metadata only
+// (see SetupWithManager), cut down by secretIdentity, and their data read from the API server when they
+// change (readSecretKey).
 func CacheByObject(caps platform.Capabilities) map[client.Object]cache.ByObject {
 	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{ManagedByLabel: FieldOwner})}
 	byObject := map[client.Object]cache.ByObject{
+		&corev1.Secret{}:                {Transform: secretIdentity},
 		&appsv1.Deployment{}:            managed,
 		&corev1.ConfigMap{}:             managed,
 		&corev1.Service{}:               managed,
@@ -188,4 +198,31 @@ func CacheByObject(caps platform.Capabilities) map[client.Object]cache.ByObject 
 		byObject[&routev1.Route{}] = managed
 	}
 	return byObject
+}
+
+// secretIdentity is the Secret cache's transform: of each Secret's metadata it keeps only what the
+// operator reads (name, namespace, uid, resourceVersion and its own two labels). Every Secret in the
+// watched namespaces is cached, most of them the operator's business only in name, so annotations (a
+// kubectl last-applied-configuration annotation holds the whole Secret, data included), other labels,
+// owner references and managed fields are dropped before they take memory.
+func secretIdentity(in any) (any, error) {
+	m, ok := in.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return in, nil
+	}
+	out := &metav1.PartialObjectMetadata{
+		TypeMeta: m.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		},
+	}
+	for _, k := range []string{ManagedByLabel, instanceLabel} {
+		if v, ok := m.Labels[k]; ok {
+			if out.Labels == nil {
+				out.Labels = map[string]string{}
+			}
+			out.Labels[k] = v
+		}
+	}
+	return out, nil
 }

@@ -2,7 +2,9 @@ package irc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"strings"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -43,6 +45,8 @@ type scope struct {
 	// refused is true when the API server refused a child; the reconcile is retried after
 	// refusedRetry rather than with the fast error backoff.
 	refused bool
+	// created and updated name the children ("Kind name") this reconcile created or changed.
+	created, updated []string
 }
 
 func newScope(n *ircv1.ErgoNetwork) *scope {
@@ -131,9 +135,15 @@ func certificateReady(c *cmv1.Certificate) (bool, string) {
 	return false, "waiting for cert-manager to issue the certificate"
 }
 
-// writeStatus sends the status only when it differs from what the network already shows.
+// writeStatus sends the status only when it differs from what the network already shows, and not again
+// when the network came from a cache that has not yet seen this operator's last write of the same status.
 func (r *ErgoNetworkReconciler) writeStatus(ctx context.Context, n *ircv1.ErgoNetwork, status *ircv1.ErgoNetworkStatus) error {
 	if equality.Semantic.DeepEqual(&n.Status, status) {
+		return nil
+	}
+	key := client.ObjectKeyFromObject(n)
+	w := statusWrite{uid: n.UID, before: statusDigest(&n.Status), after: statusDigest(status)}
+	if r.memo.statusLagging(key, w) {
 		return nil
 	}
 	orig := n.DeepCopy()
@@ -141,5 +151,19 @@ func (r *ErgoNetworkReconciler) writeStatus(ctx context.Context, n *ircv1.ErgoNe
 	if err := r.Client.Status().Patch(ctx, n, client.MergeFrom(orig)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("write status: %w", err))
 	}
+	r.memo.rememberStatus(key, w)
 	return nil
+}
+
+// statusDigest identifies a status, ignoring the conditions' lastTransitionTime: a reconcile working from
+// a stale status recomputes the same transitions a second later.
+func statusDigest(s *ircv1.ErgoNetworkStatus) uint64 {
+	c := s.DeepCopy()
+	for i := range c.Conditions {
+		c.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	data, _ := json.Marshal(c) // a status always marshals
+	h := fnv.New64a()
+	_, _ = h.Write(data)
+	return h.Sum64()
 }

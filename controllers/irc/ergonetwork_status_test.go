@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
@@ -124,5 +125,45 @@ func TestCheckBcryptHash(t *testing.T) {
 				t.Error("the message quotes the secret value")
 			}
 		})
+	}
+}
+
+func TestStatusMemo(t *testing.T) {
+	cond := func(status metav1.ConditionStatus, at int64) ircv1.ErgoNetworkStatus {
+		return ircv1.ErgoNetworkStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{
+			Type: ircv1.ConditionReady, Status: status, Reason: "R", LastTransitionTime: metav1.Unix(at, 0)}}}
+	}
+	empty, ready, readyLater, notReady := ircv1.ErgoNetworkStatus{}, cond(metav1.ConditionTrue, 10), cond(metav1.ConditionTrue, 11), cond(metav1.ConditionFalse, 10)
+	key := types.NamespacedName{Namespace: "ns", Name: "n"}
+	write := func(uid types.UID, from, to *ircv1.ErgoNetworkStatus) statusWrite {
+		return statusWrite{uid: uid, before: statusDigest(from), after: statusDigest(to)}
+	}
+
+	var m memo
+	if m.statusLagging(key, write("u1", &empty, &ready)) {
+		t.Fatal("an empty memo must not hold a write back")
+	}
+	m.rememberStatus(key, write("u1", &empty, &ready))
+	tests := []struct {
+		name string
+		w    statusWrite
+		want bool
+	}{
+		{"the cache still shows the replaced status, the same status is wanted", write("u1", &empty, &ready), true},
+		{"only lastTransitionTime differs (recomputed a second later)", write("u1", &empty, &readyLater), true},
+		{"a different status is wanted", write("u1", &empty, &notReady), false},
+		{"the cache shows someone else's status", write("u1", &notReady, &ready), false},
+		{"a recreated network with the same name", write("u2", &empty, &ready), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := m.statusLagging(key, tt.w); got != tt.want {
+				t.Errorf("lagging = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	m.forget(key)
+	if m.statusLagging(key, write("u1", &empty, &ready)) {
+		t.Error("a forgotten network must not hold a write back")
 	}
 }

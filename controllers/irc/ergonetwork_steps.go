@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	routev1 "github.com/openshift/api/route/v1"
 	"golang.org/x/crypto/bcrypt"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,8 +28,8 @@ const (
 )
 
 // reconcileOperCredentials reads the oper password hash from the user's Secret. The Secret is the user's:
-// it is read straight from the API server, never cached, changed or owned, and its value never reaches a
-// log, an event or the status.
+// it is read from the API server when its resourceVersion changes (readSecretKey), never changed or
+// owned; only the hash is kept, in memory, and it never reaches a log, an event or the status.
 func (r *ErgoNetworkReconciler) reconcileOperCredentials(ctx context.Context, s *scope) error {
 	ref := s.net.Spec.OperCredentials
 	if ref == nil {
@@ -47,8 +47,7 @@ func (r *ErgoNetworkReconciler) reconcileOperCredentials(ctx context.Context, s 
 		return nil
 	}
 
-	var secret corev1.Secret
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.net.Namespace, Name: ref.SecretName}, &secret)
+	hash, ok, err := r.readSecretKey(ctx, s, operSlot, ref.SecretName, key)
 	if apierrors.IsNotFound(err) {
 		return fail(ircv1.ReasonSecretNotFound, fmt.Sprintf("Secret %q named by spec.operCredentials.secretName does not exist in namespace %q", ref.SecretName, s.net.Namespace))
 	}
@@ -57,7 +56,6 @@ func (r *ErgoNetworkReconciler) reconcileOperCredentials(ctx context.Context, s 
 		s.set(ircv1.ConditionOperCredentials, metav1.ConditionUnknown, ircv1.ReasonWaiting, "the oper Secret could not be read: "+err.Error())
 		return fmt.Errorf("read oper secret: %w", err)
 	}
-	hash, ok := secret.Data[key]
 	if !ok {
 		return fail(ircv1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %q has no key %q", ref.SecretName, key))
 	}
@@ -148,11 +146,8 @@ func (r *ErgoNetworkReconciler) reconcileCertificate(ctx context.Context, s *sco
 	if ok, err := r.apply(ctx, s, desired, ircv1.ConditionCertificate); !ok {
 		return err
 	}
-	var live cmv1.Certificate
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), &live); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if ok, msg := certificateReady(&live); ok {
+	// desired now holds the live Certificate (see apply.Applier.Apply).
+	if ok, msg := certificateReady(desired); ok {
 		s.set(ircv1.ConditionCertificate, metav1.ConditionTrue, ircv1.ReasonReady, msg)
 	} else {
 		s.set(ircv1.ConditionCertificate, metav1.ConditionFalse, ircv1.ReasonCertificatePending, msg)
@@ -197,11 +192,7 @@ func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scop
 	if ok, err := r.apply(ctx, s, desired, ircv1.ConditionDeployment); !ok {
 		return err
 	}
-	var live appsv1.Deployment
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), &live); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if ok, msg := deploymentAvailable(&live); ok {
+	if ok, msg := deploymentAvailable(desired); ok {
 		s.set(ircv1.ConditionDeployment, metav1.ConditionTrue, ircv1.ReasonReady, msg)
 	} else {
 		s.set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonDeploymentPending, msg)
@@ -216,15 +207,14 @@ func (r *ErgoNetworkReconciler) servingCertificate(ctx context.Context, s *scope
 	if s.net.Spec.TLS == nil {
 		return nil, nil
 	}
-	var secret corev1.Secret
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.net.Namespace, Name: ergo.TLSSecretName(s.net)}, &secret)
+	cert, _, err := r.readSecretKey(ctx, s, tlsSlot, ergo.TLSSecretName(s.net), corev1.TLSCertKey)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read TLS secret: %w", err)
 	}
-	return secret.Data[corev1.TLSCertKey], nil
+	return cert, nil
 }
 
 // reconcileService exposes every listener inside the cluster.
@@ -258,11 +248,7 @@ func (r *ErgoNetworkReconciler) reconcileRoute(ctx context.Context, s *scope) er
 	if ok, err := r.apply(ctx, s, desired, ircv1.ConditionRoute); !ok {
 		return err
 	}
-	var live routev1.Route
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), &live); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	host, admitted := admittedHost(&live)
+	host, admitted := admittedHost(desired)
 	if host == "" {
 		host = desired.Spec.Host
 	}
@@ -306,11 +292,22 @@ func (r *ErgoNetworkReconciler) apply(ctx context.Context, s *scope, obj client.
 		s.set(condType, metav1.ConditionUnknown, ircv1.ReasonApplyFailed, err.Error())
 		return false, err
 	case res == apply.Created:
-		r.Recorder.Eventf(s.net, corev1.EventTypeNormal, eventCreated, "Created %s %s", kind, obj.GetName())
+		s.created = append(s.created, kind+" "+obj.GetName())
 	case res == apply.Updated:
-		r.Recorder.Eventf(s.net, corev1.EventTypeNormal, eventUpdated, "Updated %s %s", kind, obj.GetName())
+		s.updated = append(s.updated, kind+" "+obj.GetName())
 	}
 	return true, nil
+}
+
+// announce tells the user, in one event per kind of change, what this reconcile created and updated:
+// "Created PersistentVolumeClaim n-data, Certificate n, ..." rather than an event (an API write) per child.
+func (r *ErgoNetworkReconciler) announce(s *scope) {
+	if len(s.created) > 0 {
+		r.Recorder.Event(s.net, corev1.EventTypeNormal, eventCreated, "Created "+strings.Join(s.created, ", "))
+	}
+	if len(s.updated) > 0 {
+		r.Recorder.Event(s.net, corev1.EventTypeNormal, eventUpdated, "Updated "+strings.Join(s.updated, ", "))
+	}
 }
 
 // deleteIfControlled removes a child the spec no longer asks for, when this network controls it.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,6 +41,10 @@ type Applier struct {
 // fields it sets are sent, so fields other managers own (or the server defaults) are left alone. When the
 // live object already holds every desired field with the same value, nothing is sent: an unchanged
 // owner costs no write.
+//
+// On success desired holds the live object, as client writes leave it: the API server's answer when a
+// request was sent, the cached object when none was. Callers read the child's status from it rather than
+// from a cache that may not have seen their own write yet.
 func (a *Applier) Apply(ctx context.Context, desired client.Object) (Result, error) {
 	want, err := ToUnstructured(desired)
 	if err != nil {
@@ -71,7 +76,7 @@ func (a *Applier) Apply(ctx context.Context, desired client.Object) (Result, err
 			return "", err
 		}
 		if Contains(liveMap, want.Object) {
-			return Unchanged, nil
+			return Unchanged, setLive(desired, liveMap)
 		}
 	}
 
@@ -79,7 +84,20 @@ func (a *Applier) Apply(ctx context.Context, desired client.Object) (Result, err
 		client.FieldOwner(a.FieldOwner), client.ForceOwnership); err != nil {
 		return "", fmt.Errorf("apply %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
 	}
-	return result, nil
+	// The apply request decoded the server's answer into want.
+	return result, setLive(desired, want.Object)
+}
+
+// setLive overwrites obj with the object live holds.
+func setLive(obj client.Object, live map[string]any) error {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	v := reflect.ValueOf(obj).Elem()
+	v.Set(reflect.Zero(v.Type()))
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live, obj); err != nil {
+		return fmt.Errorf("read back %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return nil
 }
 
 // ToUnstructured turns a typed object into the map an apply request sends: no status, no server-set

@@ -1,0 +1,114 @@
+package irc
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/scheme"
+)
+
+// countingReader counts the reads that would go to the API server.
+type countingReader struct {
+	client.Reader
+	gets int
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.gets++
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+func TestReadSecretKey(t *testing.T) {
+	ctx := context.Background()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "oper"}, Data: map[string][]byte{"password": []byte("v1")}}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(secret).Build()
+	api := &countingReader{Reader: c}
+	r := &ErgoNetworkReconciler{Client: c, APIReader: api}
+	s := newScope(&ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "net"}})
+
+	steps := []struct {
+		name     string
+		change   func()
+		key      string
+		want     string
+		hasKey   bool
+		notFound bool
+		gets     int // API server reads this step
+	}{
+		{name: "first read asks the API server", key: "password", want: "v1", hasKey: true, gets: 1},
+		{name: "an unchanged Secret is not read again", key: "password", want: "v1", hasKey: true, gets: 0},
+		{name: "another key is read", key: "other", hasKey: false, gets: 1},
+		{name: "changed Secret (new resourceVersion) is read once", key: "password", want: "v2", hasKey: true, gets: 1,
+			change: func() {
+				secret.Data["password"] = []byte("v2")
+				if err := c.Update(ctx, secret); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "and then served from memory", key: "password", want: "v2", hasKey: true, gets: 0},
+		{name: "a deleted Secret is confirmed missing by the API server", key: "password", notFound: true, gets: 1,
+			change: func() {
+				if err := c.Delete(ctx, secret); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "and not asked for again while it stays missing", key: "password", notFound: true, gets: 0},
+	}
+	for _, st := range steps {
+		if st.change != nil {
+			st.change()
+		}
+		before := api.gets
+		got, hasKey, err := r.readSecretKey(ctx, s, operSlot, "oper", st.key)
+		if st.notFound != apierrors.IsNotFound(err) || (!st.notFound && err != nil) {
+			t.Fatalf("%s: err = %v, want NotFound %v", st.name, err, st.notFound)
+		}
+		if string(got) != st.want || hasKey != st.hasKey {
+			t.Errorf("%s: got %q (has key %v), want %q (%v)", st.name, got, hasKey, st.want, st.hasKey)
+		}
+		if n := api.gets - before; n != st.gets {
+			t.Errorf("%s: %d API reads, want %d", st.name, n, st.gets)
+		}
+	}
+}
+
+func TestSecretIdentity(t *testing.T) {
+	in := &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "s", Namespace: "ns", UID: "u", ResourceVersion: "9",
+			Labels:          map[string]string{ManagedByLabel: FieldOwner, instanceLabel: "net", "team": "a"},
+			Annotations:     map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"c2VjcmV0"}}`},
+			OwnerReferences: []metav1.OwnerReference{{Name: "o"}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+			Finalizers:      []string{"f"},
+		},
+	}
+	out, err := secretIdentity(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := out.(*metav1.PartialObjectMetadata)
+	want := metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "u", ResourceVersion: "9",
+		Labels: map[string]string{ManagedByLabel: FieldOwner, instanceLabel: "net"}}
+	if m.Name != want.Name || m.Namespace != want.Namespace || m.UID != want.UID || m.ResourceVersion != want.ResourceVersion ||
+		len(m.Labels) != 2 || m.Labels[instanceLabel] != "net" || m.Annotations != nil || m.OwnerReferences != nil ||
+		m.ManagedFields != nil || m.Finalizers != nil || m.Kind != "Secret" {
+		t.Errorf("secretIdentity kept %+v, want %+v", m.ObjectMeta, want)
+	}
+	unlabelled, _ := secretIdentity(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{"a": "b"}}})
+	if l := unlabelled.(*metav1.PartialObjectMetadata).Labels; l != nil {
+		t.Errorf("labels of an unrelated Secret kept: %v", l)
+	}
+	typed := &corev1.Secret{}
+	if got, _ := secretIdentity(typed); got != typed {
+		t.Error("a typed Secret should pass through")
+	}
+}
