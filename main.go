@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -47,10 +48,10 @@ func main() {
 	flag.DurationVar(&retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the lease.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized through the API server.")
 	flag.BoolVar(&http2, "enable-http2", false, "Serve metrics and webhooks over HTTP/2 too (off: HTTP/2 rapid-reset CVEs).")
-	flag.IntVar(&workers, "max-concurrent-reconciles", 4, "Networks reconciled at once.")
+	flag.IntVar(&workers, "max-concurrent-reconciles", 8, "Networks reconciled at once.")
 	flag.DurationVar(&resync, "sync-period", ircctrl.DefaultResync, "How often every network is reconciled even when nothing changed.")
-	flag.Float64Var(&qps, "kube-api-qps", 50, "Client-side queries per second to the API server.")
-	flag.IntVar(&burst, "kube-api-burst", 100, "Client-side burst of queries to the API server.")
+	flag.Float64Var(&qps, "kube-api-qps", 500, "Requests per second the operator sends the API server, all clients and resource types together (docs/performance.md).")
+	flag.IntVar(&burst, "kube-api-burst", 1000, "Requests the operator may send at once above --kube-api-qps.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -59,6 +60,10 @@ func main() {
 
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(qps), burst
+	// One token bucket for every client the manager makes from cfg (cache, client, events, leader
+	// election): client-go would give each resource type's client its own, so the flags would bound
+	// each type separately rather than the operator.
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 
 	caps, err := platform.Discover(cfg)
 	if err != nil {

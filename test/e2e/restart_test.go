@@ -37,9 +37,9 @@ var _ = Describe("ErgoNetwork", func() {
 		}
 		createAll(ctx, ns, names)
 
-		By("starting an operator throttled to one worker and 5 requests/s per API, so it is still busy when it dies")
+		By("starting an operator throttled to one worker and 20 requests/s, so it is still busy when it dies")
 		first := startOperator("restart-first", operatorConfig{namespace: ns,
-			args: []string{"--max-concurrent-reconciles=1", "--kube-api-qps=5", "--kube-api-burst=5"}})
+			args: []string{"--max-concurrent-reconciles=1", "--kube-api-qps=20", "--kube-api-burst=20"}})
 		reconciled := func() int {
 			var list ircv1.ErgoNetworkList
 			Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
