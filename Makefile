@@ -176,8 +176,12 @@ test: manifests generate fmt vet $(TEST_DEPS) ## Run every test with the race de
 	$(run-olm-tests)
 
 .PHONY: test-unit
-test-unit: manifests generate fmt vet controlplane $(SCORECARD_TEST) ## Run every test except test/e2e (envtest, bundle validation and scorecard included).
+test-unit: manifests generate fmt vet controlplane build $(SCORECARD_TEST) ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
 	$(run-unit-tests)
+
+.PHONY: bench
+bench: controlplane build ## Measure convergence against the API server's floor, writes, steady state, memory and latency; writes docs/performance.md (BENCH_ARGS adds flags, e.g. -sizes=100 -sweep=false -out=).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -operator "$(abspath bin/platform-operator)" $(BENCH_ARGS)
 
 .PHONY: test-e2e
 test-e2e: $(E2E_DEPS) ## Run the e2e suite (test/e2e, docs/e2e.md) against the full local cluster; GINKGO_FOCUS=rollout runs one scenario.
@@ -187,7 +191,7 @@ test-e2e: $(E2E_DEPS) ## Run the e2e suite (test/e2e, docs/e2e.md) against the f
 define run-unit-tests
 @pkgs="$$(go list ./... | grep -v '/$(E2E_DIR)')"; start=$$SECONDS; \
 echo "KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test <packages outside $(E2E_DIR)> $(GO_TEST_FLAGS) -coverprofile cover.out"; \
-KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$pkgs $(GO_TEST_FLAGS) -coverprofile cover.out; \
+KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" OPERATOR_BINARY="$(abspath bin/platform-operator)" go test $$pkgs $(GO_TEST_FLAGS) -coverprofile cover.out; \
 echo "make: unit and envtest tests passed in $$((SECONDS - start))s"
 endef
 

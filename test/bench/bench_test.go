@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/platform-operator/platform-operator/internal/localcluster"
+)
+
+// TestTinyRun runs the whole bench at a tiny N: it proves the bench works end to end (control planes,
+// operator processes, metrics, pprof, watches, report), not how fast anything is; `make bench` measures.
+func TestTinyRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four control planes")
+	}
+	root, err := localcluster.FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &config{
+		RepoRoot: root, Operator: operatorBinary(t, root), LogDir: t.TempDir(),
+		Sizes: []int{3}, Clients: 4, Timeout: 2 * time.Minute,
+		SteadyWindow: time.Second, ChurnRate: 10, ChurnDuration: time.Second,
+		MemorySizes: []int{0, 3}, Unrelated: 4,
+		Sweep: []sweepCase{{Name: "two workers", Args: []string{"--max-concurrent-reconciles=2"}}}, SweepSize: 2,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := run(ctx, c)
+	if err != nil {
+		t.Fatalf("bench: %v (logs in %s)", err, c.LogDir)
+	}
+
+	if len(res.Convergence) != 1 {
+		t.Fatalf("%d convergence results, want 1", len(res.Convergence))
+	}
+	cv := res.Convergence[0]
+	if cv.Floor <= 0 || cv.Operator <= 0 {
+		t.Errorf("convergence times not measured: floor %s, operator %s", cv.Floor, cv.Operator)
+	}
+	// Every network needs its children and a status: fewer writes means the metrics were misread.
+	if minimum := float64(3 * (childrenPerNetwork + 1)); cv.Requests.Writes < minimum {
+		t.Errorf("operator writes %v, fewer than the minimum %v", cv.Requests.Writes, minimum)
+	}
+	if cv.ServerWrites["APPLY configmaps"] != 3 {
+		t.Errorf("API server counted %v ConfigMap applies, want 3: %v", cv.ServerWrites["APPLY configmaps"], cv.ServerWrites)
+	}
+	if res.Steady.ResyncReconciles < 3 || res.Steady.Resync <= 0 {
+		t.Errorf("restart resync not measured: %+v", res.Steady)
+	}
+	if ch := res.Churn; ch.Sent == 0 || ch.Applied != ch.Sent || ch.RolloutP99 <= 0 {
+		t.Errorf("churn: %d edits sent, %d applied, p99 %s", ch.Sent, ch.Applied, ch.RolloutP99)
+	}
+	if len(res.Memory) != 4 {
+		t.Fatalf("%d memory points, want 4 (0, 3, unrelated, restart): %+v", len(res.Memory), res.Memory)
+	}
+	for _, p := range res.Memory {
+		if p.Mem.HeapInuse <= 0 || p.Mem.RSS < p.Mem.HeapInuse {
+			t.Errorf("memory %s: heap %v, RSS %v", p.Label, p.Mem.HeapInuse, p.Mem.RSS)
+		}
+	}
+	if len(res.Sweep) != 1 || res.Sweep[0].Operator <= 0 {
+		t.Errorf("sweep: %+v", res.Sweep)
+	}
+
+	doc := render(c, res)
+	for _, heading := range []string{"### 1. Convergence", "### 2. API requests", "### 3. Steady state", "### 4. Memory", "### 5. Latency", "### Tuning sweep"} {
+		if !strings.Contains(doc, heading) {
+			t.Errorf("report lacks %q", heading)
+		}
+	}
+}
+
+// operatorBinary is $OPERATOR_BINARY (make sets it to bin/platform-operator), else a fresh build.
+func operatorBinary(t *testing.T, root string) string {
+	if p := os.Getenv("OPERATOR_BINARY"); p != "" {
+		return p
+	}
+	out := filepath.Join(t.TempDir(), "platform-operator")
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	return out
+}
+
+func TestSplice(t *testing.T) {
+	block := func(s string) string { return beginMarker + "\n" + s + endMarker }
+	tests := []struct{ name, doc, section, want string }{
+		{"no markers: appended", "# Perf\n\nhand-written\n", "new\n", "# Perf\n\nhand-written\n\n" + block("new\n") + "\n"},
+		{"markers: replaced, the rest kept", "# Perf\n" + block("old\n") + "\n## Tuning\n", "new\n", "# Perf\n" + block("new\n") + "\n## Tuning\n"},
+		{"empty doc", "", "new\n", "\n\n" + block("new\n") + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := splice(tt.doc, tt.section); got != tt.want {
+				t.Errorf("splice:\n%q\nwant\n%q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseSweep(t *testing.T) {
+	got := parseSweep(" --a=1 --b=2 ;; --c ")
+	if len(got) != 2 || got[0].Name != "`--a=1 --b=2`" || len(got[0].Args) != 2 || got[1].Args[0] != "--c" {
+		t.Errorf("parseSweep = %+v", got)
+	}
+	if parseSweep("") != nil {
+		t.Error("an empty sweep should have no cases")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	ds := []time.Duration{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
+	tests := []struct {
+		p    float64
+		want time.Duration
+	}{{50, 5}, {99, 10}, {100, 10}, {10, 1}, {0, 1}}
+	for _, tt := range tests {
+		if got := percentile(ds, tt.p); got != tt.want {
+			t.Errorf("p%v = %v, want %v", tt.p, got, tt.want)
+		}
+	}
+	if percentile(nil, 50) != 0 {
+		t.Error("percentile of nothing should be 0")
+	}
+}
+
+func TestParseMetrics(t *testing.T) {
+	m := parseMetrics(`# HELP rest_client_requests_total x
+rest_client_requests_total{code="200",host="127.0.0.1:1",method="GET"} 12
+rest_client_requests_total{code="201",host="127.0.0.1:1",method="POST"} 3
+rest_client_requests_total{code="200",host="127.0.0.1:1",method="PATCH"} 4
+rest_client_requests_total_other{method="PUT"} 100
+controller_runtime_reconcile_total{controller="ergonetwork",result="success"} 7
+controller_runtime_reconcile_total{controller="other",result="success"} 9
+workqueue_depth{controller="ergonetwork",name="ergonetwork"} 2
+`)
+	r := m.requests()
+	if r.Writes != 7 || r.Reads != 12 || r.ByMethod["PUT"] != 0 {
+		t.Errorf("requests = %+v, want 7 writes and 12 reads", r)
+	}
+	if m.reconciles() != 7 || m.queueDepth() != 2 {
+		t.Errorf("reconciles %v, queue %v", m.reconciles(), m.queueDepth())
+	}
+}
