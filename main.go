@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	ircctrl "github.com/platform-operator/platform-operator/controllers/irc"
+	"github.com/platform-operator/platform-operator/internal/memlimit"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/scheme"
 )
@@ -57,6 +58,14 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
+
+	// The cache grows with the networks (docs/performance.md); near the container's limit the collector
+	// should work harder rather than the kernel kill the operator.
+	if limit, err := memlimit.Set(memlimit.CgroupFile); err != nil {
+		log.Error(err, "no Go memory limit set from the container's")
+	} else if limit > 0 {
+		log.Info("Go soft memory limit from the container's", "bytes", limit)
+	}
 
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(qps), burst
