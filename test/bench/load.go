@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -176,7 +177,8 @@ func floor(ctx context.Context, c client.Client, namespace string, n, workers in
 }
 
 // unrelated fills namespaces the operator has nothing to do with: n ConfigMaps, n Secrets and n
-// Deployments spread over spread namespaces, none carrying the operator's label.
+// Deployments spread over spread namespaces, none carrying the operator's label, each as `kubectl apply`
+// would have left it.
 func unrelated(ctx context.Context, c client.Client, n, spread, workers int) error {
 	for j := range spread {
 		if err := createNamespace(ctx, c, fmt.Sprintf("unrelated-%02d", j)); err != nil {
@@ -189,21 +191,29 @@ func unrelated(ctx context.Context, c client.Client, n, spread, workers int) err
 	}
 	return parallel(ctx, 0, n, workers, func(ctx context.Context, i int) error {
 		ns, name := fmt.Sprintf("unrelated-%02d", i%spread), fmt.Sprintf("app-%05d", i)
-		meta := metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}}
-		if err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"config": string(payload)}}); err != nil {
+		meta := func(obj client.Object) metav1.ObjectMeta {
+			return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name},
+				Annotations: map[string]string{lastApplied: lastAppliedOf(obj)}}
+		}
+		cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, Data: map[string]string{"config": string(payload)}}
+		cm.ObjectMeta = meta(cm)
+		if err := c.Create(ctx, cm); err != nil {
 			return err
 		}
-		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"token": payload}}); err != nil {
+		secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, Data: map[string][]byte{"token": payload}}
+		secret.ObjectMeta = meta(secret)
+		if err := c.Create(ctx, secret); err != nil {
 			return err
 		}
 		replicas := int32(1)
-		return c.Create(ctx, &appsv1.Deployment{
-			ObjectMeta: meta,
+		labels := map[string]string{"app": name}
+		d := &appsv1.Deployment{
+			TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 			Spec: appsv1.DeploymentSpec{
 				Replicas: &replicas,
-				Selector: &metav1.LabelSelector{MatchLabels: meta.Labels},
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels},
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
 					Spec: corev1.PodSpec{Containers: []corev1.Container{{
 						Name: "app", Image: "registry.example/app:1",
 						Env: []corev1.EnvVar{{Name: "CONFIG", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
@@ -211,8 +221,22 @@ func unrelated(ctx context.Context, c client.Client, n, spread, workers int) err
 					}}},
 				},
 			},
-		})
+		}
+		d.ObjectMeta = meta(d)
+		return c.Create(ctx, d)
 	})
+}
+
+// lastApplied is the annotation `kubectl apply` leaves on what it creates: the object as applied, data
+// and all. Most objects in a real cluster carry it.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+func lastAppliedOf(obj client.Object) string {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		panic(err) // plain API types always marshal
+	}
+	return string(data)
 }
 
 // churn edits spec.networkName of networks [0, n) round robin at rate edits per second for d, and
