@@ -81,6 +81,13 @@ func mainErr() error {
 	}
 	c.Args = strings.Fields(operatorArgs)
 	c.Sweep = parseSweep(sweep)
+	for _, sc := range c.Sweep {
+		for _, a := range sc.Args {
+			if !strings.HasPrefix(a, "-") {
+				return fmt.Errorf("-sweep: %q is not an operator flag (flag sets separated by \";\", or empty for no sweep)", a)
+			}
+		}
+	}
 	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
 		return err
 	}
