@@ -3,6 +3,7 @@ package irc
 import (
 	"context"
 	"fmt"
+	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
@@ -199,6 +200,27 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 		for _, t := range partConditions {
 			Expect(condition(got, t)).NotTo(BeNil(), t)
 			Expect(condition(got, t).Status).To(Equal(metav1.ConditionTrue), t)
+		}
+	})
+
+	It("creates a network with the least writes: one apply per child and one status write", func() {
+		Expect(k8s.Create(ctx, operSecret(ns, "lean-oper", "pw"))).To(Succeed())
+		before := writes.in(ns)
+		Expect(k8s.Create(ctx, fullNetwork(ns, "lean"))).To(Succeed())
+		eventuallyNetwork(ctx, ns, "lean", func(n *ircv1.ErgoNetwork) error {
+			if n.Status.ObservedGeneration != n.Generation {
+				return fmt.Errorf("observedGeneration %d, generation %d", n.Status.ObservedGeneration, n.Generation)
+			}
+			return nil
+		})
+		Eventually(get(ctx, &routev1.Route{}, ns, "lean")).Should(Succeed())
+		// The children's events wake the reconciler again while its cache may still hold the network
+		// without its status: those reconciles must not write anything (docs/performance.md).
+		Consistently(func() int { return writes.in(ns) - before }).WithTimeout(2*time.Second).
+			Should(Equal(6+1), "PVC, Certificate, ConfigMap, Deployment, Service and Route, then the status")
+		got := eventuallyNetwork(ctx, ns, "lean", haveCondition(ircv1.ConditionReady, metav1.ConditionFalse, ircv1.ReasonCertificatePending))
+		for _, t := range []string{ircv1.ConditionCertificate, ircv1.ConditionDeployment, ircv1.ConditionRoute} {
+			Expect(condition(got, t)).NotTo(BeNil(), "the first status write already reports %s", t)
 		}
 	})
 
