@@ -14,7 +14,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 const (
@@ -22,15 +22,8 @@ const (
 	csvFile     = packageName + ".clusterserviceversion.yaml"
 )
 
-// repoRoot is the root module's directory: the one walk up to go.mod the project has, in localcluster.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	root, err := localcluster.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
+// repoRoot is the root module's directory.
+func repoRoot(t testing.TB) string { return testutil.RepoRoot(t) }
 
 func readFile(t testing.TB, rel string) []byte {
 	t.Helper()

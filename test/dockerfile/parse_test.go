@@ -16,18 +16,11 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
 
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
-// repoRoot is the root module's directory: the one walk up to go.mod the project has, in localcluster.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	root, err := localcluster.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
+// repoRoot is the root module's directory.
+func repoRoot(t testing.TB) string { return testutil.RepoRoot(t) }
 
 // parseDockerfile parses a Dockerfile with BuildKit's own parser and fails the test on any parse error,
 // parser warning or BuildKit lint finding (the checks `docker build` prints as warnings).

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 const (
@@ -42,15 +42,8 @@ const (
 // kustomizations are the entry points under config/openshift.
 var kustomizations = []string{".", "build", "olm", "git"}
 
-// repoRoot is the root module's directory: the one walk up to go.mod the project has, in localcluster.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	root, err := localcluster.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
+// repoRoot is the root module's directory.
+func repoRoot(t testing.TB) string { return testutil.RepoRoot(t) }
 
 // manifests are the objects of one rendered kustomization (or one file), decoded strictly into their types.
 type manifests struct {

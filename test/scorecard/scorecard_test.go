@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // upstreamImage is the repository of operator-sdk's scorecard-test image; its tag is the operator-sdk
@@ -28,15 +28,8 @@ const (
 	customCommand = "./test/scorecard/cmd/platform-operator-scorecard"
 )
 
-// repoRoot is the root module's directory: the one walk up to go.mod the project has, in localcluster.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	root, err := localcluster.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
+// repoRoot is the root module's directory.
+func repoRoot(t testing.TB) string { return testutil.RepoRoot(t) }
 
 // The API server, the custom entry point and the runner are set up once, on first use, for every test of
 // the package; TestMain stops the API server.
