@@ -18,6 +18,7 @@ import (
 
 	"github.com/platform-operator/platform-operator/internal/ergo"
 	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/promtext"
 	"github.com/platform-operator/platform-operator/internal/scheme"
 )
 
@@ -171,29 +172,40 @@ func (e *env) warmUp(ctx context.Context) error {
 	return nil
 }
 
-// cpu is the CPU seconds kube-apiserver and etcd have used so far, from their process_cpu_seconds_total.
-func (e *env) cpu(ctx context.Context) (map[string]float64, error) {
-	raw, err := e.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{"kube-apiserver": parseMetrics(string(raw)).sum("process_cpu_seconds_total")}
-	etcd, err := httpGet(ctx, e.cluster.EtcdURL().String()+"/metrics")
-	if err != nil {
-		return nil, err
-	}
-	out["etcd"] = parseMetrics(etcd).sum("process_cpu_seconds_total")
-	return out, nil
+// serverSnapshot is what the control plane's own metrics say at one moment.
+type serverSnapshot struct {
+	// cpu is the CPU seconds kube-apiserver and etcd have used so far (process_cpu_seconds_total).
+	cpu map[string]float64
+	// writes is apiserver_request_total for write verbs, by "VERB resource[/sub]".
+	writes map[string]float64
 }
 
-// serverWrites is the API server's apiserver_request_total for write verbs, by "VERB resource[/sub]".
-func (e *env) serverWrites(ctx context.Context) (map[string]float64, error) {
+// snapshot scrapes kube-apiserver's and etcd's /metrics once each.
+func (e *env) snapshot(ctx context.Context) (serverSnapshot, error) {
 	raw, err := e.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil, err
+		return serverSnapshot{}, err
 	}
-	out := map[string]float64{}
-	for series, v := range parseMetrics(string(raw)) {
+	api, err := promtext.Parse(string(raw))
+	if err != nil {
+		return serverSnapshot{}, err
+	}
+	text, err := httpGet(ctx, e.cluster.EtcdURL().String()+"/metrics")
+	if err != nil {
+		return serverSnapshot{}, err
+	}
+	etcd, err := promtext.Parse(text)
+	if err != nil {
+		return serverSnapshot{}, err
+	}
+	snap := serverSnapshot{
+		cpu: map[string]float64{
+			"kube-apiserver": api.Sum("process_cpu_seconds_total"),
+			"etcd":           etcd.Sum("process_cpu_seconds_total"),
+		},
+		writes: map[string]float64{},
+	}
+	for series, v := range api {
 		tail, ok := strings.CutPrefix(series, "apiserver_request_total{")
 		if !ok {
 			continue
@@ -208,9 +220,9 @@ func (e *env) serverWrites(ctx context.Context) (map[string]float64, error) {
 		if l["subresource"] != "" {
 			key += "/" + l["subresource"]
 		}
-		out[key] += v
+		snap.writes[key] += v
 	}
-	return out, nil
+	return snap, nil
 }
 
 // labelsOf parses `a="x",b="y"}` (no escaped quotes in the labels read here).
@@ -289,7 +301,7 @@ func (c *config) floorRun(ctx context.Context, n int) (time.Duration, map[string
 		return 0, nil, err
 	}
 	defer t.stop()
-	cpu0, err := e.cpu(ctx)
+	snap0, err := e.snapshot(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -302,8 +314,8 @@ func (c *config) floorRun(ctx context.Context, n int) (time.Duration, map[string
 		return 0, nil, err
 	}
 	took := t.lastConverged().Sub(start)
-	cpu1, err := e.cpu(ctx)
-	return took, diff(cpu1, cpu0), err
+	snap1, err := e.snapshot(ctx)
+	return took, diff(snap1.cpu, snap0.cpu), err
 }
 
 // operatorRun times the operator converging n networks the bench creates at once, on a fresh control
@@ -336,11 +348,7 @@ func (c *config) operatorRun(ctx context.Context, n int, args []string, conv *co
 	if err != nil {
 		return err
 	}
-	serverBase, err := e.serverWrites(ctx)
-	if err != nil {
-		return err
-	}
-	cpu0, err := e.cpu(ctx)
+	serverBase, err := e.snapshot(ctx)
 	if err != nil {
 		return err
 	}
@@ -354,16 +362,16 @@ func (c *config) operatorRun(ctx context.Context, n int, args []string, conv *co
 		return err
 	}
 	conv.Operator = t.lastConverged().Sub(start)
-	cpu1, err := e.cpu(ctx)
+	atConvergedServer, err := e.snapshot(ctx)
 	if err != nil {
 		return err
 	}
-	conv.CPU = diff(cpu1, cpu0)
+	conv.CPU = diff(atConvergedServer.cpu, serverBase.cpu)
 	atConverged, err := op.scrape(ctx)
 	if err != nil {
 		return err
 	}
-	conv.CPU["operator"] = atConverged.sum("process_cpu_seconds_total") - base.sum("process_cpu_seconds_total")
+	conv.CPU["operator"] = atConverged.Sum("process_cpu_seconds_total") - base.Sum("process_cpu_seconds_total")
 	// Writes the operator makes after the last network converged (a late event, say) count too.
 	m, _, err := op.waitIdle(ctx, base, float64(n), 2*time.Second, c.Timeout)
 	if err != nil {
@@ -371,11 +379,11 @@ func (c *config) operatorRun(ctx context.Context, n int, args []string, conv *co
 	}
 	conv.Requests = m.requests().minus(base.requests())
 	conv.Reconciles = m.reconciles() - base.reconciles()
-	serverAfter, err := e.serverWrites(ctx)
+	serverAfter, err := e.snapshot(ctx)
 	if err != nil {
 		return err
 	}
-	conv.ServerWrites = diff(serverAfter, serverBase)
+	conv.ServerWrites = diff(serverAfter.writes, serverBase.writes)
 	conv.ServerWrites["POST ergonetworks"] -= float64(n) // the bench's own creates
 	if conv.ServerWrites["POST ergonetworks"] <= 0 {
 		delete(conv.ServerWrites, "POST ergonetworks")
@@ -447,8 +455,8 @@ func (c *config) steadyAndChurn(ctx context.Context, e *env, op *operator, n int
 	st.Resync = last.Sub(op2.startedAt)
 	st.ResyncReconciles = m.reconciles()
 	st.ResyncRequests = m.requests()
-	if cnt := m.sum("controller_runtime_reconcile_time_seconds_count", `controller="ergonetwork"`); cnt > 0 {
-		st.ReconcileMean = time.Duration(m.sum("controller_runtime_reconcile_time_seconds_sum", `controller="ergonetwork"`) / cnt * float64(time.Second))
+	if cnt := m.Sum("controller_runtime_reconcile_time_seconds_count", `controller="ergonetwork"`); cnt > 0 {
+		st.ReconcileMean = time.Duration(m.Sum("controller_runtime_reconcile_time_seconds_sum", `controller="ergonetwork"`) / cnt * float64(time.Second))
 	}
 	res.Steady = st
 	c.logf("steady N=%d: %.0f writes in %s; restart resync %s, %.0f writes", n, st.WindowWrites, c.SteadyWindow, st.Resync.Round(time.Millisecond), st.ResyncRequests.Writes)
@@ -582,13 +590,17 @@ func writeFile(path string, data []byte) error {
 	return os.Rename(tmp, path)
 }
 
-// httpGet GETs a plain-HTTP URL on 127.0.0.1 (etcd's metrics).
+// httpClient serves every plain-HTTP GET of the bench: the operator's metrics and pprof, etcd's metrics,
+// all on 127.0.0.1. A forced GC on a large heap can take a while, hence the generous timeout.
+var httpClient = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{Proxy: nil}}
+
+// httpGet GETs url and wants 200.
 func httpGet(ctx context.Context, url string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := (&http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}).Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		return "", err
 	}

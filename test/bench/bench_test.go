@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/promtext"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // TestTinyRun runs the whole bench at a tiny N: it proves the bench works end to end (control planes,
@@ -18,10 +19,7 @@ func TestTinyRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four control planes")
 	}
-	root, err := localcluster.FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testutil.RepoRoot(t)
 	c := &config{
 		RepoRoot: root, Operator: operatorBinary(t, root), LogDir: t.TempDir(),
 		Sizes: []int{3}, Clients: 4, Timeout: 2 * time.Minute,
@@ -132,8 +130,8 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-func TestParseMetrics(t *testing.T) {
-	m := parseMetrics(`# HELP rest_client_requests_total x
+func TestOperatorMetrics(t *testing.T) {
+	s, err := promtext.Parse(`# HELP rest_client_requests_total x
 rest_client_requests_total{code="200",host="127.0.0.1:1",method="GET"} 12
 rest_client_requests_total{code="201",host="127.0.0.1:1",method="POST"} 3
 rest_client_requests_total{code="200",host="127.0.0.1:1",method="PATCH"} 4
@@ -142,6 +140,10 @@ controller_runtime_reconcile_total{controller="ergonetwork",result="success"} 7
 controller_runtime_reconcile_total{controller="other",result="success"} 9
 workqueue_depth{controller="ergonetwork",name="ergonetwork"} 2
 `)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metrics{s}
 	r := m.requests()
 	if r.Writes != 7 || r.Reads != 12 || r.ByMethod["PUT"] != 0 {
 		t.Errorf("requests = %+v, want 7 writes and 12 reads", r)

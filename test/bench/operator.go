@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +12,7 @@ import (
 	"time"
 
 	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/promtext"
 )
 
 // operator is one platform-operator process under measurement, with its probes, plain-HTTP metrics and
@@ -28,7 +26,6 @@ type operator struct {
 	readyAfter  time.Duration
 	logPath     string
 	stopTimeout time.Duration
-	httpClient  *http.Client
 }
 
 // startOperator runs binary against kubeconfig with extra flags and waits for /readyz.
@@ -43,7 +40,6 @@ func startOperator(ctx context.Context, binary, kubeconfig, logDir, name string,
 		pprofAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2])),
 		logPath:     filepath.Join(logDir, "operator-"+name+".log"),
 		stopTimeout: 30 * time.Second,
-		httpClient:  &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{Proxy: nil}},
 	}
 	args := append([]string{
 		"--kubeconfig=" + kubeconfig,
@@ -80,80 +76,16 @@ func startOperator(ctx context.Context, binary, kubeconfig, logDir, name string,
 
 func (o *operator) stop() error { return o.child.Stop(o.stopTimeout) }
 
-func (o *operator) get(ctx context.Context, url string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := o.httpClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return string(body), nil
-}
-
-// metrics is one scrape of the operator's /metrics: every sample by its full series name.
-type metrics map[string]float64
+// metrics is one scrape of the operator's /metrics.
+type metrics struct{ promtext.Samples }
 
 func (o *operator) scrape(ctx context.Context) (metrics, error) {
-	text, err := o.get(ctx, "http://"+o.metricsAddr+"/metrics")
+	text, err := httpGet(ctx, "http://"+o.metricsAddr+"/metrics")
 	if err != nil {
-		return nil, err
+		return metrics{}, err
 	}
-	return parseMetrics(text), nil
-}
-
-// parseMetrics reads Prometheus text exposition into series -> value; comments and bad lines are skipped.
-func parseMetrics(text string) metrics {
-	m := metrics{}
-	s := bufio.NewScanner(strings.NewReader(text))
-	s.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
-	for s.Scan() {
-		line := s.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		m[line[:i]] = v
-	}
-	return m
-}
-
-// sum adds the samples of metric whose labels include every one of labels (`name="value"`).
-func (m metrics) sum(metric string, labels ...string) float64 {
-	total := 0.0
-	for series, v := range m {
-		rest, ok := strings.CutPrefix(series, metric)
-		if !ok || (rest != "" && rest[0] != '{') {
-			continue
-		}
-		match := true
-		for _, l := range labels {
-			if !strings.Contains(rest, l) {
-				match = false
-				break
-			}
-		}
-		if match {
-			total += v
-		}
-	}
-	return total
+	s, err := promtext.Parse(text)
+	return metrics{s}, err
 }
 
 // requests is what the operator's clients sent, from client-go's rest_client_requests_total.
@@ -168,7 +100,7 @@ var methodLabel = regexp.MustCompile(`method="([A-Z]+)"`)
 
 func (m metrics) requests() requests {
 	r := requests{ByMethod: map[string]float64{}}
-	for series, v := range m {
+	for series, v := range m.Samples {
 		if !strings.HasPrefix(series, "rest_client_requests_total{") {
 			continue
 		}
@@ -196,11 +128,11 @@ func (r requests) minus(before requests) requests {
 
 // reconciles is the ergonetwork controller's finished reconciles, whatever their result.
 func (m metrics) reconciles() float64 {
-	return m.sum("controller_runtime_reconcile_total", `controller="ergonetwork"`)
+	return m.Sum("controller_runtime_reconcile_total", `controller="ergonetwork"`)
 }
 
 // queueDepth is the ergonetwork work queue's length.
-func (m metrics) queueDepth() float64 { return m.sum("workqueue_depth", `name="ergonetwork"`) }
+func (m metrics) queueDepth() float64 { return m.Sum("workqueue_depth", `name="ergonetwork"`) }
 
 // memory is the operator's footprint after a forced garbage collection.
 type memory struct {
@@ -212,7 +144,7 @@ var memStat = regexp.MustCompile(`(?m)^# (HeapAlloc|HeapInuse) = (\d+)`)
 // memory forces a GC through pprof (heap?gc=1), reads the heap figures pprof prints, then the RSS.
 func (o *operator) memory(ctx context.Context) (memory, error) {
 	var out memory
-	text, err := o.get(ctx, "http://"+o.pprofAddr+"/debug/pprof/heap?gc=1&debug=1")
+	text, err := httpGet(ctx, "http://"+o.pprofAddr+"/debug/pprof/heap?gc=1&debug=1")
 	if err != nil {
 		return out, err
 	}
@@ -234,7 +166,7 @@ func (o *operator) memory(ctx context.Context) (memory, error) {
 
 // saveHeapProfile writes the operator's heap profile to path.
 func (o *operator) saveHeapProfile(ctx context.Context, path string) error {
-	data, err := o.get(ctx, "http://"+o.pprofAddr+"/debug/pprof/heap")
+	data, err := httpGet(ctx, "http://"+o.pprofAddr+"/debug/pprof/heap")
 	if err != nil {
 		return err
 	}
@@ -272,7 +204,7 @@ func (o *operator) waitIdle(ctx context.Context, base metrics, minReconciles flo
 	for {
 		m, err := o.scrape(ctx)
 		if err != nil {
-			return nil, lastMoved, err
+			return metrics{}, lastMoved, err
 		}
 		n := m.reconciles() - base.reconciles()
 		if n != last {

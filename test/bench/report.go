@@ -61,7 +61,7 @@ func render(c *config, r *results) string {
 	w("%s, %s (%s); took %s.\n\n", r.Started.UTC().Format("2006-01-02 15:04 MST"), "`make bench`",
 		strings.Join(c.flagsSummary(), " "), r.Finished.Sub(r.Started).Round(time.Second))
 	w("| | |\n|---|---|\n")
-	for _, kv := range machine() {
+	for _, kv := range machine(c.RepoRoot) {
 		w("| %s | %s |\n", kv[0], kv[1])
 	}
 	w("\nEvery run starts a fresh etcd and kube-apiserver (no controller-manager: Deployments are not rolled out, so\n")
@@ -224,7 +224,7 @@ func joinInts(xs []int) string {
 }
 
 // machine describes where the run happened: hardware, OS, and the versions of what ran.
-func machine() [][2]string {
+func machine(root string) [][2]string {
 	cpu := "unknown"
 	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(data), "\n") {
@@ -254,8 +254,8 @@ func machine() [][2]string {
 			}
 		}
 	}
-	commit := strings.TrimSpace(output("git", "rev-parse", "--short", "HEAD"))
-	if strings.TrimSpace(output("git", "status", "--porcelain", "--untracked-files=no")) != "" {
+	commit := strings.TrimSpace(output("git", "-C", root, "rev-parse", "--short", "HEAD"))
+	if strings.TrimSpace(output("git", "-C", root, "status", "--porcelain", "--untracked-files=no")) != "" {
 		commit += " (with uncommitted changes)"
 	}
 	return [][2]string{
@@ -265,7 +265,7 @@ func machine() [][2]string {
 		{"load average at the end", load},
 		{"Go", runtime.Version()},
 		{"kube-apiserver", "v" + localcluster.KubernetesVersion + " (built from k8s.io/kubernetes by `make controlplane`)"},
-		{"etcd", etcdVersion()},
+		{"etcd", etcdVersion(root)},
 		{"controller-runtime", crVersion},
 		{"operator", "commit " + commit},
 	}
@@ -288,11 +288,7 @@ func output(name string, args ...string) string {
 	return string(out)
 }
 
-func etcdVersion() string {
-	root, err := localcluster.FindRepoRoot(".")
-	if err != nil {
-		return "unknown"
-	}
+func etcdVersion(root string) string {
 	out := output(localcluster.DefaultAssetsDirectory(root)+"/etcd", "--version")
 	for _, line := range strings.Split(out, "\n") {
 		if v, ok := strings.CutPrefix(line, "etcd Version: "); ok {

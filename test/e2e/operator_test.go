@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/promtext"
 )
 
 // ergoImage is what the suite sets RELATED_IMAGE_ERGO to; the Deployments must carry it. kwok never
@@ -170,35 +170,11 @@ func (o *operator) metric(name string, labels ...string) (float64, error) {
 	if err := o.get("/metrics", o.metricsAddr, &text); err != nil {
 		return 0, err
 	}
-	sum := 0.0
-	s := bufio.NewScanner(strings.NewReader(text))
-	s.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for s.Scan() {
-		line := s.Text()
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
-		matches := true
-		for _, l := range labels {
-			if !strings.Contains(rest, l) {
-				matches = false
-			}
-		}
-		if !matches {
-			continue
-		}
-		fields := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return 0, fmt.Errorf("metric line %q: %w", line, err)
-		}
-		sum += v
+	samples, err := promtext.Parse(text)
+	if err != nil {
+		return 0, err
 	}
-	return sum, s.Err()
+	return samples.Sum(name, labels...), nil
 }
 
 // reconciles is how many ErgoNetwork reconciles this process ran.
