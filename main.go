@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -68,11 +69,7 @@ func main() {
 	}
 
 	cfg := ctrl.GetConfigOrDie()
-	cfg.QPS, cfg.Burst = float32(qps), burst
-	// One token bucket for every client the manager makes from cfg (cache, client, events, leader
-	// election): client-go would give each resource type's client its own, so the flags would bound
-	// each type separately rather than the operator.
-	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	shareRateLimit(cfg, qps, burst)
 
 	caps, err := platform.Discover(cfg)
 	if err != nil {
@@ -141,6 +138,14 @@ func main() {
 		log.Error(err, "run manager")
 		os.Exit(1)
 	}
+}
+
+// shareRateLimit gives every client the manager makes from cfg (cache, client, events, leader election)
+// one token bucket of qps and burst: client-go would give each resource type's client its own, so the
+// flags would bound each type separately rather than the operator.
+func shareRateLimit(cfg *rest.Config, qps float64, burst int) {
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 }
 
 // watchNamespaces turns WATCH_NAMESPACE (set by OLM from the OperatorGroup's target namespaces) into the

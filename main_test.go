@@ -1,0 +1,51 @@
+package main
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+func TestShareRateLimit(t *testing.T) {
+	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
+	shareRateLimit(cfg, 7, 9)
+	limiter, ok := cfg.RateLimiter.(flowcontrol.RateLimiter)
+	if !ok || limiter == nil || limiter.QPS() != 7 || cfg.QPS != 7 || cfg.Burst != 9 {
+		t.Fatalf("rate limit not set: QPS %v, burst %d, limiter %v", cfg.QPS, cfg.Burst, cfg.RateLimiter)
+	}
+	// Two resource types' REST clients, made from copies of cfg as controller-runtime makes them, must
+	// draw from the same bucket.
+	var got []flowcontrol.RateLimiter
+	for _, gv := range []schema.GroupVersion{{Version: "v1"}, {Group: "apps", Version: "v1"}} {
+		c := rest.CopyConfig(cfg)
+		c.GroupVersion = &gv
+		c.APIPath = "/apis"
+		c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+		rc, err := rest.RESTClientFor(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rc.GetRateLimiter())
+	}
+	if got[0] != limiter || got[1] != limiter {
+		t.Errorf("REST clients got their own rate limiters, not the shared one")
+	}
+}
+
+func TestWatchNamespaces(t *testing.T) {
+	if watchNamespaces("") != nil || watchNamespaces(" , ") != nil {
+		t.Error("an empty WATCH_NAMESPACE must mean the whole cluster")
+	}
+	got := watchNamespaces("a, b,,a")
+	if len(got) != 2 {
+		t.Errorf("watchNamespaces = %v, want a and b", got)
+	}
+	for _, ns := range []string{"a", "b"} {
+		if _, ok := got[ns]; !ok {
+			t.Errorf("namespace %q missing from %v", ns, got)
+		}
+	}
+}
