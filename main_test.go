@@ -12,8 +12,8 @@ import (
 func TestShareRateLimit(t *testing.T) {
 	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
 	shareRateLimit(cfg, 7, 9)
-	limiter, ok := cfg.RateLimiter.(flowcontrol.RateLimiter)
-	if !ok || limiter == nil || limiter.QPS() != 7 || cfg.QPS != 7 || cfg.Burst != 9 {
+	limiter := cfg.RateLimiter
+	if limiter == nil || limiter.QPS() != 7 || cfg.QPS != 7 || cfg.Burst != 9 {
 		t.Fatalf("rate limit not set: QPS %v, burst %d, limiter %v", cfg.QPS, cfg.Burst, cfg.RateLimiter)
 	}
 	// Two resource types' REST clients, made from copies of cfg as controller-runtime makes them, must
