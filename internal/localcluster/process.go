@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Child is one child process (a component, an operator under test): its own process group, so a Ctrl-C
@@ -92,25 +94,23 @@ func (p *Child) Kill() error {
 	}
 }
 
-// WaitReady polls ready every 100ms until it returns nil, the process exits, ctx ends or timeout passes.
+// WaitReady polls ready every 100ms until it returns nil, the process exits, ctx ends or timeout passes;
+// the error then says what the last check returned.
 func (p *Child) WaitReady(ctx context.Context, timeout time.Duration, ready func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
 	var last error
-	for {
-		if last = ready(ctx); last == nil {
-			return nil
-		}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready: %v", p.name, p.waitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %s: %w (last check: %v)", p.name, timeout, ctx.Err(), last)
-		case <-tick.C:
+			return false, fmt.Errorf("%s exited before it was ready: %v (last check: %v)", p.name, p.waitErr, last)
+		default:
 		}
+		last = ready(ctx)
+		return last == nil, nil
+	})
+	if err != nil && wait.Interrupted(err) {
+		return fmt.Errorf("%s not ready after %s: %w (last check: %v)", p.name, timeout, err, last)
 	}
+	return err
 }
 
 // Stop sends SIGTERM to the process group, waits up to timeout, then sends SIGKILL and waits for the exit.
