@@ -1,0 +1,371 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Scenario is one API's part of the demo: what to apply, how it becomes Ready on the local cluster and
+// what to show a user then. Each API adds one file that registers its scenario from init; main runs
+// every registered scenario (or those -only names), one section each, on the one cluster and operator.
+type Scenario struct {
+	// Name selects the scenario with -only: short, lower case, unique ("irc").
+	Name string
+	// Title heads the scenario's section: which API it shows, in a few words.
+	Title string
+	// Samples are files under config/samples, applied in order with server-side apply; namespaced
+	// objects without a namespace go to the demo's namespace.
+	Samples []string
+	// Objects, when set, returns more objects to apply after the samples (from a fixtures package, say).
+	Objects func(namespace string) []client.Object
+	// Follow is the kind, among what was applied, that the scenario follows to Ready and shows: the
+	// first object of this kind.
+	Follow schema.GroupVersionKind
+	// Steps, when set, are what happens between applying and the wait for Ready, in order, and only when
+	// an operator runs: waits for the operator's progress (WaitFor) and stand-ins for the controllers the
+	// local cluster lacks (Play). obj is the followed object as applied.
+	Steps func(obj client.Object) []Step
+	// Ready says whether the freshly read followed object is Ready, and what it shows now (printed
+	// when it is, and in the timeout error when it never is). Default: ConditionTrue("Ready").
+	Ready func(obj client.Object) (ready bool, state string)
+	// Show prints what a user would look at, once Ready or once the waits gave up; obj is freshly read.
+	Show func(ctx context.Context, e *Env, obj client.Object)
+	// Kubectl, when set, returns kubectl arguments worth trying on obj, printed while the demo waits.
+	Kubectl func(obj client.Object) []string
+}
+
+// Step is one thing a scenario does on the way to Ready: make it with WaitFor or Play.
+type Step struct {
+	run func(ctx context.Context, e *Env, obj client.Object) error
+}
+
+// WaitFor waits, under the section header, until done says the freshly read followed object is there,
+// then prints its state and how long it took. It gives up after -wait, when the operator exits or on
+// Ctrl-C, and the error then says what it last saw.
+func WaitFor(header string, done func(obj client.Object) (bool, string)) Step {
+	return Step{run: func(ctx context.Context, e *Env, obj client.Object) error {
+		e.Step("%s", header)
+		t := time.Now()
+		state, err := e.Poll(ctx, obj, done)
+		if err != nil {
+			return err
+		}
+		e.Printf("%s after %s", state, secs(time.Since(t)))
+		return nil
+	}}
+}
+
+// Play stands in for a controller the local cluster does not run (cert-manager, say): play does once
+// what that controller would do, and prints under a section of its own what it did and that the demo,
+// not the controller, did it.
+func Play(play func(ctx context.Context, e *Env, obj client.Object) error) Step {
+	return Step{run: play}
+}
+
+// registry holds every scenario, in Name order; register adds to it from each scenario file's init.
+var registry []Scenario
+
+func register(s Scenario) {
+	registry = append(registry, s)
+	slices.SortStableFunc(registry, func(a, b Scenario) int { return cmp.Compare(a.Name, b.Name) })
+}
+
+var scenarioName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// checkScenarios says what is wrong with a registry: a name -only cannot select, a name twice, a
+// scenario without a title, a kind to follow, or something to show.
+func checkScenarios(all []Scenario) error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, s := range all {
+		switch {
+		case !scenarioName.MatchString(s.Name):
+			errs = append(errs, fmt.Errorf("scenario %q: the name must match %s", s.Name, scenarioName))
+		case seen[s.Name]:
+			errs = append(errs, fmt.Errorf("scenario %q is registered twice", s.Name))
+		}
+		seen[s.Name] = true
+		if strings.TrimSpace(s.Title) == "" {
+			errs = append(errs, fmt.Errorf("scenario %q has no title", s.Name))
+		}
+		if s.Follow.Kind == "" {
+			errs = append(errs, fmt.Errorf("scenario %q follows no kind", s.Name))
+		}
+		if s.Show == nil {
+			errs = append(errs, fmt.Errorf("scenario %q shows nothing", s.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// selectScenarios returns the scenarios -only names (a comma-separated list), in registry order; an
+// empty list selects them all.
+func selectScenarios(all []Scenario, only string) ([]Scenario, error) {
+	want := map[string]bool{}
+	for n := range strings.SplitSeq(only, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			want[n] = true
+		}
+	}
+	if len(want) == 0 {
+		return all, nil
+	}
+	var picked []Scenario
+	for _, s := range all {
+		if want[s.Name] {
+			picked = append(picked, s)
+			delete(want, s.Name)
+		}
+	}
+	if len(want) > 0 {
+		unknown := make([]string, 0, len(want))
+		for n := range want {
+			unknown = append(unknown, n)
+		}
+		slices.Sort(unknown)
+		return nil, fmt.Errorf("-only: no scenario %s; the scenarios are: %s",
+			strings.Join(unknown, ", "), strings.Join(names(all), ", "))
+	}
+	return picked, nil
+}
+
+func names(all []Scenario) []string {
+	var n []string
+	for _, s := range all {
+		n = append(n, s.Name)
+	}
+	return n
+}
+
+// Env is what a scenario works with: the printer, the cluster's client, where things are, and the
+// operator (when one runs).
+type Env struct {
+	Printer
+	// Client talks to the local cluster directly (no cache): what it reads is what the API server has.
+	Client client.Client
+	// Root is the repository root.
+	Root string
+	// Namespace is where the scenarios' namespaced objects go.
+	Namespace string
+	// Timeout bounds each wait (-wait).
+	Timeout time.Duration
+	// FieldManager is the demo's field owner for what it applies and what it plays.
+	FieldManager string
+
+	operator process     // nil with -skip-operator
+	fail     func(error) // reports an error where it happens and makes the demo exit 1
+}
+
+// process is the operator process, as far as the waits care: they stop when it exits.
+type process interface {
+	Done() <-chan struct{}
+	Err() error
+}
+
+// OperatorRuns says whether an operator reconciles what the scenarios apply (not with -skip-operator).
+func (e *Env) OperatorRuns() bool { return e.operator != nil }
+
+// errOperatorExited says the operator process ended while a scenario waited for it.
+func (e *Env) errOperatorExited() error {
+	select {
+	case <-e.operator.Done():
+		if err := e.operator.Err(); err != nil {
+			return fmt.Errorf("the operator exited on its own: %w", err)
+		}
+		return errors.New("the operator exited on its own: exit status 0")
+	default:
+		return nil
+	}
+}
+
+// Poll reads obj's kind and name afresh every 250ms until done says so, and returns the state done
+// last described. It fails when ctx ends, the operator exits, a read fails, or Timeout passes, saying what
+// it last saw.
+func (e *Env) Poll(ctx context.Context, obj client.Object, done func(client.Object) (bool, string)) (string, error) {
+	gvk, err := e.Client.GroupVersionKindFor(obj)
+	if err != nil {
+		return "", err
+	}
+	key := client.ObjectKeyFromObject(obj)
+	what := gvk.Kind + " " + key.String()
+	state := "not read yet"
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, e.Timeout, true, func(ctx context.Context) (bool, error) {
+		fresh, err := e.Get(ctx, gvk, key)
+		if err != nil {
+			return false, fmt.Errorf("read %s: %w", what, err)
+		}
+		var ok bool
+		if ok, state = done(fresh); ok {
+			return true, nil
+		}
+		if e.operator != nil {
+			return false, e.errOperatorExited()
+		}
+		return false, nil
+	})
+	switch {
+	case err == nil:
+		return state, nil
+	case ctx.Err() != nil:
+		return state, context.Cause(ctx)
+	case wait.Interrupted(err):
+		return state, fmt.Errorf("%s: still %s after %s", what, state, e.Timeout)
+	}
+	return state, fmt.Errorf("%w (%s was %s)", err, what, state)
+}
+
+// Get reads the object of kind gvk named key into a new object of its Go type.
+func (e *Env) Get(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (client.Object, error) {
+	o, err := e.Client.Scheme().New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := o.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s is not an object", gvk)
+	}
+	return obj, e.Client.Get(ctx, key, obj)
+}
+
+// readyCondition is the condition every API of the operator sums its state up in.
+const readyCondition = "Ready"
+
+// ConditionTrue is a check for WaitFor and Scenario.Ready: the condition is True and describes the
+// current generation (status.observedGeneration). It reads status.conditions and
+// status.observedGeneration of any kind that follows the metav1.Condition convention.
+func ConditionTrue(condType string) func(obj client.Object) (bool, string) {
+	return func(obj client.Object) (bool, string) {
+		conds, observed := statusOf(obj)
+		c := meta.FindStatusCondition(conds, condType)
+		switch {
+		case c == nil:
+			return false, "no " + condType + " condition"
+		case c.Status != metav1.ConditionTrue:
+			return false, fmt.Sprintf("%s=%s (%s: %s)", condType, c.Status, c.Reason, c.Message)
+		case observed != obj.GetGeneration():
+			return false, fmt.Sprintf("%s=True for generation %d, metadata.generation is %d", condType, observed, obj.GetGeneration())
+		}
+		return true, condType + "=True"
+	}
+}
+
+// Reconciled is a check for WaitFor: status.observedGeneration has reached metadata.generation, so the
+// operator has reconciled the current spec.
+func Reconciled(obj client.Object) (bool, string) {
+	_, observed := statusOf(obj)
+	if observed >= obj.GetGeneration() {
+		return true, fmt.Sprintf("status.observedGeneration %d = metadata.generation", observed)
+	}
+	return false, fmt.Sprintf("status.observedGeneration %d, metadata.generation %d", observed, obj.GetGeneration())
+}
+
+// Conditions returns obj's status.conditions, for Printer.Conditions.
+func Conditions(obj client.Object) []metav1.Condition {
+	conds, _ := statusOf(obj)
+	return conds
+}
+
+// statusOf reads status.conditions and status.observedGeneration through the object's JSON form, so it
+// works for every kind without knowing its Go type.
+func statusOf(obj client.Object) ([]metav1.Condition, int64) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, 0
+	}
+	status, _ := u["status"].(map[string]any)
+	var out struct {
+		Conditions         []metav1.Condition `json:"conditions"`
+		ObservedGeneration int64              `json:"observedGeneration"`
+	}
+	if status != nil {
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(status, &out)
+	}
+	return out.Conditions, out.ObservedGeneration
+}
+
+// result is how one scenario went, for the summary.
+type result struct {
+	name   string
+	object string        // "ErgoNetwork default/my-network"
+	obj    client.Object // as last read; nil when it could not be
+	state  string        // what Ready last said
+	ready  time.Duration // from the apply to Ready; 0 when it did not become Ready
+	err    error
+}
+
+// run plays one scenario: apply, then (with an operator) its steps and the wait for Ready, then Show.
+// Errors are reported through e.fail where they happen, so that the output shows them in place.
+func (e *Env) run(ctx context.Context, s Scenario) result {
+	res := result{name: s.Name}
+	failed := func(err error) result {
+		res.err = err
+		e.fail(err)
+		return res
+	}
+	start := time.Now()
+	e.Step("Applying the samples (server-side apply as %q)", e.FieldManager)
+	objs, err := e.apply(ctx, s)
+	if err != nil {
+		return failed(err)
+	}
+	i := slices.IndexFunc(objs, func(a applied) bool { return a.obj.GroupVersionKind() == s.Follow })
+	if i < 0 {
+		return failed(fmt.Errorf("scenario %s applies no %s to follow", s.Name, s.Follow.Kind))
+	}
+	key := client.ObjectKeyFromObject(objs[i].obj)
+	res.object = s.Follow.Kind + " " + key.String()
+	obj, err := e.Get(ctx, s.Follow, key)
+	if err != nil {
+		return failed(fmt.Errorf("read %s: %w", res.object, err))
+	}
+	ready := s.Ready
+	if ready == nil {
+		ready = ConditionTrue(readyCondition)
+	}
+
+	if e.OperatorRuns() {
+		var steps []Step
+		if s.Steps != nil {
+			steps = s.Steps(obj)
+		}
+		steps = append(steps, WaitFor(fmt.Sprintf("Waiting for %s %s to become Ready", s.Follow.Kind, key.Name), ready))
+		for _, st := range steps {
+			if err := st.run(ctx, e, obj); err != nil {
+				res.err = err
+				e.fail(err)
+				break
+			}
+		}
+		if res.err == nil {
+			res.ready = time.Since(start)
+		}
+	}
+	if ctx.Err() != nil {
+		return res // stopping: nothing more to read
+	}
+
+	fresh, err := e.Get(ctx, s.Follow, key)
+	if err != nil {
+		err = fmt.Errorf("read %s: %w", res.object, err)
+		e.fail(err)
+		res.err = cmp.Or(res.err, err)
+		return res
+	}
+	res.obj = fresh
+	_, res.state = ready(fresh)
+	s.Show(ctx, e, fresh)
+	return res
+}
