@@ -13,15 +13,14 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -119,6 +118,7 @@ func run(o options) (code int) {
 		p.Printf("ERROR: "+format, args...)
 	}
 
+	var op *localcluster.Operator // nil with -skip-operator or until it runs
 	clusterLogs := filepath.Join(o.logDir, "cluster")
 	p.Step("Starting the local cluster (Kubernetes %s from %s): etcd, kube-apiserver, kube-controller-manager, "+
 		"kube-scheduler and kwok with one fake node", localcluster.KubernetesVersion, rel(o.root, assetsDir(o.root)))
@@ -137,11 +137,15 @@ func run(o options) (code int) {
 		} else if cluster.Dir() != "" {
 			p.Printf("cluster stopped in %s, %s removed", secs(time.Since(t)), cluster.Dir())
 		}
-		if err := cluster.CheckStopped(); err != nil {
+		err, ports := cluster.CheckStopped(), len(cluster.Addresses())
+		if op != nil {
+			err, ports = errors.Join(err, op.CheckStopped()), ports+len(op.Addresses())
+		}
+		if err != nil {
 			fail("left behind: %v", err)
 		} else if cluster.Dir() != "" {
-			p.Printf("nothing left behind: no process of the cluster or the operator runs, none of its %d ports is open",
-				len(cluster.Addresses()))
+			p.Printf("nothing left behind: no process of the cluster or the operator runs, none of their %d ports is open",
+				ports)
 		}
 		if failed {
 			fmt.Fprintln(out, "demo: finished with errors (see ERROR above)")
@@ -154,21 +158,16 @@ func run(o options) (code int) {
 	}
 	p.Printf("%-34s %6s   (API server %s)", "ready", secs(time.Since(start)), cluster.APIServerURL())
 
-	var op *operator
 	if o.skipOperator {
 		p.Step("Not starting the operator (-skip-operator): nothing will reconcile the samples")
 	} else {
 		var err error
 		if op, err = startOperator(ctx, p, o, cluster.KubeconfigPath()); err != nil {
-			fail("%v", err)
-			if op != nil {
-				_ = op.stop()
-				op.showTail(p, 20)
-			}
+			fail("%v", err) // with the end of the operator's log
 			return 1
 		}
 		// A no-op once the demo stopped it itself; this one covers the early returns.
-		defer func() { _ = op.stop() }()
+		defer func() { _ = op.Stop() }()
 	}
 
 	e := &Env{
@@ -176,8 +175,11 @@ func run(o options) (code int) {
 		FieldManager: fieldManager,
 		fail: func(err error) {
 			fail("%v", err)
-			if op != nil {
-				op.showTail(p, 20)
+			if op != nil && op.LogPath != "" {
+				p.Printf("last lines of %s:", op.LogPath)
+				for l := range strings.Lines(op.Tail(20)) {
+					p.Printf("operator | %s", strings.TrimSuffix(l, "\n"))
+				}
 			}
 		},
 	}
@@ -217,8 +219,8 @@ func run(o options) (code int) {
 		}
 		p.Printf("(any kubectl works; `make controlplane-full` builds one into %s)", rel(o.root, assetsDir(o.root)))
 	}
-	if op != nil && op.logPath != "" {
-		p.Printf("operator log: %s", op.logPath)
+	if op != nil && op.LogPath != "" {
+		p.Printf("operator log: %s", rel(o.root, op.LogPath))
 	}
 
 	var exited <-chan struct{}
@@ -243,7 +245,7 @@ func run(o options) (code int) {
 	p.Step("Stopping")
 	if op != nil {
 		t := time.Now()
-		if err := op.stop(); err != nil {
+		if err := op.Stop(); err != nil {
 			fail("stopping the operator: %v", err)
 		} else {
 			p.Printf("operator stopped in %s", secs(time.Since(t)))
@@ -275,13 +277,9 @@ func summary(p Printer, results []result, operatorRan bool) {
 	p.Table([]string{"SCENARIO", "OBJECT", "STATE", "READY"}, rows)
 }
 
-// operator is the operator process.
-type operator struct {
-	*localcluster.Child
-	logPath string
-}
-
-func startOperator(ctx context.Context, p Printer, o options, kubeconfig string) (*operator, error) {
+// startOperator builds the operator when the default binary is missing, then starts it against the
+// cluster with localcluster.StartOperator and waits for /readyz.
+func startOperator(ctx context.Context, p Printer, o options, kubeconfig string) (*localcluster.Operator, error) {
 	bin := o.operator
 	if !isFile(bin) {
 		if bin != filepath.Join(o.root, "bin", "platform-operator") {
@@ -297,69 +295,27 @@ func startOperator(ctx context.Context, p Printer, o options, kubeconfig string)
 		p.Printf("built in %s", secs(time.Since(t)))
 	}
 
-	ports, err := localcluster.FreePorts(1)
+	opts := localcluster.OperatorOptions{
+		Binary:      bin,
+		Kubeconfig:  kubeconfig,
+		Args:        []string{"--zap-encoder=console"}, // a log meant for people, not for a log pipeline
+		StopTimeout: operatorStopTimeout,
+	}
+	p.Step("Starting the operator: %s (--zap-encoder=console, probes and metrics on 127.0.0.1, no leader election)",
+		rel(o.root, bin))
+	if o.operatorLog == "-" {
+		opts.Output = &prefixWriter{w: p.w, prefix: "    operator | "}
+	} else {
+		opts.LogPath = o.operatorLog
+		p.Printf("its log goes to %s (-operator-log - prints it here)", rel(o.root, o.operatorLog))
+	}
+	op, err := localcluster.StartOperator(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	probeAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
-	args := []string{
-		"--kubeconfig=" + kubeconfig,
-		"--leader-elect=false",
-		"--health-probe-bind-address=" + probeAddr,
-		"--metrics-bind-address=0",
-		"--zap-encoder=console", // a log meant for people, not for a log pipeline
-	}
-
-	p.Step("Starting the operator: %s %s", rel(o.root, bin), strings.Join(args, " "))
-	op := &operator{}
-	var w io.WriteCloser
-	if o.operatorLog == "-" {
-		w = &prefixWriter{w: p.w, prefix: "    operator | "}
-	} else {
-		if err := os.MkdirAll(filepath.Dir(o.operatorLog), 0o755); err != nil {
-			return nil, err
-		}
-		f, err := os.Create(o.operatorLog)
-		if err != nil {
-			return nil, err
-		}
-		op.logPath, w = o.operatorLog, f
-		p.Printf("its log goes to %s (-operator-log - prints it here)", rel(o.root, o.operatorLog))
-	}
-	t := time.Now()
-	env := append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	// Its own process group, so Ctrl-C reaches only the demo, which stops the operator before the
-	// cluster; a parent-death SIGKILL takes it down should the demo die without stopping it.
-	if op.Child, err = localcluster.StartChild("the operator", bin, args, env, w); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	// Ready when /readyz answers: the manager has started its caches and controllers.
-	url := "http://" + probeAddr + "/readyz"
-	if err := op.WaitReady(ctx, 60*time.Second, localcluster.HealthCheck(url)); err != nil {
-		return op, err
-	}
-	p.Printf("ready (pid %d, %s answered) after %s", op.PID(), url, secs(time.Since(t)))
+	p.Printf("ready (pid %d, http://%s/readyz answered) after %s; metrics at http://%s/metrics",
+		op.PID(), op.ProbeAddr, secs(op.ReadyAfter), op.MetricsAddr)
 	return op, nil
-}
-
-// stop sends SIGTERM, waits up to operatorStopTimeout for a clean exit, then kills. Idempotent.
-func (op *operator) stop() error { return op.Stop(operatorStopTimeout) }
-
-// showTail prints the end of the operator's log file, for when something went wrong.
-func (op *operator) showTail(p Printer, n int) {
-	if op.logPath == "" {
-		return
-	}
-	data, err := os.ReadFile(op.logPath)
-	if err != nil {
-		return
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	lines = lines[max(0, len(lines)-n):]
-	p.Printf("last lines of %s:", op.logPath)
-	for _, l := range lines {
-		p.Printf("operator | %s", l)
-	}
 }
 
 func isFile(p string) bool {
