@@ -14,15 +14,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 )
 
 var _ = Describe("ErgoNetwork", func() {
 	It("deletion: deleting the network removes every child through the garbage collector and leaves the user's Secret", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		startOperator("deletion", operatorConfig{namespace: ns})
-		secret := operSecret(ns, "doomed-oper", "hunter2")
+		secret := ergotest.OperSecret(ns, "doomed-oper", "hunter2")
 		Expect(k8s.Create(ctx, secret)).To(Succeed())
-		n := fullNetwork(ns, "doomed", "doomed.irc.test")
+		n := ergotest.FullNetwork(ns, "doomed", "doomed.irc.test")
 		Expect(k8s.Create(ctx, n)).To(Succeed())
 
 		By("waiting for every child, the pod and the bound volume")

@@ -97,7 +97,7 @@ var _ = AfterSuite(func() {
 	var errs []error
 	t := time.Now()
 	for _, op := range allOperators() {
-		if err := op.Stop(operatorStopTimeout); err != nil {
+		if err := op.Stop(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -114,7 +114,7 @@ var _ = AfterSuite(func() {
 		}
 	}
 	for _, op := range allOperators() {
-		if err := op.checkGone(); err != nil {
+		if err := op.CheckStopped(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -8,23 +8,20 @@ import (
 	"slices"
 	"sync"
 
-	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"golang.org/x/crypto/bcrypt"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 )
 
 // newNamespace creates a namespace of its own for a spec.
@@ -33,76 +30,6 @@ func newNamespace(ctx context.Context, labels map[string]string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-", Labels: labels}}
 	Expect(k8s.Create(ctx, ns)).To(Succeed())
 	return ns.Name
-}
-
-// operSecret is a user's oper Secret holding a bcrypt hash (cost 10, what `ergo genpasswd` makes).
-func operSecret(ns, name, password string) *corev1.Secret {
-	GinkgoHelper()
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), 10)
-	Expect(err).NotTo(HaveOccurred())
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Data:       map[string][]byte{"password": hash},
-	}
-}
-
-// referenceStorageClass is the class the reference network asks for; the suite makes it, backed by the
-// same hostPath provisioner as the cluster's default class.
-const referenceStorageClass = "customer-workload-storage"
-
-// referenceNetwork is the reference network (internal/ergo's referenceNetwork, whose ircd.yaml is
-// testdata/reference.golden.yaml): TLS, two listeners, a route, an oper and resources.
-func referenceNetwork(ns string) *ircv1.ErgoNetwork {
-	n := fullNetwork(ns, "my-network", "my-network.irc.now")
-	n.Spec.NetworkName = "MyNetwork"
-	n.Spec.TLS.IssuerRef = ircv1.IssuerRef{Name: "letsencrypt-prod", Kind: "ClusterIssuer"}
-	n.Spec.TLS.DNSNames = []string{"my-network.irc.now"}
-	n.Spec.Storage.StorageClassName = referenceStorageClass
-	return n
-}
-
-// fullNetwork asks for every child: oper, TLS listener and plaintext listener, certificate, route,
-// storage, resources.
-func fullNetwork(ns, name, hostname string) *ircv1.ErgoNetwork {
-	return &ircv1.ErgoNetwork{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: ircv1.ErgoNetworkSpec{
-			Hostname:        hostname,
-			OperCredentials: &ircv1.OperCredentials{SecretName: name + "-oper"},
-			Listeners: []ircv1.Listener{
-				{Address: ":6697", TLS: true},
-				{Address: ":6667"},
-			},
-			TLS:   &ircv1.TLSSpec{IssuerRef: ircv1.IssuerRef{Name: "selfsigned", Kind: "ClusterIssuer"}},
-			Route: &ircv1.RouteSpec{Host: hostname},
-			Storage: ircv1.StorageSpec{
-				Size: ptr.To(resource.MustParse("1Gi")),
-			},
-			Resources: &ircv1.ResourceRequirements{
-				Requests: map[corev1.ResourceName]resource.Quantity{
-					corev1.ResourceMemory: resource.MustParse("64Mi"),
-					corev1.ResourceCPU:    resource.MustParse("50m"),
-				},
-				Limits: map[corev1.ResourceName]resource.Quantity{
-					corev1.ResourceMemory: resource.MustParse("256Mi"),
-					corev1.ResourceCPU:    resource.MustParse("200m"),
-				},
-			},
-		},
-	}
-}
-
-// plainNetwork has one plaintext listener and an oper from secret: no certificate, so it becomes Ready
-// as soon as its Deployment is Available.
-func plainNetwork(ns, name, secret string) *ircv1.ErgoNetwork {
-	return &ircv1.ErgoNetwork{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: ircv1.ErgoNetworkSpec{
-			Hostname:        name + ".irc.test",
-			OperCredentials: &ircv1.OperCredentials{SecretName: secret},
-			Listeners:       []ircv1.Listener{{Address: ":6667"}},
-		},
-	}
 }
 
 // ensureStorageClass makes a StorageClass backed by kube-controller-manager's hostPath provisioner.
@@ -119,22 +46,11 @@ func ensureStorageClass(ctx context.Context, name string) {
 	}
 }
 
-// markCertificateReady plays cert-manager, which does not run here: it sets the Certificate's Ready
-// condition through the status subresource, as cert-manager does once the certificate is issued.
+// markCertificateReady plays cert-manager, which does not run here, once the operator has made the
+// Certificate.
 func markCertificateReady(ctx context.Context, ns, name string) {
 	GinkgoHelper()
-	Eventually(ctx, func() error {
-		c := &cmv1.Certificate{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
-			return err
-		}
-		c.Status.Conditions = []cmv1.CertificateCondition{{
-			Type: cmv1.CertificateConditionReady, Status: cmmeta.ConditionTrue,
-			Reason: "Issued", Message: "Certificate is up to date and has not expired",
-			LastTransitionTime: ptr.To(metav1.Now()), ObservedGeneration: c.Generation,
-		}}
-		return k8s.Status().Update(ctx, c)
-	}).Should(Succeed())
+	Eventually(ctx, func() error { return ergotest.MarkCertificateReady(ctx, k8s, ns, name) }).Should(Succeed())
 }
 
 // getNetwork reads a network straight from the API server.

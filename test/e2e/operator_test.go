@@ -5,12 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,7 +14,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/platform-operator/platform-operator/internal/localcluster"
-	"github.com/platform-operator/platform-operator/internal/promtext"
 )
 
 // ergoImage is what the suite sets RELATED_IMAGE_ERGO to; the Deployments must carry it. kwok never
@@ -33,29 +27,20 @@ const leaderElectionID = "platform-operator.josie.cloud"
 type operatorConfig struct {
 	// namespace is WATCH_NAMESPACE and, with leader election, the Lease's namespace.
 	namespace string
-	// leaderElection turns --leader-elect on with these timings.
-	leaderElection *leaseTimings
+	// leaderElection turns --leader-elect on with these timings; its namespace defaults to namespace.
+	leaderElection *localcluster.LeaderElection
 	// args are more flags.
 	args []string
-}
-
-type leaseTimings struct {
-	lease, renew, retry time.Duration
 }
 
 // operatorStopTimeout is how long Stop waits after SIGTERM (a clean shutdown, as kubelet does) before
 // it sends SIGKILL and reports that the operator had to be killed.
 const operatorStopTimeout = 15 * time.Second
 
-// operator is one platform-operator process: the built binary, against the cluster's admin kubeconfig,
-// with its health and (plain HTTP) metrics endpoints on free 127.0.0.1 ports. Kill sends it SIGKILL, as
-// a node failure or the OOM killer would.
+// operator is one platform-operator process: the built binary, against the cluster's admin kubeconfig.
+// Kill sends it SIGKILL, as a node failure or the OOM killer would.
 type operator struct {
-	*localcluster.Child
-	name        string
-	probeAddr   string
-	metricsAddr string
-	logPath     string
+	*localcluster.Operator
 }
 
 var (
@@ -69,156 +54,67 @@ func allOperators() []*operator {
 	return append([]*operator(nil), operators...)
 }
 
-// startOperator starts an operator and waits for its /readyz. The spec's cleanup stops it and, when the
-// spec failed, prints the end of its log.
+// startOperator starts an operator scoped to cfg.namespace and waits for its /readyz. The spec's cleanup
+// stops it and, when the spec failed, prints the end of its log; AfterSuite proves it is gone.
 func startOperator(name string, cfg operatorConfig) *operator {
 	GinkgoHelper()
-	t := time.Now()
-	ports := freePorts(2)
-	op := &operator{
-		name:        name,
-		probeAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
-		metricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
-		logPath:     filepath.Join(logDir, "operator-"+name+".log"),
-	}
-	args := []string{
-		"--kubeconfig=" + cluster.KubeconfigPath(),
-		"--health-probe-bind-address=" + op.probeAddr,
-		"--metrics-bind-address=" + op.metricsAddr,
-		"--metrics-secure=false",
-	}
-	if le := cfg.leaderElection; le != nil {
-		args = append(args,
-			"--leader-elect=true",
-			"--leader-election-namespace="+cfg.namespace,
-			"--leader-elect-lease-duration="+le.lease.String(),
-			"--leader-elect-renew-deadline="+le.renew.String(),
-			"--leader-elect-retry-period="+le.retry.String(),
-		)
-	} else {
-		args = append(args, "--leader-elect=false")
-	}
-	args = append(args, cfg.args...)
-
-	env := []string{"RELATED_IMAGE_ERGO=" + ergoImage, "WATCH_NAMESPACE=" + cfg.namespace}
-	for _, e := range os.Environ() {
-		name, _, _ := strings.Cut(e, "=")
-		switch name {
-		case "KUBECONFIG", "WATCH_NAMESPACE", "RELATED_IMAGE_ERGO", "POD_NAMESPACE":
-		default:
-			env = append(env, e)
+	var le *localcluster.LeaderElection
+	if cfg.leaderElection != nil {
+		c := *cfg.leaderElection
+		if c.Namespace == "" {
+			c.Namespace = cfg.namespace
 		}
+		le = &c
 	}
-	log, err := os.Create(op.logPath)
-	Expect(err).NotTo(HaveOccurred())
-	fmt.Fprintf(log, "# %s %s\n# WATCH_NAMESPACE=%s\n", operatorBin, strings.Join(args, " "), cfg.namespace)
-
-	// In its own process group, with SIGKILL should this test process die without stopping it.
-	op.Child, err = localcluster.StartChild("operator "+name, operatorBin, args, env, log)
-	Expect(err).NotTo(HaveOccurred())
+	lo, err := localcluster.StartOperator(context.Background(), localcluster.OperatorOptions{
+		Binary:         operatorBin,
+		Kubeconfig:     cluster.KubeconfigPath(),
+		Name:           name,
+		LogDir:         logDir,
+		Args:           cfg.args,
+		Env:            []string{"RELATED_IMAGE_ERGO=" + ergoImage, "WATCH_NAMESPACE=" + cfg.namespace},
+		LeaderElection: le,
+		StopTimeout:    operatorStopTimeout,
+	})
+	Expect(err).NotTo(HaveOccurred(), "start operator %s", name)
+	op := &operator{lo}
 	operatorsMu.Lock()
 	operators = append(operators, op)
 	operatorsMu.Unlock()
 	DeferCleanup(func() {
 		if CurrentSpecReport().Failed() {
-			op.printTail(40)
+			fmt.Fprintf(GinkgoWriter, "--- last 40 lines of %s:\n%s\n", op.LogPath, op.Tail(40))
 		}
-		Expect(op.Stop(operatorStopTimeout)).To(Succeed())
+		Expect(op.Stop()).To(Succeed())
 	})
-
-	Eventually(func() error {
-		select {
-		case <-op.Done():
-			return StopTrying(fmt.Sprintf("operator %s exited: %v", name, op.Err()))
-		default:
-		}
-		return op.get("/readyz", op.probeAddr, nil)
-	}).WithTimeout(60*time.Second).Should(Succeed(), "operator %s never answered /readyz; log: %s", name, op.logPath)
-	record("operator start: "+name, time.Since(t), fmt.Sprintf("(pid %d)", op.PID()))
+	record("operator start: "+name, op.ReadyAfter, fmt.Sprintf("(pid %d)", op.PID()))
 	return op
 }
 
-func (o *operator) get(path, addr string, body *string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+// metric sums the samples of a metric whose labels include labels. A metric the process has not
+// registered or reported yet sums to 0.
+func (o *operator) metric(name string, labels map[string]string) (float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", path, resp.Status)
-	}
-	if body != nil {
-		*body = string(data)
-	}
-	return nil
-}
-
-// metric sums the samples of a metric whose labels contain every one of labels ("name=\"value\"").
-// A metric the process has not registered or reported yet sums to 0.
-func (o *operator) metric(name string, labels ...string) (float64, error) {
-	var text string
-	if err := o.get("/metrics", o.metricsAddr, &text); err != nil {
-		return 0, err
-	}
-	samples, err := promtext.Parse(text)
+	m, err := o.Scrape(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return samples.Sum(name, labels...), nil
+	return m.Sum(name, labels), nil
 }
 
 // reconciles is how many ErgoNetwork reconciles this process ran.
 func (o *operator) reconciles() (float64, error) {
-	return o.metric("controller_runtime_reconcile_total", `controller="ergonetwork"`)
+	return o.metric("controller_runtime_reconcile_total", map[string]string{"controller": "ergonetwork"})
 }
 
 // leading tells whether this process holds the leader Lease, by its own account.
 func (o *operator) leading() (bool, error) {
-	v, err := o.metric("leader_election_master_status", `name="`+leaderElectionID+`"`)
+	v, err := o.metric("leader_election_master_status", map[string]string{"name": leaderElectionID})
 	return v == 1, err
 }
 
-// checkGone proves the process has exited and its ports are closed.
-func (o *operator) checkGone() error {
-	select {
-	case <-o.Done():
-	default:
-		return fmt.Errorf("operator %s (pid %d) is still running", o.name, o.PID())
-	}
-	if err := localcluster.CheckClosed(o.probeAddr, o.metricsAddr); err != nil {
-		return fmt.Errorf("operator %s: %w", o.name, err)
-	}
-	return nil
-}
-
 func (o *operator) logContains(s string) bool {
-	data, err := os.ReadFile(o.logPath)
+	data, err := os.ReadFile(o.LogPath)
 	return err == nil && strings.Contains(string(data), s)
-}
-
-func (o *operator) printTail(n int) {
-	data, err := os.ReadFile(o.logPath)
-	if err != nil {
-		return
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	fmt.Fprintf(GinkgoWriter, "--- last %d lines of %s:\n%s\n", n, o.logPath, strings.Join(lines[max(0, len(lines)-n):], "\n"))
-}
-
-// freePorts returns n distinct free ports on 127.0.0.1.
-func freePorts(n int) []int {
-	GinkgoHelper()
-	ports, err := localcluster.FreePorts(n)
-	Expect(err).NotTo(HaveOccurred())
-	return ports
 }

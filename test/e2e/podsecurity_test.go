@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 )
 
 // restricted are the Pod Security labels of a namespace that enforces the restricted standard, and also
@@ -94,8 +96,8 @@ var _ = Describe("Pod Security", func() {
 		By("an ErgoNetwork in a namespace that enforces restricted gets its pod admitted, with no warnings")
 		ns := newNamespace(ctx, restricted)
 		op := startOperator("podsecurity", operatorConfig{namespace: ns})
-		Expect(k8s.Create(ctx, operSecret(ns, "secure-oper", "restricted"))).To(Succeed())
-		Expect(k8s.Create(ctx, fullNetwork(ns, "secure", "secure.irc.test"))).To(Succeed())
+		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "secure-oper", "restricted"))).To(Succeed())
+		Expect(k8s.Create(ctx, ergotest.FullNetwork(ns, "secure", "secure.irc.test"))).To(Succeed())
 		ergo := &appsv1.Deployment{}
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "secure"}, ergo)).To(Succeed())
@@ -125,7 +127,7 @@ var _ = Describe("Pod Security", func() {
 		Expect(wc.Create(ctx, probe, client.DryRunAll)).To(Succeed())
 		Expect(warnings.all()).To(ContainElement(ContainSubstring(`would violate PodSecurity "restricted:latest"`)))
 		warnings.reset()
-		Expect(op.logContains("KubeAPIWarningLogger")).To(BeFalse(), "the operator was sent API warnings; see %s", op.logPath)
+		Expect(op.logContains("KubeAPIWarningLogger")).To(BeFalse(), "the operator was sent API warnings; see %s", op.LogPath)
 	})
 })
 

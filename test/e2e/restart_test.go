@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 )
 
 const restartNetworks = 50
@@ -28,7 +29,7 @@ const restartNetworks = 50
 var _ = Describe("ErgoNetwork", func() {
 	It("restart: the operator SIGKILLed while reconciling 50 networks, restarted, converges with no duplicate or orphaned child", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
-		Expect(k8s.Create(ctx, operSecret(ns, "oper", "restart"))).To(Succeed())
+		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "oper", "restart"))).To(Succeed())
 
 		By(fmt.Sprintf("creating %d networks before any operator runs", restartNetworks))
 		names := make([]string, restartNetworks)
@@ -151,7 +152,7 @@ func createAll(ctx context.Context, ns string, names []string) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			errs <- k8s.Create(ctx, plainNetwork(ns, name, "oper"))
+			errs <- k8s.Create(ctx, ergotest.PlainNetwork(ns, name, "oper"))
 		})
 	}
 	wg.Wait()

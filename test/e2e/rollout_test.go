@@ -13,14 +13,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 )
 
 var _ = Describe("ErgoNetwork", func() {
 	It("rollout: a spec change (listener added, network renamed) rolls the pod once, and only once", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		startOperator("rollout", operatorConfig{namespace: ns})
-		Expect(k8s.Create(ctx, operSecret(ns, "oper", "rollout"))).To(Succeed())
-		n := plainNetwork(ns, "rolling", "oper")
+		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "oper", "rollout"))).To(Succeed())
+		n := ergotest.PlainNetwork(ns, "rolling", "oper")
 		Expect(k8s.Create(ctx, n)).To(Succeed())
 		Eventually(ctx, converged(ctx, ns, "rolling")).WithTimeout(90 * time.Second).Should(Succeed())
 

@@ -25,19 +25,20 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
 var _ = Describe("ErgoNetwork", func() {
 	It("smoke: the reference network gets every child with the right spec and becomes Ready", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
-		ensureStorageClass(ctx, referenceStorageClass)
+		ensureStorageClass(ctx, ergotest.ReferenceStorageClass)
 		startOperator("smoke", operatorConfig{namespace: ns})
 
-		secret := operSecret(ns, "my-network-oper", "reference-password")
+		secret := ergotest.OperSecret(ns, "my-network-oper", "reference-password")
 		Expect(k8s.Create(ctx, secret)).To(Succeed())
 		hash := string(secret.Data["password"])
-		n := referenceNetwork(ns)
+		n := ergotest.ReferenceNetwork(ns)
 		Expect(k8s.Create(ctx, n)).To(Succeed())
 		key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 
@@ -78,7 +79,7 @@ var _ = Describe("ErgoNetwork", func() {
 			controlledBy(g, pvc, n)
 			g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound))
 		}).Should(Succeed())
-		Expect(pvc.Spec.StorageClassName).To(Equal(ptr.To(referenceStorageClass)))
+		Expect(pvc.Spec.StorageClassName).To(Equal(ptr.To(ergotest.ReferenceStorageClass)))
 		Expect(pvc.Spec.AccessModes).To(ConsistOf(corev1.ReadWriteOnce))
 		Expect(pvc.Spec.Resources.Requests.Storage().Cmp(resource.MustParse("1Gi"))).To(BeZero())
 

@@ -110,7 +110,7 @@ func (o *opmServer) serve(catalogDir string) {
 		"--port", strconv.Itoa(o.port),
 		"--pprof-addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(o.pprofPort)),
 		"--termination-log", filepath.Join(workDir, "opm-termination.log"),
-	}, environ(nil), addr)
+	}, os.Environ(), addr)
 	Eventually(func() error {
 		if done, err := o.proc.exited(); done {
 			return StopTrying(fmt.Sprintf("opm serve exited: %v\n%s", err, o.proc.tail(20)))

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,7 +16,6 @@ import (
 	. "github.com/onsi/gomega"
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	"golang.org/x/crypto/bcrypt"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -33,6 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
 const (
@@ -58,7 +58,8 @@ var _ = Describe("OLM", Ordered, func() {
 		phase("olm and catalog operators start", func() { startOLM(ctx) })
 
 		phase("catalog render and opm serve", func() {
-			ports := freePorts(2)
+			ports, err := localcluster.FreePorts(2)
+			Expect(err).NotTo(HaveOccurred())
 			opm = &opmServer{port: ports[0], pprofPort: ports[1]}
 			dir := filepath.Join(workDir, "catalog-1")
 			newCatalog(dir, []string{filepath.Join(repoRoot, "bundle")})
@@ -98,24 +99,13 @@ var _ = Describe("OLM", Ordered, func() {
 
 		phase("CSV v"+firstVersion+" Succeeded", func() { waitCSVSucceeded(ctx, firstVersion) })
 
-		phase("operator start as the CSV's Deployment", func() { operator = runAsDeployment(ctx, "operator-v"+firstVersion) })
+		phase("operator start as the CSV's Deployment", func() { operator = runAsDeployment(ctx, firstVersion) })
 
 		phase("ErgoNetwork Ready", func() {
-			hash, err := bcrypt.GenerateFromPassword([]byte("olm-e2e"), 10)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(k8s.Create(ctx, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Name: networkName + "-oper", Namespace: installNamespace},
-				Data:       map[string][]byte{"password": hash},
-			})).To(Succeed())
-			Expect(k8s.Create(ctx, &ircv1.ErgoNetwork{
-				ObjectMeta: metav1.ObjectMeta{Name: networkName, Namespace: installNamespace},
-				Spec: ircv1.ErgoNetworkSpec{
-					Hostname:        networkName + ".irc.test",
-					OperCredentials: &ircv1.OperCredentials{SecretName: networkName + "-oper"},
-					Listeners:       []ircv1.Listener{{Address: ":6667"}},
-					Storage:         ircv1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
-				},
-			})).To(Succeed())
+			Expect(k8s.Create(ctx, ergotest.OperSecret(installNamespace, networkName+"-oper", "olm-e2e"))).To(Succeed())
+			n := ergotest.PlainNetwork(installNamespace, networkName, networkName+"-oper")
+			n.Spec.Storage.Size = ptr.To(resource.MustParse("1Gi"))
+			Expect(k8s.Create(ctx, n)).To(Succeed())
 			Eventually(ctx, ready(ctx)).WithTimeout(3*time.Minute).Should(Succeed(), "operator log:\n%s", operator.tail(30))
 			pvc := networkPVC(ctx)
 			pvcUID = pvc.UID
@@ -155,7 +145,7 @@ var _ = Describe("OLM", Ordered, func() {
 			Expect(old).NotTo(BeEmpty(), "the first operator never held the leader election Lease")
 			Expect(operator.stop()).To(Succeed())
 			Expect(operator.checkGone()).To(Succeed())
-			operator = runAsDeployment(ctx, "operator-v"+nextVersion)
+			operator = runAsDeployment(ctx, nextVersion)
 			Eventually(ctx, func() string { return leaseHolder(ctx) }).ShouldNot(Or(BeEmpty(), Equal(old)),
 				"the new operator never took the leader election Lease; log:\n%s", operator.tail(30))
 		})
@@ -188,16 +178,18 @@ var _ = Describe("OLM", Ordered, func() {
 func startOLM(ctx context.Context) {
 	GinkgoHelper()
 	createNamespace(ctx, olmNamespace)
-	env := environ([]string{"KUBECONFIG", "OPERATOR_NAMESPACE"}, "KUBECONFIG="+cluster.KubeconfigPath(), "OPERATOR_NAMESPACE="+olmNamespace)
+	env := append(localcluster.FilterEnv(os.Environ(), "KUBECONFIG", "OPERATOR_NAMESPACE"),
+		"KUBECONFIG="+cluster.KubeconfigPath(), "OPERATOR_NAMESPACE="+olmNamespace)
 	common := []string{"--namespace", olmNamespace, "--writeStatusName", ""}
 	olm := startProc("olm", filepath.Join(olmBin, "olm"), common, env)
 	cat := startProc("catalog", filepath.Join(olmBin, "catalog"), append(common, "--kubeconfig", cluster.KubeconfigPath()), env)
 	// Nothing to probe but that both keep running.
-	time.Sleep(2 * time.Second)
-	for _, p := range []*proc{olm, cat} {
-		done, err := p.exited()
-		Expect(done).To(BeFalse(), "%s exited: %v\n%s", p.name, err, p.tail(20))
-	}
+	Consistently(func(g Gomega) {
+		for _, p := range []*proc{olm, cat} {
+			done, err := p.exited()
+			g.Expect(done).To(BeFalse(), func() string { return fmt.Sprintf("%s exited: %v\n%s", p.name, err, p.tail(20)) })
+		}
+	}).WithTimeout(2 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 }
 
 func waitCatalogReady(ctx context.Context) {
@@ -227,13 +219,15 @@ func waitCSVSucceeded(ctx context.Context, version string) {
 	}).WithTimeout(4 * time.Minute).Should(Succeed())
 }
 
-// runAsDeployment runs bin/platform-operator as the pod of the Deployment OLM made would run: the
-// container's args and env (field references resolved against that pod), authenticated as the pod's
-// ServiceAccount with a token from the TokenRequest API, so the bundle's RBAC is what it has. Listen
-// addresses are moved to free ports on 127.0.0.1, and the leader election namespace, which a pod reads
-// from its ServiceAccount mount, is given as a flag.
-func runAsDeployment(ctx context.Context, name string) *proc {
+// runAsDeployment runs bin/platform-operator as the pod of the Deployment OLM made for the CSV of version
+// would run: the container's args and env (field references resolved against that pod), authenticated as
+// the pod's ServiceAccount with a token from the TokenRequest API, so the bundle's RBAC is what it has, and
+// with metrics served as the pod serves them (HTTPS, authorized through the API server). StartOperator
+// moves the listen addresses to free ports on 127.0.0.1 and gives the leader election namespace, which a
+// pod reads from its ServiceAccount mount, as a flag.
+func runAsDeployment(ctx context.Context, version string) *proc {
 	GinkgoHelper()
+	name := "v" + version
 	var dep appsv1.Deployment
 	var pod corev1.Pod
 	Eventually(ctx, func(g Gomega) {
@@ -256,51 +250,39 @@ func runAsDeployment(ctx context.Context, name string) *proc {
 	}).Should(Succeed())
 
 	c := dep.Spec.Template.Spec.Containers[0]
-	ports := freePorts(2)
-	probe := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
-	metrics := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
 	var args []string
-	leaderElect := false
+	var le *localcluster.LeaderElection
 	for _, a := range c.Args {
 		switch {
-		case strings.HasPrefix(a, "--health-probe-bind-address="):
-			a = "--health-probe-bind-address=" + probe
-		case strings.HasPrefix(a, "--metrics-bind-address="):
-			a = "--metrics-bind-address=" + metrics
+		case strings.HasPrefix(a, "--health-probe-bind-address="), strings.HasPrefix(a, "--metrics-bind-address="):
+			continue // StartOperator's free ports instead
 		case a == "--leader-elect" || a == "--leader-elect=true":
-			leaderElect = true
+			le = &localcluster.LeaderElection{Namespace: installNamespace}
+			continue
 		}
 		args = append(args, a)
 	}
-	if leaderElect {
-		args = append(args, "--leader-election-namespace="+installNamespace)
-	}
-	kubeconfig := serviceAccountKubeconfig(ctx, pod.Spec.ServiceAccountName, name)
-	args = append(args, "--kubeconfig="+kubeconfig)
-
-	env := environ([]string{"KUBECONFIG", "WATCH_NAMESPACE", "RELATED_IMAGE_ERGO", "POD_NAMESPACE"})
+	var env []string
 	for _, e := range c.Env {
 		env = append(env, e.Name+"="+envValue(pod, e))
 	}
 	Expect(env).To(ContainElement("WATCH_NAMESPACE="+installNamespace), "OLM's olm.targetNamespaces reaches the operator")
-	fmt.Fprintf(os.Stdout, "olm: %s runs as ServiceAccount %s with args %v and env %v\n", name, pod.Spec.ServiceAccountName, args, c.Env)
+	fmt.Fprintf(os.Stdout, "olm: operator %s runs as ServiceAccount %s with args %v and env %v\n", name, pod.Spec.ServiceAccountName, c.Args, c.Env)
 
-	p := startProc(name, operatorBin, args, env, probe, metrics)
-	Eventually(func() error {
-		if done, err := p.exited(); done {
-			return StopTrying(fmt.Sprintf("%s exited: %v\n%s", name, err, p.tail(30)))
-		}
-		resp, err := http.Get("http://" + probe + "/readyz")
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz: %s", resp.Status)
-		}
-		return nil
-	}).WithTimeout(90*time.Second).Should(Succeed(), "%s never became ready; log %s", name, p.logPath)
-	return p
+	op, err := localcluster.StartOperator(ctx, localcluster.OperatorOptions{
+		Binary:         operatorBin,
+		Kubeconfig:     serviceAccountKubeconfig(ctx, pod.Spec.ServiceAccountName, "operator-"+name),
+		Name:           name,
+		LogDir:         logDir,
+		Args:           args,
+		Env:            env,
+		SecureMetrics:  true,
+		LeaderElection: le,
+		ReadyTimeout:   90 * time.Second,
+		StopTimeout:    20 * time.Second,
+	})
+	Expect(err).NotTo(HaveOccurred(), "operator %s", name)
+	return track(&proc{Child: op.Child, name: "operator " + name, logPath: op.LogPath, addrs: op.Addresses()})
 }
 
 // envValue is what the kubelet would give the container for e in pod.

@@ -5,8 +5,6 @@ package olm
 import (
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -40,19 +38,22 @@ func allProcs() []*proc {
 }
 
 // startProc starts bin in its own process group, with SIGKILL from the kernel should this test process
-// die first, its output in <logDir>/<name>.log.
+// die first, its output in <logDir>/<name>-<n>.log.
 func startProc(name, bin string, args, env []string, addrs ...string) *proc {
 	GinkgoHelper()
-	p := &proc{name: name, addrs: addrs}
-	p.logPath = filepath.Join(logDir, fmt.Sprintf("%s-%d.log", name, len(allProcs())))
-	log, err := os.Create(p.logPath)
+	logPath := filepath.Join(logDir, fmt.Sprintf("%s-%d.log", name, len(allProcs())))
+	log, err := localcluster.CreateLog(logPath, bin, args)
 	Expect(err).NotTo(HaveOccurred())
-	fmt.Fprintf(log, "# %s %s\n", bin, strings.Join(args, " "))
-	p.Child, err = localcluster.StartChild(name, bin, args, env, log)
+	child, err := localcluster.StartChild(name, bin, args, env, log)
 	Expect(err).NotTo(HaveOccurred(), "start %s", name)
+	return track(&proc{Child: child, name: name, logPath: logPath, addrs: addrs})
+}
+
+// track adds p to the processes AfterSuite stops and checks.
+func track(p *proc) *proc {
 	procsMu.Lock()
+	defer procsMu.Unlock()
 	procs = append(procs, p)
-	procsMu.Unlock()
 	return p
 }
 
@@ -87,53 +88,14 @@ func (p *proc) checkGone() error {
 	if err := syscall.Kill(-p.PID(), 0); !errors.Is(err, syscall.ESRCH) {
 		errs = append(errs, fmt.Errorf("process group of %s (pid %d) still has processes (kill 0: %v)", p.name, p.PID(), err))
 	}
-	for _, a := range p.addrs {
-		if conn, err := net.DialTimeout("tcp", a, time.Second); err == nil {
-			_ = conn.Close()
-			errs = append(errs, fmt.Errorf("%s: %s still accepts connections", p.name, a))
-		}
+	if err := localcluster.CheckClosed(p.addrs...); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
 	}
 	return errors.Join(errs...)
 }
 
 // tail returns the last n lines of the process's log.
-func (p *proc) tail(n int) string {
-	b, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// freePorts returns n distinct free ports on 127.0.0.1.
-func freePorts(n int) []int {
-	GinkgoHelper()
-	ports, err := localcluster.FreePorts(n)
-	Expect(err).NotTo(HaveOccurred())
-	return ports
-}
-
-// environ is this process's environment without the given variables, plus extra.
-func environ(drop []string, extra ...string) []string {
-	var env []string
-	for _, e := range os.Environ() {
-		name, _, _ := strings.Cut(e, "=")
-		keep := true
-		for _, d := range drop {
-			if name == d {
-				keep = false
-			}
-		}
-		if keep {
-			env = append(env, e)
-		}
-	}
-	return append(env, extra...)
-}
+func (p *proc) tail(n int) string { return localcluster.TailFile(p.logPath, n) }
 
 // run runs a short command (opm render, opm serve --cache-only) and returns its stdout.
 func run(bin string, args ...string) []byte {
