@@ -3,6 +3,7 @@ package localcluster
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -66,7 +67,7 @@ func fakeOperator(args []string) int {
 			fmt.Println(err)
 			os.Exit(2)
 		}
-		go func() { _ = http.Serve(l, h) }() //nolint:gosec // a test's loopback server, gone with the process
+		go func() { _ = http.Serve(l, h) }()
 	}
 	serve(*probeAddr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/readyz" && os.Getenv(fakeModeEnv) == "never-ready" {
@@ -272,7 +273,7 @@ func TestStartOperatorNoBinary(t *testing.T) {
 
 func TestOperatorScrapeSecure(t *testing.T) {
 	op := &Operator{secureMetrics: true, MetricsAddr: "127.0.0.1:1"}
-	if _, err := op.Scrape(t.Context()); err != ErrSecureMetrics {
+	if _, err := op.Scrape(t.Context()); !errors.Is(err, ErrSecureMetrics) {
 		t.Errorf("Scrape = %v, want ErrSecureMetrics", err)
 	}
 }
