@@ -1,5 +1,5 @@
-// Command platform-operator is the manager of every platform-operator API: it wires the scheme, the
-// manager's options, the controllers and the probes, and holds no logic of its own.
+// Command platform-operator is the manager of every platform-operator API: it reads the flags, sets the
+// manager's options and hands each API group to internal/manager, and holds no logic of its own.
 package main
 
 import (
@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	ircctrl "github.com/platform-operator/platform-operator/controllers/irc"
+	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/memlimit"
 	"github.com/platform-operator/platform-operator/internal/platform"
-	"github.com/platform-operator/platform-operator/internal/scheme"
 )
 
 func main() {
@@ -87,14 +87,12 @@ func main() {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme.Scheme,
+	mgr, err := manager.New(cfg, ctrl.Options{
 		Metrics:                       metricsOpts,
 		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
 		HealthProbeBindAddress:        probeAddr,
 		PprofBindAddress:              pprofAddr,
 		LeaderElection:                leaderElect,
-		LeaderElectionID:              "platform-operator.josie.cloud",
 		LeaderElectionNamespace:       leaderElectionNS,
 		LeaseDuration:                 &leaseDuration,
 		RenewDeadline:                 &renewDeadline,
@@ -103,24 +101,15 @@ func main() {
 		Cache: cache.Options{
 			SyncPeriod:        &resync,
 			DefaultNamespaces: watchNamespaces(os.Getenv("WATCH_NAMESPACE")),
-			DefaultTransform:  cache.TransformStripManagedFields(),
-			ByObject:          ircctrl.CacheByObject(caps),
 		},
-	})
+	}, caps,
+		ircctrl.Group(&ircctrl.ErgoNetworkReconciler{
+			Image:                   os.Getenv("RELATED_IMAGE_ERGO"),
+			MaxConcurrentReconciles: workers,
+		}),
+	)
 	if err != nil {
 		log.Error(err, "create manager")
-		os.Exit(1)
-	}
-
-	if err := (&ircctrl.ErgoNetworkReconciler{
-		Client:                  mgr.GetClient(),
-		APIReader:               mgr.GetAPIReader(),
-		Recorder:                mgr.GetEventRecorderFor("platform-operator"),
-		Capabilities:            caps,
-		Image:                   os.Getenv("RELATED_IMAGE_ERGO"),
-		MaxConcurrentReconciles: workers,
-	}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "set up controller", "controller", "ErgoNetwork")
 		os.Exit(1)
 	}
 

@@ -11,32 +11,41 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/apply"
+	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
-
-// FieldOwner is the field manager of every object the operator applies.
-const FieldOwner = "platform-operator"
 
 // secretNameIndex indexes ErgoNetworks by the name of the oper Secret they reference.
 const secretNameIndex = "spec.operCredentials.secretName"
 
+// statusFieldOwner is the field manager of the status the ErgoNetwork controller writes.
+const statusFieldOwner = manager.FieldOwner + "/ergonetwork"
+
+// DefaultResync is how often every network is reconciled even when nothing changed: a safety net for
+// missed events, cheap because an unchanged network costs no write.
+const DefaultResync = 30 * time.Minute
+
 // ErgoNetworkReconciler runs the ergo IRC server for each ErgoNetwork.
 type ErgoNetworkReconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
+	// Image is the ergo image; ergo.DefaultImage when empty.
+	Image string
+	// MaxConcurrentReconciles bounds the workers; 1 when zero.
+	MaxConcurrentReconciles int
+
+	// Client reads from the manager's cache and writes to the API server. SetupWithManager takes the
+	// manager's when it is nil, as are APIReader and Recorder.
 	Client client.Client
 	// APIReader reads Secrets straight from the API server: the cache holds only their metadata, which
 	// says when a Secret changed and so when to read it again.
@@ -45,13 +54,22 @@ type ErgoNetworkReconciler struct {
 	Recorder record.EventRecorder
 	// Capabilities are the optional APIs this cluster serves, discovered at start-up.
 	Capabilities platform.Capabilities
-	// Image is the ergo image; ergo.DefaultImage when empty.
-	Image string
-	// MaxConcurrentReconciles bounds the workers; 1 when zero.
-	MaxConcurrentReconciles int
 
 	applier *apply.Applier
-	memo    memo
+	status  *reconcile.StatusWriter
+	secrets secretMemo
+}
+
+// Group is the irc API group's contribution to the manager: the cache rules and the controller, run by r.
+func Group(r *ErgoNetworkReconciler) manager.Group {
+	return manager.Group{
+		Name:  "irc",
+		Cache: CacheRules,
+		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+			r.Capabilities = caps
+			return r.SetupWithManager(mgr)
+		},
+	}
 }
 
 // +kubebuilder:rbac:groups=irc.josie.cloud,resources=ergonetworks,verbs=get;list;watch
@@ -71,7 +89,8 @@ func (r *ErgoNetworkReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	n := &ircv1.ErgoNetwork{}
 	if err := r.Client.Get(ctx, req.NamespacedName, n); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.memo.forget(req.NamespacedName)
+			r.secrets.forget(req.NamespacedName)
+			r.status.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -80,9 +99,8 @@ func (r *ErgoNetworkReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, nil
 	}
 
-	s := newScope(n)
-	var errs []error
-	for _, step := range []func(context.Context, *scope) error{
+	s := r.newScope(n)
+	res, err := reconcile.Run(ctx, s,
 		r.reconcileOperCredentials,
 		r.reconcileStorage,
 		r.reconcileCertificate,
@@ -90,27 +108,34 @@ func (r *ErgoNetworkReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileDeployment,
 		r.reconcileService,
 		r.reconcileRoute,
-	} {
-		if err := step(ctx, s); err != nil {
-			errs = append(errs, err)
-		}
+	)
+	s.Announce()
+	if werr := r.status.Write(ctx, n, s.summarize()); werr != nil {
+		err = errors.Join(err, werr)
 	}
-	r.announce(s)
-	if err := r.writeStatus(ctx, n, s.summarize()); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return ctrl.Result{}, err
-	}
-	if s.refused {
-		return ctrl.Result{RequeueAfter: refusedRetry}, nil
-	}
-	return ctrl.Result{}, nil
+	return res, err
 }
 
 // SetupWithManager registers the reconciler, its watches and the Secret index.
 func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.applier = &apply.Applier{Client: r.Client, FieldOwner: FieldOwner}
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
+	}
+	r.applier = &apply.Applier{Client: r.Client, FieldOwner: manager.FieldOwner}
+	r.status = &reconcile.StatusWriter{
+		Client:     r.Client,
+		FieldOwner: statusFieldOwner,
+		Fields:     []string{"observedGeneration", "networkName", "serviceHost", "ports", "routeHost"},
+		Conditions: append([]string{ircv1.ConditionReady}, partConditions...),
+		// Versions before the status writer patched status under the binary's name.
+		LegacyManagers: []string{manager.OperatorName},
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &ircv1.ErgoNetwork{}, secretNameIndex,
 		func(o client.Object) []string {
 			n := o.(*ircv1.ErgoNetwork)
@@ -146,9 +171,9 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // networksForSecret maps a Secret to the networks in its namespace that take their oper hash from it,
 // and a TLS Secret cert-manager wrote for a network (labelled through the Certificate's secretTemplate)
 // to that network.
-func (r *ErgoNetworkReconciler) networksForSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	if l := o.GetLabels(); l[ManagedByLabel] == FieldOwner && l[instanceLabel] != "" {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[instanceLabel]}}}
+func (r *ErgoNetworkReconciler) networksForSecret(ctx context.Context, o client.Object) []ctrl.Request {
+	if l := o.GetLabels(); manager.IsManaged(l) && l[manager.InstanceLabel] != "" {
+		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[manager.InstanceLabel]}}}
 	}
 	var list ircv1.ErgoNetworkList
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
@@ -156,48 +181,35 @@ func (r *ErgoNetworkReconciler) networksForSecret(ctx context.Context, o client.
 		ctrl.LoggerFrom(ctx).Error(err, "list networks for secret", "secret", client.ObjectKeyFromObject(o))
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
+	reqs := make([]ctrl.Request, 0, len(list.Items))
 	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{
+		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{
 			Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
 	}
 	return reqs
 }
 
-// refusedRetry is how soon a network whose child the API server refused is tried again: a spec change
-// retries at once, this covers fixes elsewhere (RBAC, a storage class made expandable).
-const refusedRetry = 5 * time.Minute
-
-// DefaultResync is how often every network is reconciled even when nothing changed: a safety net for
-// missed events, cheap because an unchanged network costs no write.
-const DefaultResync = 30 * time.Minute
-
-// instanceLabel names the network a child belongs to.
-const instanceLabel = "app.kubernetes.io/instance"
-
-// ManagedByLabel marks every child the operator makes; the cache holds only objects carrying it.
-const ManagedByLabel = "app.kubernetes.io/managed-by"
-
-// CacheByObject limits the cache to the children the operator made, so a cluster full of unrelated
-// Deployments, ConfigMaps and Services costs the operator no memory. Secrets are watched as metadata only
-// (see SetupWithManager), cut down by secretIdentity, and their data read from the API server when they
-// change (readSecretKey).
-func CacheByObject(caps platform.Capabilities) map[client.Object]cache.ByObject {
-	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{ManagedByLabel: FieldOwner})}
-	byObject := map[client.Object]cache.ByObject{
-		&corev1.Secret{}:                {Transform: secretIdentity},
-		&appsv1.Deployment{}:            managed,
-		&corev1.ConfigMap{}:             managed,
-		&corev1.Service{}:               managed,
-		&corev1.PersistentVolumeClaim{}: managed,
+// CacheRules are the kinds the ErgoNetwork controller reads: only the children the operator made, so a
+// cluster full of unrelated Deployments, ConfigMaps and Services costs the operator no memory. Secrets
+// are watched as metadata only (see SetupWithManager), cut down by secretIdentity, and their data read
+// from the API server when they change (readSecretKey); every Secret is cached, because the oper Secret
+// is the user's and carries no label of ours.
+func CacheRules(caps platform.Capabilities) []manager.CacheRule {
+	rules := []manager.CacheRule{
+		{Object: &corev1.Secret{}, Scope: manager.All, Transform: secretIdentity,
+			Why: "the oper Secret is the user's; only its identity is cached, and its data read when it changes"},
+		{Object: &appsv1.Deployment{}},
+		{Object: &corev1.ConfigMap{}},
+		{Object: &corev1.Service{}},
+		{Object: &corev1.PersistentVolumeClaim{}},
 	}
 	if caps.CertManager {
-		byObject[&cmv1.Certificate{}] = managed
+		rules = append(rules, manager.CacheRule{Object: &cmv1.Certificate{}})
 	}
 	if caps.Routes {
-		byObject[&routev1.Route{}] = managed
+		rules = append(rules, manager.CacheRule{Object: &routev1.Route{}})
 	}
-	return byObject
+	return rules
 }
 
 // secretIdentity is the Secret cache's transform: of each Secret's metadata it keeps only what the
@@ -216,7 +228,7 @@ func secretIdentity(in any) (any, error) {
 			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 		},
 	}
-	for _, k := range []string{ManagedByLabel, instanceLabel} {
+	for _, k := range []string{manager.ManagedByLabel, manager.InstanceLabel} {
 		if v, ok := m.Labels[k]; ok {
 			if out.Labels == nil {
 				out.Labels = map[string]string{}

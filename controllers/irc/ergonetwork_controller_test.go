@@ -6,11 +6,9 @@ import (
 	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	routev1 "github.com/openshift/api/route/v1"
-	"golang.org/x/crypto/bcrypt"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -26,31 +24,16 @@ import (
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/ergo"
+	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 )
 
-// fullNetwork is the reference's sample: TLS, two listeners, a route and an oper.
+// fullNetwork is ergotest's network with every child, as the reference's sample: TLS, two listeners, a
+// route and an oper; no resources.
 func fullNetwork(ns, name string) *ircv1.ErgoNetwork {
-	return &ircv1.ErgoNetwork{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: ircv1.ErgoNetworkSpec{
-			Hostname:        name + ".irc.example.com",
-			NetworkName:     "TestNet",
-			OperCredentials: &ircv1.OperCredentials{SecretName: name + "-oper"},
-			Listeners:       []ircv1.Listener{{Address: ":6697", TLS: true}, {Address: ":6667"}},
-			TLS:             &ircv1.TLSSpec{IssuerRef: ircv1.IssuerRef{Name: "letsencrypt", Kind: "ClusterIssuer"}},
-			Route:           &ircv1.RouteSpec{Host: name + ".irc.example.com"},
-			Storage:         ircv1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
-		},
-	}
-}
-
-func operSecret(ns, name, password string) *corev1.Secret {
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-	Expect(err).NotTo(HaveOccurred())
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Data:       map[string][]byte{"password": hash},
-	}
+	n := ergotest.FullNetwork(ns, name, name+".irc.example.com")
+	n.Spec.NetworkName = "TestNet"
+	n.Spec.Resources = nil
+	return n
 }
 
 // update changes a network, retrying when the operator's status write got there first.
@@ -100,23 +83,12 @@ func eventuallyNetwork(ctx context.Context, ns, name string, check func(*ircv1.E
 
 // markDeploymentAvailable plays the Deployment controller, which envtest does not run.
 func markDeploymentAvailable(ctx context.Context, ns, name string) {
-	d := &appsv1.Deployment{}
-	Expect(get(ctx, d, ns, name)()).To(Succeed())
-	d.Status = appsv1.DeploymentStatus{
-		ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
-		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue,
-			Reason: "MinimumReplicasAvailable", LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-	}
-	Expect(k8s.Status().Update(ctx, d)).To(Succeed())
+	ExpectWithOffset(1, ergotest.MarkDeploymentAvailable(ctx, k8s, ns, name)).To(Succeed())
 }
 
 // markCertificateReady plays cert-manager.
 func markCertificateReady(ctx context.Context, ns, name string) {
-	c := &cmv1.Certificate{}
-	Expect(get(ctx, c, ns, name)()).To(Succeed())
-	c.Status.Conditions = []cmv1.CertificateCondition{{Type: cmv1.CertificateConditionReady,
-		Status: cmmeta.ConditionTrue, Reason: "Issued", Message: "Certificate is up to date"}}
-	Expect(k8s.Status().Update(ctx, c)).To(Succeed())
+	ExpectWithOffset(1, ergotest.MarkCertificateReady(ctx, k8s, ns, name)).To(Succeed())
 }
 
 func templateDigest(ctx context.Context, ns, name string) string {
@@ -148,7 +120,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 	BeforeEach(func() { ns = newNamespace() })
 
 	It("makes every child with owner references and becomes Ready once the Deployment and Certificate are", func() {
-		Expect(k8s.Create(ctx, operSecret(ns, "net-oper", "s3cret"))).To(Succeed())
+		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "net-oper", "s3cret"))).To(Succeed())
 		n := fullNetwork(ns, "net")
 		Expect(k8s.Create(ctx, n)).To(Succeed())
 
@@ -204,7 +176,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 	})
 
 	It("creates a network with the least writes: one apply per child and one status write", func() {
-		Expect(k8s.Create(ctx, operSecret(ns, "lean-oper", "pw"))).To(Succeed())
+		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "lean-oper", "pw"))).To(Succeed())
 		before := writes.in(ns)
 		Expect(k8s.Create(ctx, fullNetwork(ns, "lean"))).To(Succeed())
 		eventuallyNetwork(ctx, ns, "lean", func(n *ircv1.ErgoNetwork) error {
@@ -225,7 +197,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 	})
 
 	It("writes nothing when reconciling an unchanged network", func() {
-		Expect(k8s.Create(ctx, operSecret(ns, "quiet-oper", "pw"))).To(Succeed())
+		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "quiet-oper", "pw"))).To(Succeed())
 		Expect(k8s.Create(ctx, fullNetwork(ns, "quiet"))).To(Succeed())
 		Eventually(get(ctx, &appsv1.Deployment{}, ns, "quiet")).Should(Succeed())
 		markCertificateReady(ctx, ns, "quiet")
@@ -268,7 +240,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 
 	It("restores drifted and deleted children", func() {
 		Expect(k8s.Create(ctx, fullNetwork(ns, "drift"))).To(Succeed())
-		Expect(k8s.Create(ctx, operSecret(ns, "drift-oper", "pw"))).To(Succeed())
+		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "drift-oper", "pw"))).To(Succeed())
 		d := &appsv1.Deployment{}
 		Eventually(get(ctx, d, ns, "drift")).Should(Succeed())
 
@@ -319,7 +291,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 		Expect(condition(got, ircv1.ConditionOperCredentials).Message).NotTo(ContainSubstring("hunter2"))
 		Eventually(warningEvents(ctx, ns, "op")).Should(ContainElement(ircv1.ReasonInvalidHash))
 
-		secret.Data = operSecret(ns, "op-oper", "first").Data
+		secret.Data = ergotest.OperSecret(ns, "op-oper", "first").Data
 		Expect(k8s.Update(ctx, secret)).To(Succeed())
 		eventuallyNetwork(ctx, ns, "op", haveCondition(ircv1.ConditionOperCredentials, metav1.ConditionTrue, ircv1.ReasonReady))
 		Eventually(get(ctx, &appsv1.Deployment{}, ns, "op")).Should(Succeed())
@@ -327,7 +299,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 		Expect(first).NotTo(BeEmpty())
 
 		By("rotating the hash")
-		secret.Data = operSecret(ns, "op-oper", "second").Data
+		secret.Data = ergotest.OperSecret(ns, "op-oper", "second").Data
 		Expect(k8s.Update(ctx, secret)).To(Succeed())
 		Eventually(func() string { return templateDigest(ctx, ns, "op") }).ShouldNot(Equal(first))
 
@@ -340,7 +312,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 	})
 
 	It("never recreates or shrinks the claim, and grows it when the size is raised", func() {
-		Expect(k8s.Create(ctx, operSecret(ns, "pvc-oper", "pw"))).To(Succeed())
+		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "pvc-oper", "pw"))).To(Succeed())
 		// Kubernetes resizes only claims whose storage class allows expansion.
 		class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{GenerateName: "expandable-"},
 			Provisioner: "example.com/csi", AllowVolumeExpansion: ptr.To(true)}
@@ -414,7 +386,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 	})
 
 	It("rolls the pod on a config change only", func() {
-		Expect(k8s.Create(ctx, operSecret(ns, "roll-oper", "pw"))).To(Succeed())
+		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "roll-oper", "pw"))).To(Succeed())
 		n := fullNetwork(ns, "roll")
 		Expect(k8s.Create(ctx, n)).To(Succeed())
 		Eventually(get(ctx, &appsv1.Deployment{}, ns, "roll")).Should(Succeed())
@@ -453,7 +425,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 	})
 
 	It("deletes the Route and Certificate when the spec drops them", func() {
-		Expect(k8s.Create(ctx, operSecret(ns, "drop-oper", "pw"))).To(Succeed())
+		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "drop-oper", "pw"))).To(Succeed())
 		n := fullNetwork(ns, "drop")
 		Expect(k8s.Create(ctx, n)).To(Succeed())
 		Eventually(get(ctx, &routev1.Route{}, ns, "drop")).Should(Succeed())

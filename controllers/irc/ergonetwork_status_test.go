@@ -10,51 +10,44 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
-func TestReadiness(t *testing.T) {
-	cond := func(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
-		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg}
+// TestReadyOrder: Ready names the parts in the order the reconcile applies them, so its reason is the
+// first part that holds the network back (the kit's Summary is tested in internal/reconcile).
+func TestReadyOrder(t *testing.T) {
+	n := &ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+	r := &ErgoNetworkReconciler{}
+	s := r.newScope(n)
+	s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonDeploymentPending, "no pod")
+	s.Set(ircv1.ConditionCertificate, metav1.ConditionFalse, ircv1.ReasonCertificatePending, "not issued")
+	st := s.summarize()
+	var ready *metav1.Condition
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == ircv1.ConditionReady {
+			ready = &st.Conditions[i]
+		}
 	}
-	tests := []struct {
-		name       string
-		conds      []metav1.Condition
-		status     metav1.ConditionStatus
-		reason     string
-		msgContain []string
-	}{
-		{"no parts yet", nil, metav1.ConditionTrue, ircv1.ReasonReady, nil},
-		{"all parts true", []metav1.Condition{
-			cond(ircv1.ConditionConfig, metav1.ConditionTrue, "Applied", ""),
-			cond(ircv1.ConditionDeployment, metav1.ConditionTrue, "Ready", ""),
-		}, metav1.ConditionTrue, ircv1.ReasonReady, nil},
-		{"first waiting part gives the reason, all are named", []metav1.Condition{
-			cond(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonDeploymentPending, "no pod"),
-			cond(ircv1.ConditionCertificate, metav1.ConditionFalse, ircv1.ReasonCertificatePending, "not issued"),
-		}, metav1.ConditionFalse, ircv1.ReasonCertificatePending, []string{"CertificateReady: not issued", "DeploymentAvailable: no pod"}},
-		{"unknown counts as not ready", []metav1.Condition{
-			cond(ircv1.ConditionService, metav1.ConditionUnknown, ircv1.ReasonApplyFailed, "timeout"),
-		}, metav1.ConditionFalse, ircv1.ReasonApplyFailed, []string{"ServiceReady: timeout"}},
-		{"an old Ready condition is ignored", []metav1.Condition{
-			cond(ircv1.ConditionReady, metav1.ConditionFalse, "Old", "old"),
-		}, metav1.ConditionTrue, ircv1.ReasonReady, nil},
+	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != ircv1.ReasonCertificatePending ||
+		ready.Message != "CertificateReady: not issued; DeploymentAvailable: no pod" || ready.ObservedGeneration != 3 {
+		t.Errorf("Ready = %+v", ready)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			status, reason, msg := readiness(tt.conds)
-			if status != tt.status || reason != tt.reason {
-				t.Errorf("got %s/%s, want %s/%s", status, reason, tt.status, tt.reason)
-			}
-			for _, m := range tt.msgContain {
-				if !strings.Contains(msg, m) {
-					t.Errorf("message %q lacks %q", msg, m)
-				}
-			}
-		})
+	if st.ObservedGeneration != 3 {
+		t.Errorf("observedGeneration = %d, want 3", st.ObservedGeneration)
+	}
+	if n.Status.Conditions != nil {
+		t.Error("summarize changed the network it was given")
+	}
+}
+
+// TestKitReasons: the kit sets ApplyFailed and APINotAvailable; the API documents them as its own.
+func TestKitReasons(t *testing.T) {
+	if reconcile.ReasonApplyFailed != ircv1.ReasonApplyFailed || reconcile.ReasonAPINotAvailable != ircv1.ReasonAPINotAvailable ||
+		reconcile.ConditionReady != ircv1.ConditionReady {
+		t.Error("the kit's reasons and the irc API's differ")
 	}
 }
 
@@ -125,45 +118,5 @@ func TestCheckBcryptHash(t *testing.T) {
 				t.Error("the message quotes the secret value")
 			}
 		})
-	}
-}
-
-func TestStatusMemo(t *testing.T) {
-	cond := func(status metav1.ConditionStatus, at int64) ircv1.ErgoNetworkStatus {
-		return ircv1.ErgoNetworkStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{
-			Type: ircv1.ConditionReady, Status: status, Reason: "R", LastTransitionTime: metav1.Unix(at, 0)}}}
-	}
-	empty, ready, readyLater, notReady := ircv1.ErgoNetworkStatus{}, cond(metav1.ConditionTrue, 10), cond(metav1.ConditionTrue, 11), cond(metav1.ConditionFalse, 10)
-	key := types.NamespacedName{Namespace: "ns", Name: "n"}
-	write := func(uid types.UID, from, to *ircv1.ErgoNetworkStatus) statusWrite {
-		return statusWrite{uid: uid, before: statusDigest(from), after: statusDigest(to)}
-	}
-
-	var m memo
-	if m.statusLagging(key, write("u1", &empty, &ready)) {
-		t.Fatal("an empty memo must not hold a write back")
-	}
-	m.rememberStatus(key, write("u1", &empty, &ready))
-	tests := []struct {
-		name string
-		w    statusWrite
-		want bool
-	}{
-		{"the cache still shows the replaced status, the same status is wanted", write("u1", &empty, &ready), true},
-		{"only lastTransitionTime differs (recomputed a second later)", write("u1", &empty, &readyLater), true},
-		{"a different status is wanted", write("u1", &empty, &notReady), false},
-		{"the cache shows someone else's status", write("u1", &notReady, &ready), false},
-		{"a recreated network with the same name", write("u2", &empty, &ready), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := m.statusLagging(key, tt.w); got != tt.want {
-				t.Errorf("lagging = %v, want %v", got, tt.want)
-			}
-		})
-	}
-	m.forget(key)
-	if m.statusLagging(key, write("u1", &empty, &ready)) {
-		t.Error("a forgotten network must not hold a write back")
 	}
 }

@@ -3,48 +3,40 @@ package irc
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	routev1 "github.com/openshift/api/route/v1"
 	"golang.org/x/crypto/bcrypt"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/ergo"
-)
-
-// Event reasons besides the condition reasons.
-const (
-	eventCreated = "Created"
-	eventUpdated = "Updated"
-	eventDeleted = "Deleted"
 )
 
 // reconcileOperCredentials reads the oper password hash from the user's Secret. The Secret is the user's:
 // it is read from the API server when its resourceVersion changes (readSecretKey), never changed or
 // owned; only the hash is kept, in memory, and it never reaches a log, an event or the status.
-func (r *ErgoNetworkReconciler) reconcileOperCredentials(ctx context.Context, s *scope) error {
+func (r *ErgoNetworkReconciler) reconcileOperCredentials(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ref := s.net.Spec.OperCredentials
 	if ref == nil {
-		s.drop(ircv1.ConditionOperCredentials)
-		return nil
+		s.Drop(ircv1.ConditionOperCredentials)
+		return ctrl.Result{}, nil
 	}
 	key := ref.Key
 	if key == "" {
-		key = "password"
+		key = ircv1.DefaultOperSecretKey
 	}
-	fail := func(reason, msg string) error {
+	fail := func(reason, msg string) (ctrl.Result, error) {
 		s.operUsable = false
-		s.set(ircv1.ConditionOperCredentials, metav1.ConditionFalse, reason, msg)
-		r.Recorder.Event(s.net, corev1.EventTypeWarning, reason, msg)
-		return nil
+		s.Set(ircv1.ConditionOperCredentials, metav1.ConditionFalse, reason, msg)
+		s.Warn(reason, msg)
+		return ctrl.Result{}, nil
 	}
 
 	hash, ok, err := r.readSecretKey(ctx, s, operSlot, ref.SecretName, key)
@@ -53,8 +45,8 @@ func (r *ErgoNetworkReconciler) reconcileOperCredentials(ctx context.Context, s 
 	}
 	if err != nil {
 		s.operUsable = false
-		s.set(ircv1.ConditionOperCredentials, metav1.ConditionUnknown, ircv1.ReasonWaiting, "the oper Secret could not be read: "+err.Error())
-		return fmt.Errorf("read oper secret: %w", err)
+		s.Set(ircv1.ConditionOperCredentials, metav1.ConditionUnknown, ircv1.ReasonWaiting, "the oper Secret could not be read: "+err.Error())
+		return ctrl.Result{}, fmt.Errorf("read oper secret: %w", err)
 	}
 	if !ok {
 		return fail(ircv1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %q has no key %q", ref.SecretName, key))
@@ -63,9 +55,9 @@ func (r *ErgoNetworkReconciler) reconcileOperCredentials(ctx context.Context, s 
 		return fail(ircv1.ReasonInvalidHash, fmt.Sprintf("key %q of Secret %q %s", key, ref.SecretName, msg))
 	}
 	s.operHash = hash
-	s.set(ircv1.ConditionOperCredentials, metav1.ConditionTrue, ircv1.ReasonReady,
+	s.Set(ircv1.ConditionOperCredentials, metav1.ConditionTrue, ircv1.ReasonReady,
 		fmt.Sprintf("oper password hash read from key %q of Secret %q", key, ref.SecretName))
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // checkBcryptHash returns why v is not a bcrypt hash ergo accepts, or "" when it is one. The message
@@ -82,36 +74,36 @@ func checkBcryptHash(v []byte) string {
 
 // reconcileStorage creates the datastore claim once and afterwards only lets it grow: the claim holds
 // the user's accounts and history, so a reconcile never shrinks, recreates or deletes it.
-func (r *ErgoNetworkReconciler) reconcileStorage(ctx context.Context, s *scope) error {
+func (r *ErgoNetworkReconciler) reconcileStorage(ctx context.Context, s *scope) (ctrl.Result, error) {
 	desired := ergo.PVC(s.net)
 	var live corev1.PersistentVolumeClaim
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), &live)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("read claim: %w", err)
+		return ctrl.Result{}, fmt.Errorf("read claim: %w", err)
 	}
 	var notes []string
 	if err == nil {
-		notes = r.keepImmutableClaimFields(s, desired, &live)
+		notes = keepImmutableClaimFields(s, desired, &live)
 	}
-	if ok, err := r.apply(ctx, s, desired, ircv1.ConditionStorage); !ok {
-		return err
+	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionStorage); !ok {
+		return res, err
 	}
 	msg := fmt.Sprintf("PersistentVolumeClaim %s requests %s", desired.Name, desired.Spec.Resources.Requests.Storage())
 	for _, n := range notes {
 		msg += "; " + n
 	}
-	s.set(ircv1.ConditionStorage, metav1.ConditionTrue, ircv1.ReasonApplied, msg)
-	return nil
+	s.Set(ircv1.ConditionStorage, metav1.ConditionTrue, ircv1.ReasonApplied, msg)
+	return ctrl.Result{}, nil
 }
 
 // keepImmutableClaimFields makes desired carry what the existing claim cannot change: its storage class,
 // and a size no smaller than it has. It returns notes on spec changes that were not applied.
-func (r *ErgoNetworkReconciler) keepImmutableClaimFields(s *scope, desired, live *corev1.PersistentVolumeClaim) []string {
+func keepImmutableClaimFields(s *scope, desired, live *corev1.PersistentVolumeClaim) []string {
 	var notes []string
 	if desired.Spec.StorageClassName != nil && live.Spec.StorageClassName != nil &&
 		*desired.Spec.StorageClassName != *live.Spec.StorageClassName {
 		note := fmt.Sprintf("spec.storage.storageClassName %q ignored: the claim exists with class %q, which cannot change", *desired.Spec.StorageClassName, *live.Spec.StorageClassName)
-		r.Recorder.Event(s.net, corev1.EventTypeWarning, "StorageClassImmutable", note)
+		s.Warn(ircv1.ReasonStorageClassImmutable, note)
 		desired.Spec.StorageClassName = live.Spec.StorageClassName
 		notes = append(notes, note)
 	}
@@ -119,7 +111,7 @@ func (r *ErgoNetworkReconciler) keepImmutableClaimFields(s *scope, desired, live
 	switch cmp := want.Cmp(*have); {
 	case cmp < 0:
 		note := fmt.Sprintf("spec.storage.size %s ignored: the claim already has %s and volumes cannot shrink", want, have)
-		r.Recorder.Event(s.net, corev1.EventTypeWarning, ircv1.ReasonStorageShrink, note)
+		s.Warn(ircv1.ReasonStorageShrink, note)
 		desired.Spec.Resources.Requests[corev1.ResourceStorage] = have.DeepCopy()
 		notes = append(notes, note)
 	case cmp > 0 && live.Status.Phase != corev1.ClaimBound:
@@ -131,73 +123,93 @@ func (r *ErgoNetworkReconciler) keepImmutableClaimFields(s *scope, desired, live
 }
 
 // reconcileCertificate asks cert-manager for the network's certificate.
-func (r *ErgoNetworkReconciler) reconcileCertificate(ctx context.Context, s *scope) error {
+func (r *ErgoNetworkReconciler) reconcileCertificate(ctx context.Context, s *scope) (ctrl.Result, error) {
 	desired := ergo.Certificate(s.net)
 	if desired == nil {
-		s.drop(ircv1.ConditionCertificate)
+		s.Drop(ircv1.ConditionCertificate)
 		if !r.Capabilities.CertManager {
-			return nil
+			return ctrl.Result{}, nil
 		}
-		return r.deleteIfControlled(ctx, s, &cmv1.Certificate{}, ergo.CertificateName(s.net))
+		return ctrl.Result{}, s.DeleteIfControlled(ctx, &cmv1.Certificate{}, ergo.CertificateName(s.net))
 	}
 	if !r.Capabilities.CertManager {
-		return r.missingAPI(s, ircv1.ConditionCertificate, "spec.tls needs cert-manager (cert-manager.io/v1 Certificate), which this cluster does not serve; install cert-manager, then restart the operator")
+		s.MissingAPI(ircv1.ConditionCertificate, "spec.tls needs cert-manager (cert-manager.io/v1 Certificate), which this cluster does not serve; install cert-manager, then restart the operator")
+		return ctrl.Result{}, nil
 	}
-	if ok, err := r.apply(ctx, s, desired, ircv1.ConditionCertificate); !ok {
-		return err
+	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionCertificate); !ok {
+		return res, err
 	}
 	// desired now holds the live Certificate (see apply.Applier.Apply).
 	if ok, msg := certificateReady(desired); ok {
-		s.set(ircv1.ConditionCertificate, metav1.ConditionTrue, ircv1.ReasonReady, msg)
+		s.Set(ircv1.ConditionCertificate, metav1.ConditionTrue, ircv1.ReasonReady, msg)
 	} else {
-		s.set(ircv1.ConditionCertificate, metav1.ConditionFalse, ircv1.ReasonCertificatePending, msg)
+		s.Set(ircv1.ConditionCertificate, metav1.ConditionFalse, ircv1.ReasonCertificatePending, msg)
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // reconcileConfig renders ircd.yaml into the network's ConfigMap.
-func (r *ErgoNetworkReconciler) reconcileConfig(ctx context.Context, s *scope) error {
+func (r *ErgoNetworkReconciler) reconcileConfig(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !s.operUsable {
-		s.set(ircv1.ConditionConfig, metav1.ConditionFalse, ircv1.ReasonWaiting,
+		s.Set(ircv1.ConditionConfig, metav1.ConditionFalse, ircv1.ReasonWaiting,
 			"held until the oper credentials are usable; the running config is kept")
-		return nil
+		return ctrl.Result{}, nil
 	}
 	rendered, err := ergo.RenderConfig(ergo.BuildConfig(s.net, s.operHash != nil))
 	if err != nil {
-		return fmt.Errorf("render ircd.yaml: %w", err)
+		return ctrl.Result{}, fmt.Errorf("render ircd.yaml: %w", err)
 	}
-	if ok, err := r.apply(ctx, s, ergo.ConfigMap(s.net, rendered), ircv1.ConditionConfig); !ok {
-		return err
+	if ok, res, err := s.Apply(ctx, ergo.ConfigMap(s.net, rendered), ircv1.ConditionConfig); !ok {
+		return res, err
 	}
 	s.rendered = rendered
-	s.set(ircv1.ConditionConfig, metav1.ConditionTrue, ircv1.ReasonApplied,
+	s.Set(ircv1.ConditionConfig, metav1.ConditionTrue, ircv1.ReasonApplied,
 		fmt.Sprintf("ircd.yaml rendered into ConfigMap %s", ergo.ConfigMapName(s.net)))
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // reconcileDeployment runs ergo. The pod template carries a digest of the config and oper hash, so a
 // change of either rolls the pod and nothing else does.
-func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scope) error {
+func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.rendered == nil {
-		s.set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting,
+		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting,
 			"held until the config is rendered; the running Deployment is kept")
-		return nil
+		return ctrl.Result{}, nil
 	}
 	cert, err := r.servingCertificate(ctx, s)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
-	desired := ergo.Deployment(s.net, ergo.Options{Image: r.Image, OpenShift: r.Capabilities.OpenShift},
-		ergo.ConfigDigest(s.rendered, s.operHash, cert))
-	if ok, err := r.apply(ctx, s, desired, ircv1.ConditionDeployment); !ok {
-		return err
+	digest := ergo.ConfigDigest(s.rendered, s.operHash, cert)
+	legacy, err := r.legacyDigestKey(ctx, s, digest)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	desired := ergo.Deployment(s.net, ergo.Options{Image: r.Image, OpenShift: r.Capabilities.OpenShift, LegacyDigestKey: legacy}, digest)
+	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionDeployment); !ok {
+		return res, err
 	}
 	if ok, msg := deploymentAvailable(desired); ok {
-		s.set(ircv1.ConditionDeployment, metav1.ConditionTrue, ircv1.ReasonReady, msg)
+		s.Set(ircv1.ConditionDeployment, metav1.ConditionTrue, ircv1.ReasonReady, msg)
 	} else {
-		s.set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonDeploymentPending, msg)
+		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonDeploymentPending, msg)
 	}
-	return nil
+	return ctrl.Result{}, nil
+}
+
+// legacyDigestKey says whether the running Deployment's pod template carries digest under the legacy
+// annotation key: then the digest stays there, because moving it would roll the pod for nothing. The
+// next change of the digest rolls the pod anyway and moves the annotation to its new key.
+func (r *ErgoNetworkReconciler) legacyDigestKey(ctx context.Context, s *scope, digest string) (bool, error) {
+	var live appsv1.Deployment
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.net.Namespace, Name: ergo.DeploymentName(s.net)}, &live)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read Deployment: %w", err)
+	}
+	return live.Spec.Template.Annotations[ergo.LegacyConfigDigestAnnotation] == digest, nil
 }
 
 // servingCertificate is the certificate in the network's TLS Secret, nil while cert-manager has not
@@ -218,35 +230,36 @@ func (r *ErgoNetworkReconciler) servingCertificate(ctx context.Context, s *scope
 }
 
 // reconcileService exposes every listener inside the cluster.
-func (r *ErgoNetworkReconciler) reconcileService(ctx context.Context, s *scope) error {
+func (r *ErgoNetworkReconciler) reconcileService(ctx context.Context, s *scope) (ctrl.Result, error) {
 	desired := ergo.Service(s.net)
-	if ok, err := r.apply(ctx, s, desired, ircv1.ConditionService); !ok {
-		return err
+	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionService); !ok {
+		return res, err
 	}
 	s.status.ServiceHost = fmt.Sprintf("%s.%s.svc", desired.Name, desired.Namespace)
 	s.status.Ports = ergo.ServicePorts(s.net)
-	s.set(ircv1.ConditionService, metav1.ConditionTrue, ircv1.ReasonApplied,
+	s.Set(ircv1.ConditionService, metav1.ConditionTrue, ircv1.ReasonApplied,
 		fmt.Sprintf("Service %s has %d ports", desired.Name, len(desired.Spec.Ports)))
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // reconcileRoute exposes the TLS listener outside the cluster through an OpenShift Route.
-func (r *ErgoNetworkReconciler) reconcileRoute(ctx context.Context, s *scope) error {
+func (r *ErgoNetworkReconciler) reconcileRoute(ctx context.Context, s *scope) (ctrl.Result, error) {
 	desired := ergo.Route(s.net)
 	if desired == nil {
-		s.drop(ircv1.ConditionRoute)
+		s.Drop(ircv1.ConditionRoute)
 		s.status.RouteHost = ""
 		if !r.Capabilities.Routes {
-			return nil
+			return ctrl.Result{}, nil
 		}
-		return r.deleteIfControlled(ctx, s, &routev1.Route{}, ergo.RouteName(s.net))
+		return ctrl.Result{}, s.DeleteIfControlled(ctx, &routev1.Route{}, ergo.RouteName(s.net))
 	}
 	if !r.Capabilities.Routes {
 		s.status.RouteHost = ""
-		return r.missingAPI(s, ircv1.ConditionRoute, "spec.route needs the OpenShift Route API (route.openshift.io/v1), which this cluster does not serve; remove spec.route and expose the Service another way")
+		s.MissingAPI(ircv1.ConditionRoute, "spec.route needs the OpenShift Route API (route.openshift.io/v1), which this cluster does not serve; remove spec.route and expose the Service another way")
+		return ctrl.Result{}, nil
 	}
-	if ok, err := r.apply(ctx, s, desired, ircv1.ConditionRoute); !ok {
-		return err
+	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionRoute); !ok {
+		return res, err
 	}
 	host, admitted := admittedHost(desired)
 	if host == "" {
@@ -257,8 +270,8 @@ func (r *ErgoNetworkReconciler) reconcileRoute(ctx context.Context, s *scope) er
 	if !admitted {
 		msg = fmt.Sprintf("Route %s applied; no router has admitted it yet", desired.Name)
 	}
-	s.set(ircv1.ConditionRoute, metav1.ConditionTrue, ircv1.ReasonApplied, msg)
-	return nil
+	s.Set(ircv1.ConditionRoute, metav1.ConditionTrue, ircv1.ReasonApplied, msg)
+	return ctrl.Result{}, nil
 }
 
 // admittedHost is the host of the first router that admitted the Route.
@@ -271,72 +284,4 @@ func admittedHost(rt *routev1.Route) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// apply applies one child and emits an event when it changed something. It returns false when the API
-// server refused the child: that comes from the spec (requests above limits, a claim whose storage class
-// cannot expand) or from the cluster's policy (RBAC, admission), which no retry fixes soon, so it becomes
-// the part's condition and an event, retried slowly instead of in a hot loop.
-func (r *ErgoNetworkReconciler) apply(ctx context.Context, s *scope, obj client.Object, condType string) (bool, error) {
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	res, err := r.applier.Apply(ctx, obj)
-	var status apierrors.APIStatus
-	switch {
-	case err != nil && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)) && errors.As(err, &status):
-		msg := fmt.Sprintf("the API server refused %s %s: %s", kind, obj.GetName(), status.Status().Message)
-		s.set(condType, metav1.ConditionFalse, ircv1.ReasonApplyFailed, msg)
-		r.Recorder.Event(s.net, corev1.EventTypeWarning, ircv1.ReasonApplyFailed, msg)
-		s.refused = true
-		return false, nil
-	case err != nil:
-		s.set(condType, metav1.ConditionUnknown, ircv1.ReasonApplyFailed, err.Error())
-		return false, err
-	case res == apply.Created:
-		s.created = append(s.created, kind+" "+obj.GetName())
-	case res == apply.Updated:
-		s.updated = append(s.updated, kind+" "+obj.GetName())
-	}
-	return true, nil
-}
-
-// announce tells the user, in one event per kind of change, what this reconcile created and updated:
-// "Created PersistentVolumeClaim n-data, Certificate n, ..." rather than an event (an API write) per child.
-func (r *ErgoNetworkReconciler) announce(s *scope) {
-	if len(s.created) > 0 {
-		r.Recorder.Event(s.net, corev1.EventTypeNormal, eventCreated, "Created "+strings.Join(s.created, ", "))
-	}
-	if len(s.updated) > 0 {
-		r.Recorder.Event(s.net, corev1.EventTypeNormal, eventUpdated, "Updated "+strings.Join(s.updated, ", "))
-	}
-}
-
-// deleteIfControlled removes a child the spec no longer asks for, when this network controls it.
-func (r *ErgoNetworkReconciler) deleteIfControlled(ctx context.Context, s *scope, obj client.Object, name string) error {
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.net.Namespace, Name: name}, obj)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !metav1.IsControlledBy(obj, s.net) {
-		return nil
-	}
-	if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-		return err
-	}
-	kind := fmt.Sprintf("%T", obj)
-	if gvk, err := r.Client.GroupVersionKindFor(obj); err == nil {
-		kind = gvk.Kind
-	}
-	r.Recorder.Eventf(s.net, corev1.EventTypeNormal, eventDeleted, "Deleted %s %s: the spec no longer asks for it", kind, name)
-	return nil
-}
-
-// missingAPI reports a part the cluster cannot provide. Only a spec change or an installed API fixes it,
-// so it is a condition and an event, not an error to retry.
-func (r *ErgoNetworkReconciler) missingAPI(s *scope, condType, msg string) error {
-	s.set(condType, metav1.ConditionFalse, ircv1.ReasonAPINotAvailable, msg)
-	r.Recorder.Event(s.net, corev1.EventTypeWarning, ircv1.ReasonAPINotAvailable, msg)
-	return nil
 }

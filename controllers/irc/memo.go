@@ -11,23 +11,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// memo is what the reconciler remembers about each network between reconciles, so that an unchanged
-// network costs neither a write nor a read: its last status write, and the one value it needs from each
-// Secret it reads, with that Secret's resourceVersion. A network's entry goes when the network does.
-type memo struct {
+// secretMemo is the one value the reconciler needs from each Secret a network reads, with that Secret's
+// resourceVersion, so that an unchanged Secret costs no read. A network's entry goes when the network
+// does. (The status writer remembers the last status write; see reconcile.StatusWriter.)
+type secretMemo struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]*netMemo
 }
 
 type netMemo struct {
-	status    statusWrite
 	oper, tls secretValue
-}
-
-// statusWrite is one status write: the status it replaced and the one it wrote, as statusDigests.
-type statusWrite struct {
-	uid           types.UID
-	before, after uint64
 }
 
 // secretValue is one key of one Secret as read at resourceVersion, or the Secret's absence.
@@ -38,7 +31,7 @@ type secretValue struct {
 	missing                    bool // the cache and then the API server said the Secret does not exist
 }
 
-func (m *memo) entry(key types.NamespacedName) *netMemo {
+func (m *secretMemo) entry(key types.NamespacedName) *netMemo {
 	if m.m == nil {
 		m.m = map[types.NamespacedName]*netMemo{}
 	}
@@ -50,24 +43,7 @@ func (m *memo) entry(key types.NamespacedName) *netMemo {
 	return e
 }
 
-// statusLagging says whether w repeats the network's last status write: the cache still shows the
-// status that write replaced, and the desired status is the one it wrote. Children's events wake the
-// next reconcile up within milliseconds of a write, often before the network's own watch event has
-// reached the cache; without this that reconcile would send the same status again.
-func (m *memo) statusLagging(key types.NamespacedName, w statusWrite) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.m[key]
-	return ok && e.status == w
-}
-
-func (m *memo) rememberStatus(key types.NamespacedName, w statusWrite) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.entry(key).status = w
-}
-
-func (m *memo) forget(key types.NamespacedName) {
+func (m *secretMemo) forget(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.m, key)
@@ -88,13 +64,13 @@ func tlsSlot(e *netMemo) *secretValue  { return &e.tls }
 func (r *ErgoNetworkReconciler) readSecretKey(ctx context.Context, s *scope, slot secretSlot, name, key string) ([]byte, bool, error) {
 	nsName := types.NamespacedName{Namespace: s.net.Namespace, Name: name}
 	netKey := client.ObjectKeyFromObject(s.net)
-	r.memo.mu.Lock()
-	known := *slot(r.memo.entry(netKey))
-	r.memo.mu.Unlock()
+	r.secrets.mu.Lock()
+	known := *slot(r.secrets.entry(netKey))
+	r.secrets.mu.Unlock()
 	remember := func(v secretValue) {
-		r.memo.mu.Lock()
-		*slot(r.memo.entry(netKey)) = v
-		r.memo.mu.Unlock()
+		r.secrets.mu.Lock()
+		*slot(r.secrets.entry(netKey)) = v
+		r.secrets.mu.Unlock()
 	}
 
 	meta := &metav1.PartialObjectMetadata{}

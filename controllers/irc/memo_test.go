@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/scheme"
 )
 
@@ -31,7 +32,7 @@ func TestReadSecretKey(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(secret).Build()
 	api := &countingReader{Reader: c}
 	r := &ErgoNetworkReconciler{Client: c, APIReader: api}
-	s := newScope(&ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "net"}})
+	s := r.newScope(&ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "net"}})
 
 	steps := []struct {
 		name     string
@@ -84,7 +85,7 @@ func TestSecretIdentity(t *testing.T) {
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "s", Namespace: "ns", UID: "u", ResourceVersion: "9",
-			Labels:          map[string]string{ManagedByLabel: FieldOwner, instanceLabel: "net", "team": "a"},
+			Labels:          map[string]string{manager.ManagedByLabel: manager.OperatorName, manager.InstanceLabel: "net", "team": "a"},
 			Annotations:     map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"c2VjcmV0"}}`},
 			OwnerReferences: []metav1.OwnerReference{{Name: "o"}},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
@@ -97,9 +98,9 @@ func TestSecretIdentity(t *testing.T) {
 	}
 	m := out.(*metav1.PartialObjectMetadata)
 	want := metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "u", ResourceVersion: "9",
-		Labels: map[string]string{ManagedByLabel: FieldOwner, instanceLabel: "net"}}
+		Labels: map[string]string{manager.ManagedByLabel: manager.OperatorName, manager.InstanceLabel: "net"}}
 	if m.Name != want.Name || m.Namespace != want.Namespace || m.UID != want.UID || m.ResourceVersion != want.ResourceVersion ||
-		len(m.Labels) != 2 || m.Labels[instanceLabel] != "net" || m.Annotations != nil || m.OwnerReferences != nil ||
+		len(m.Labels) != 2 || m.Labels[manager.InstanceLabel] != "net" || m.Annotations != nil || m.OwnerReferences != nil ||
 		m.ManagedFields != nil || m.Finalizers != nil || m.Kind != "Secret" {
 		t.Errorf("secretIdentity kept %+v, want %+v", m.ObjectMeta, want)
 	}

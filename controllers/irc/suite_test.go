@@ -15,14 +15,15 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/scheme"
 )
@@ -53,31 +54,19 @@ func crdPaths(external bool) []string {
 	return paths
 }
 
-// startManager runs an ErgoNetworkReconciler against cfg the way main.go does, counting its writes.
+// startManager runs the irc group in a manager built by internal/manager, as main.go does, with its
+// client's writes counted.
 func startManager(ctx context.Context, cfg *rest.Config, counter *writeCounter) *ErgoNetworkReconciler {
 	caps, err := platform.Discover(cfg)
 	Expect(err).NotTo(HaveOccurred())
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme.Scheme,
+	r := &ErgoNetworkReconciler{Image: "registry.example/ergo:test", MaxConcurrentReconciles: 2}
+	mgr, err := manager.New(cfg, ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Two suites run a manager each in this process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: cache.Options{
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject:         CacheByObject(caps),
-		},
-	})
+		NewClient:  counter.newClient,
+	}, caps, Group(r))
 	Expect(err).NotTo(HaveOccurred())
-	c := &countingClient{Client: mgr.GetClient(), n: counter}
-	r := &ErgoNetworkReconciler{
-		Client:                  c,
-		APIReader:               mgr.GetAPIReader(),
-		Recorder:                mgr.GetEventRecorderFor("platform-operator"),
-		Capabilities:            caps,
-		Image:                   "registry.example/ergo:test",
-		MaxConcurrentReconciles: 2,
-	}
-	Expect(r.SetupWithManager(mgr)).To(Succeed())
 	go func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())
@@ -145,52 +134,44 @@ func (w *writeCounter) in(ns string) int {
 	return w.n[ns]
 }
 
-// countingClient counts every write request the reconciler sends, status writes included.
-type countingClient struct {
-	client.Client
-	n *writeCounter
-}
-
-func (c *countingClient) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
-	c.n.add(o)
-	return c.Client.Create(ctx, o, opts...)
-}
-
-func (c *countingClient) Update(ctx context.Context, o client.Object, opts ...client.UpdateOption) error {
-	c.n.add(o)
-	return c.Client.Update(ctx, o, opts...)
-}
-
-func (c *countingClient) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-	c.n.add(o)
-	return c.Client.Patch(ctx, o, p, opts...)
-}
-
-func (c *countingClient) Apply(ctx context.Context, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	c.n.add(o)
-	return c.Client.Apply(ctx, o, opts...)
-}
-
-func (c *countingClient) Delete(ctx context.Context, o client.Object, opts ...client.DeleteOption) error {
-	c.n.add(o)
-	return c.Client.Delete(ctx, o, opts...)
-}
-
-func (c *countingClient) Status() client.SubResourceWriter {
-	return &countingStatus{SubResourceWriter: c.Client.Status(), n: c.n}
-}
-
-type countingStatus struct {
-	client.SubResourceWriter
-	n *writeCounter
-}
-
-func (s *countingStatus) Update(ctx context.Context, o client.Object, opts ...client.SubResourceUpdateOption) error {
-	s.n.add(o)
-	return s.SubResourceWriter.Update(ctx, o, opts...)
-}
-
-func (s *countingStatus) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-	s.n.add(o)
-	return s.SubResourceWriter.Patch(ctx, o, p, opts...)
+// newClient is the manager's client with every write request it sends counted, status writes included.
+func (w *writeCounter) newClient(cfg *rest.Config, opts client.Options) (client.Client, error) {
+	c, err := client.NewWithWatch(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			w.add(o)
+			return c.Create(ctx, o, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			w.add(o)
+			return c.Update(ctx, o, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			w.add(o)
+			return c.Patch(ctx, o, p, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			w.add(o)
+			return c.Apply(ctx, o, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+			w.add(o)
+			return c.Delete(ctx, o, opts...)
+		},
+		SubResourceCreate: func(ctx context.Context, c client.Client, sub string, o, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+			w.add(o)
+			return c.SubResource(sub).Create(ctx, o, subObj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
+			w.add(o)
+			return c.SubResource(sub).Update(ctx, o, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			w.add(o)
+			return c.SubResource(sub).Patch(ctx, o, p, opts...)
+		},
+	}), nil
 }

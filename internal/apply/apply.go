@@ -12,10 +12,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/platform-operator/platform-operator/internal/manager"
 )
 
 // DigestAnnotation holds a digest of the fields the operator applied to an object.
-const DigestAnnotation = "platform-operator.io/applied-digest"
+const DigestAnnotation = manager.AnnotationDomain + "/applied-digest"
+
+// LegacyDigestAnnotation is where versions before the one annotation domain kept the digest. Nothing
+// reads it: an object carrying it lacks DigestAnnotation, so its next apply sends the new key, and server-
+// side apply removes the old one, which the same field owner applied (metadata only: no pod rolls).
+const LegacyDigestAnnotation = "platform-operator.io/applied-digest"
 
 // Result says what Apply did to the cluster.
 type Result string

@@ -18,6 +18,10 @@ type Options struct {
 	// OpenShift is true on OpenShift, whose restricted SCCs assign the uid, gid and fsGroup from the
 	// namespace's range and reject pods that pin their own.
 	OpenShift bool
+	// LegacyDigestKey puts the config digest under LegacyConfigDigestAnnotation instead of
+	// ConfigDigestAnnotation: the controller sets it while the running pod template has the same digest
+	// under the legacy key, so that moving the annotation does not roll the pod.
+	LegacyDigestKey bool
 }
 
 const (
@@ -56,7 +60,7 @@ func Deployment(n *ircv1.ErgoNetwork, opts Options, configDigest string) *appsv1
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      Labels(n),
-					Annotations: map[string]string{ConfigDigestAnnotation: configDigest},
+					Annotations: map[string]string{opts.digestKey(): configDigest},
 				},
 				Spec: podSpec(n, image, opts.OpenShift),
 			},
@@ -139,7 +143,7 @@ func env(n *ircv1.ErgoNetwork) []corev1.EnvVar {
 	}
 	key := creds.Key
 	if key == "" {
-		key = DefaultOperSecretKey
+		key = ircv1.DefaultOperSecretKey
 	}
 	return []corev1.EnvVar{{
 		Name: OperPasswordEnv,
@@ -223,4 +227,12 @@ func volumes(n *ircv1.ErgoNetwork) []corev1.Volume {
 			SizeLimit: ptr.To(resource.MustParse("16Mi")),
 		}}},
 	}
+}
+
+// digestKey is the pod template annotation the config digest goes under.
+func (o Options) digestKey() string {
+	if o.LegacyDigestKey {
+		return LegacyConfigDigestAnnotation
+	}
+	return ConfigDigestAnnotation
 }

@@ -368,3 +368,24 @@ func TestDeploymentPodSecurity(t *testing.T) {
 		})
 	}
 }
+
+// TestLegacyDigestKey: while the running pod template has the digest under the legacy key, it stays
+// there, so the operator upgrade that moved the annotation domain rolls no pod.
+func TestLegacyDigestKey(t *testing.T) {
+	tests := []struct {
+		name         string
+		opts         Options
+		want, absent string
+	}{
+		{name: "new networks", opts: Options{}, want: ConfigDigestAnnotation, absent: LegacyConfigDigestAnnotation},
+		{name: "a running legacy pod", opts: Options{LegacyDigestKey: true}, want: LegacyConfigDigestAnnotation, absent: ConfigDigestAnnotation},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := Deployment(referenceNetwork(), tt.opts, "d1").Spec.Template.Annotations
+			if a[tt.want] != "d1" || a[tt.absent] != "" || len(a) != 1 {
+				t.Errorf("pod template annotations %v, want only %s", a, tt.want)
+			}
+		})
+	}
+}

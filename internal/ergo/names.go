@@ -2,9 +2,9 @@ package ergo
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/manager"
 )
 
 const (
@@ -14,57 +14,36 @@ const (
 	DefaultImage = "ghcr.io/ergochat/ergo:stable"
 	// ConfigDigestAnnotation on the pod template carries ConfigDigest: changing it is what rolls the pod
 	// when the config or the oper password hash changes.
-	ConfigDigestAnnotation = "irc.josie.cloud/config-digest"
+	ConfigDigestAnnotation = manager.AnnotationDomain + "/config-digest"
+	// LegacyConfigDigestAnnotation is where operator versions before the one annotation domain put the
+	// digest. A running pod template keeps it until its digest changes (Options.LegacyDigestKey), so the
+	// upgrade rolls no pod; the next roll moves it to ConfigDigestAnnotation.
+	LegacyConfigDigestAnnotation = "irc.josie.cloud/config-digest"
 	// OperPasswordEnv feeds the oper's bcrypt hash to ergo through allow-environment-overrides, so the
 	// hash lives only in the user's Secret and never in the ConfigMap.
 	OperPasswordEnv = "ERGO__OPERS__ADMIN__PASSWORD"
 
-	// DefaultOperSecretKey is the Secret key read when spec.operCredentials.key is empty.
-	DefaultOperSecretKey = "password"
 	// OperName is the oper the network gets with operCredentials (/OPER admin <password>).
 	OperName = "admin"
 	// OperClass is OperName's class; it must exist in oper-classes or ergo refuses to start.
 	OperClass = "server-admin"
 )
 
-const (
-	labelName      = "app.kubernetes.io/name"
-	labelInstance  = "app.kubernetes.io/instance"
-	labelManagedBy = "app.kubernetes.io/managed-by"
-	labelPartOf    = "app.kubernetes.io/part-of"
-
-	appName      = "ergo"
-	operatorName = "platform-operator"
-)
+const appName = "ergo"
 
 // Labels are the recommended labels on every child object.
-func Labels(n *ircv1.ErgoNetwork) map[string]string {
-	l := SelectorLabels(n)
-	l[labelManagedBy] = operatorName
-	l[labelPartOf] = operatorName
-	return l
-}
+func Labels(n *ircv1.ErgoNetwork) map[string]string { return manager.Labels(appName, n.Name) }
 
 // SelectorLabels is the subset of Labels that never changes for a network, so it can sit in the
 // Deployment's immutable selector and the Service's selector.
 func SelectorLabels(n *ircv1.ErgoNetwork) map[string]string {
-	return map[string]string{
-		labelName:     appName,
-		labelInstance: n.Name,
-	}
+	return manager.SelectorLabels(appName, n.Name)
 }
 
 // OwnerReference makes the network the controller of a child, so deleting the network garbage-collects
 // every child and the controller's Owns() watches map child events back to it.
 func OwnerReference(n *ircv1.ErgoNetwork) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion:         ircv1.GroupVersion.String(),
-		Kind:               "ErgoNetwork",
-		Name:               n.Name,
-		UID:                n.UID,
-		Controller:         ptr.To(true),
-		BlockOwnerDeletion: ptr.To(true),
-	}
+	return *metav1.NewControllerRef(n, ircv1.GroupVersion.WithKind("ErgoNetwork"))
 }
 
 // ConfigMapName is the ConfigMap holding ircd.yaml.

@@ -21,22 +21,45 @@ const (
 	ConditionRoute = "RouteReady"
 )
 
-// Condition reasons. They are part of the API: scripts and alerts may match on them.
+// Condition reasons. They are part of the API: scripts and alerts may match on them. ReasonApplyFailed and
+// ReasonAPINotAvailable are the shared reconcile kit's reasons (every API of the operator uses the same).
 const (
-	ReasonReady              = "Ready"
-	ReasonApplied            = "Applied"
-	ReasonWaiting            = "Waiting"
-	ReasonApplyFailed        = "ApplyFailed"
-	ReasonSecretNotFound     = "SecretNotFound"
-	ReasonSecretKeyMissing   = "SecretKeyMissing"
-	ReasonInvalidHash        = "InvalidPasswordHash"
-	ReasonAPINotAvailable    = "APINotAvailable"
+	// ReasonReady is a part that is ready, and Ready when every part is.
+	ReasonReady = "Ready"
+	// ReasonApplied is a part whose child is applied and needs nothing more to be ready.
+	ReasonApplied = "Applied"
+	// ReasonWaiting is a part held until an earlier part is usable (the config until the oper
+	// credentials are, the Deployment until the config is rendered).
+	ReasonWaiting = "Waiting"
+	// ReasonApplyFailed is a part whose child the API server refused or could not take.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonSecretNotFound is an oper Secret that does not exist.
+	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretKeyMissing is an oper Secret without the key spec.operCredentials.key names.
+	ReasonSecretKeyMissing = "SecretKeyMissing"
+	// ReasonInvalidHash is an oper Secret whose value is not a bcrypt hash ergo accepts.
+	ReasonInvalidHash = "InvalidPasswordHash"
+	// ReasonAPINotAvailable is a part that needs an API the cluster does not serve (cert-manager, Routes).
+	ReasonAPINotAvailable = "APINotAvailable"
+	// ReasonCertificatePending is a Certificate cert-manager has not issued yet.
 	ReasonCertificatePending = "CertificatePending"
-	ReasonDeploymentPending  = "DeploymentPending"
-	ReasonStorageShrink      = "StorageShrinkRefused"
-	ReasonRouteNotAdmitted   = "RouteNotAdmitted"
-	ReasonPartsNotReady      = "PartsNotReady"
+	// ReasonDeploymentPending is a Deployment whose pod is not available with the latest spec yet.
+	ReasonDeploymentPending = "DeploymentPending"
 )
+
+// Event reasons besides the condition reasons and the kit's Created, Updated and Deleted.
+const (
+	// ReasonStorageShrink is the Warning event of a spec.storage.size below the claim's: volumes cannot
+	// shrink, so the claim keeps its size.
+	ReasonStorageShrink = "StorageShrinkRefused"
+	// ReasonStorageClassImmutable is the Warning event of a spec.storage.storageClassName other than the
+	// existing claim's, which cannot change.
+	ReasonStorageClassImmutable = "StorageClassImmutable"
+)
+
+// DefaultOperSecretKey is the Secret key the oper hash is read from when spec.operCredentials.key is
+// empty (the CRD defaults it to this).
+const DefaultOperSecretKey = "password"
 
 // EffectiveNetworkName is the network name ergo announces: spec.networkName, or the hostname.
 func (s *ErgoNetworkSpec) EffectiveNetworkName() string {

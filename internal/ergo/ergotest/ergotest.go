@@ -26,9 +26,6 @@ import (
 // ReferenceStorageClass is the storage class the reference network asks for.
 const ReferenceStorageClass = "customer-workload-storage"
 
-// OperSecretKey is the Secret key the oper hash is read from when spec.operCredentials.key is empty.
-const OperSecretKey = "password"
-
 // MinimalNetwork is the smallest network the CRD admits: one plaintext listener, nothing optional.
 func MinimalNetwork(ns, name string) *ircv1.ErgoNetwork {
 	return &ircv1.ErgoNetwork{
@@ -98,11 +95,11 @@ func OperHash(password string) []byte {
 	return hash
 }
 
-// OperSecret is a user's oper Secret holding the hash of password under OperSecretKey.
+// OperSecret is a user's oper Secret holding the hash of password under the default key.
 func OperSecret(ns, name, password string) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Data:       map[string][]byte{OperSecretKey: OperHash(password)},
+		Data:       map[string][]byte{ircv1.DefaultOperSecretKey: OperHash(password)},
 	}
 }
 

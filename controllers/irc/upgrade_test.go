@@ -1,0 +1,73 @@
+package irc
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/apply"
+	"github.com/platform-operator/platform-operator/internal/ergo"
+	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/manager"
+)
+
+// What an earlier operator version left behind must keep running: its annotations move to the one
+// annotation domain without rolling any ergo pod.
+var _ = Describe("a network an earlier version made", func() {
+	var (
+		ctx context.Context
+		ns  string
+	)
+	BeforeEach(func() {
+		ctx = context.Background()
+		ns = newNamespace()
+	})
+
+	It("moves the applied-digest annotation at once and the config digest only when the pod rolls anyway", func() {
+		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "old-oper", "pw"))).To(Succeed())
+		Expect(k8s.Create(ctx, ergotest.PlainNetwork(ns, "old", "old-oper"))).To(Succeed())
+		Eventually(get(ctx, &appsv1.Deployment{}, ns, "old")).Should(Succeed())
+		digest := templateDigest(ctx, ns, "old")
+		n := &ircv1.ErgoNetwork{}
+		Expect(get(ctx, n, ns, "old")()).To(Succeed())
+
+		By("applying the Deployment the earlier version applied, under the same field owner")
+		old, err := apply.ToUnstructured(ergo.Deployment(n, ergo.Options{Image: reconciler.Image, LegacyDigestKey: true}, digest))
+		Expect(err).NotTo(HaveOccurred())
+		annotations := old.GetAnnotations()
+		annotations[apply.LegacyDigestAnnotation] = annotations[apply.DigestAnnotation]
+		delete(annotations, apply.DigestAnnotation)
+		old.SetAnnotations(annotations)
+		Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(old),
+			client.FieldOwner(manager.FieldOwner), client.ForceOwnership)).To(Succeed())
+		legacy := &appsv1.Deployment{}
+		Expect(get(ctx, legacy, ns, "old")()).To(Succeed())
+		Expect(legacy.Spec.Template.Annotations).To(Equal(map[string]string{ergo.LegacyConfigDigestAnnotation: digest}))
+
+		By("the operator moving the applied digest, and keeping the pod template as it is")
+		Eventually(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(get(ctx, d, ns, "old")()).To(Succeed())
+			g.Expect(d.Annotations).To(HaveKey(apply.DigestAnnotation))
+			g.Expect(d.Annotations).NotTo(HaveKey(apply.LegacyDigestAnnotation))
+			g.Expect(d.Spec.Template.Annotations).To(Equal(map[string]string{ergo.LegacyConfigDigestAnnotation: digest}))
+			// The Deployment controller rolls pods when the template changes (its hash names the
+			// ReplicaSet); the generation moves with any annotation of the Deployment's own.
+			g.Expect(d.Spec.Template).To(Equal(legacy.Spec.Template), "the pod template changed: the pod would roll")
+		}).Should(Succeed())
+
+		By("a config change rolling the pod, with the digest under the new key")
+		update(ctx, ns, "old", func(n *ircv1.ErgoNetwork) { n.Spec.NetworkName = "Renamed" })
+		Eventually(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(get(ctx, d, ns, "old")()).To(Succeed())
+			g.Expect(d.Spec.Template.Annotations).To(HaveLen(1))
+			g.Expect(d.Spec.Template.Annotations[ergo.ConfigDigestAnnotation]).NotTo(BeEmpty())
+			g.Expect(d.Spec.Template.Annotations[ergo.ConfigDigestAnnotation]).NotTo(Equal(digest))
+		}).Should(Succeed())
+	})
+})

@@ -1,0 +1,209 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/scheme"
+)
+
+// Scope says which objects of one kind the cache holds for a group.
+type Scope int
+
+const (
+	// Managed caches only the objects carrying the operator's managed-by label: the children the
+	// operator made. A cluster full of unrelated objects of the kind then costs no memory.
+	Managed Scope = iota
+	// All caches every object of the kind in the watched namespaces: for a group that reads objects it
+	// did not label (Namespaces it found by name, users' own objects). It costs memory per object in the
+	// cluster, so a rule asking for it says why (CacheRule.Why).
+	All
+)
+
+func (s Scope) String() string {
+	if s == All {
+		return "All"
+	}
+	return "Managed"
+}
+
+// CacheRule is one group's need for one kind in the manager's cache.
+type CacheRule struct {
+	// Object is the kind, as an empty typed object (&corev1.ConfigMap{}).
+	Object client.Object
+	// Scope is which objects of the kind the group reads.
+	Scope Scope
+	// Why says, for Scope All, what the group reads that it did not label; New refuses a rule with
+	// Scope All and no reason.
+	Why string
+	// Transform cuts each object down before the cache stores it (e.g. Secrets to their identity).
+	// Only one group may transform a kind: a transform drops what another group might read.
+	Transform toolscache.TransformFunc
+}
+
+// Group is what one API group contributes to the manager.
+type Group struct {
+	// Name names the group in errors and logs ("irc").
+	Name string
+	// Cache lists the kinds the group's controllers read besides their own custom resources, given the
+	// APIs this cluster serves. Kinds no group lists are cached whole.
+	Cache func(platform.Capabilities) []CacheRule
+	// Setup registers the group's controllers and webhooks with the manager.
+	Setup func(ctrl.Manager, platform.Capabilities) error
+}
+
+// New builds the manager every binary and test suite runs: scheme.Scheme unless opts has a scheme,
+// LeaderElectionID unless opts names one, managed fields stripped from every cached object, and the cache
+// rules of every group merged into opts.Cache.ByObject (which the caller leaves empty). It then calls each
+// group's Setup.
+func New(cfg *rest.Config, opts ctrl.Options, caps platform.Capabilities, groups ...Group) (ctrl.Manager, error) {
+	if opts.Scheme == nil {
+		opts.Scheme = scheme.Scheme
+	}
+	if opts.LeaderElectionID == "" {
+		opts.LeaderElectionID = LeaderElectionID
+	}
+	if opts.Cache.DefaultTransform == nil {
+		opts.Cache.DefaultTransform = cache.TransformStripManagedFields()
+	}
+	if opts.Cache.ByObject != nil {
+		return nil, errors.New("manager: Cache.ByObject comes from the groups' cache rules; leave it empty")
+	}
+	var rules []namedRule
+	for _, g := range groups {
+		if g.Cache == nil {
+			continue
+		}
+		for _, r := range g.Cache(caps) {
+			rules = append(rules, namedRule{group: g.Name, CacheRule: r})
+		}
+	}
+	byObject, err := mergeCacheRules(opts.Scheme, rules)
+	if err != nil {
+		return nil, err
+	}
+	opts.Cache.ByObject = byObject
+
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range groups {
+		if g.Setup == nil {
+			continue
+		}
+		if err := g.Setup(mgr, caps); err != nil {
+			return nil, fmt.Errorf("set up group %s: %w", g.Name, err)
+		}
+	}
+	return mgr, nil
+}
+
+type namedRule struct {
+	group string
+	CacheRule
+}
+
+// mergeCacheRules turns the groups' rules into the cache's ByObject: per kind, the widest scope any
+// group asks for (one group's All must not be narrowed by another's Managed, or it would silently see
+// nothing), and the one transform.
+func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]cache.ByObject, error) {
+	type merged struct {
+		obj            client.Object
+		scope          Scope
+		transform      toolscache.TransformFunc
+		transformGroup string
+		groups         []string
+	}
+	byGVK := map[schema.GroupVersionKind]*merged{}
+	var errs []error
+	for _, r := range rules {
+		if r.Object == nil {
+			errs = append(errs, fmt.Errorf("group %s: a cache rule has no object", r.group))
+			continue
+		}
+		gvk, err := apiutil.GVKForObject(r.Object, s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("group %s: %w", r.group, err))
+			continue
+		}
+		if r.Scope == All && strings.TrimSpace(r.Why) == "" {
+			errs = append(errs, fmt.Errorf("group %s: caching every %s needs a reason (CacheRule.Why)", r.group, gvk.Kind))
+			continue
+		}
+		m := byGVK[gvk]
+		if m == nil {
+			m = &merged{obj: r.Object}
+			byGVK[gvk] = m
+		}
+		m.groups = append(m.groups, r.group)
+		m.scope = max(m.scope, r.Scope)
+		if r.Transform != nil {
+			if m.transform != nil {
+				errs = append(errs, fmt.Errorf("groups %s and %s both transform cached %s objects; only one may", m.transformGroup, r.group, gvk.Kind))
+				continue
+			}
+			m.transform, m.transformGroup = r.Transform, r.group
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out := make(map[client.Object]cache.ByObject, len(byGVK))
+	for _, m := range byGVK {
+		var b cache.ByObject
+		if m.scope == Managed {
+			b.Label = ManagedSelector()
+		}
+		b.Transform = m.transform
+		out[m.obj] = b
+	}
+	return out, nil
+}
+
+// Describe lists the merged cache rules, one line per kind ("ConfigMap: Managed (irc)"), for logs and
+// tests.
+func Describe(s *runtime.Scheme, caps platform.Capabilities, groups ...Group) ([]string, error) {
+	var rules []namedRule
+	for _, g := range groups {
+		if g.Cache != nil {
+			for _, r := range g.Cache(caps) {
+				rules = append(rules, namedRule{group: g.Name, CacheRule: r})
+			}
+		}
+	}
+	byObject, err := mergeCacheRules(s, rules)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for obj, b := range byObject {
+		gvk, err := apiutil.GVKForObject(obj, s)
+		if err != nil {
+			return nil, err
+		}
+		scope := All
+		if b.Label != nil {
+			scope = Managed
+		}
+		line := fmt.Sprintf("%s: %s", gvk.Kind, scope)
+		if b.Transform != nil {
+			line += ", transformed"
+		}
+		lines = append(lines, line)
+	}
+	sort.Strings(lines)
+	return lines, nil
+}

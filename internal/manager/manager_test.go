@@ -1,0 +1,75 @@
+package manager
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/scheme"
+)
+
+func TestMergeCacheRules(t *testing.T) {
+	identity := func(in any) (any, error) { return in, nil }
+	group := func(name string, rules ...CacheRule) Group {
+		return Group{Name: name, Cache: func(platform.Capabilities) []CacheRule { return rules }}
+	}
+	tests := []struct {
+		name    string
+		groups  []Group
+		want    []string
+		wantErr string
+	}{
+		{name: "one group's children", groups: []Group{group("irc",
+			CacheRule{Object: &corev1.ConfigMap{}}, CacheRule{Object: &appsv1.Deployment{}})},
+			want: []string{"ConfigMap: Managed", "Deployment: Managed"}},
+		{name: "a group that reads what it did not label widens the kind for all", groups: []Group{
+			group("irc", CacheRule{Object: &corev1.ConfigMap{}}),
+			group("catalyst", CacheRule{Object: &corev1.ConfigMap{}, Scope: All, Why: "users' ConfigMaps"})},
+			want: []string{"ConfigMap: All"}},
+		{name: "All needs a reason", groups: []Group{group("catalyst", CacheRule{Object: &corev1.Namespace{}, Scope: All})},
+			wantErr: "caching every Namespace needs a reason"},
+		{name: "a transform is kept", groups: []Group{group("irc",
+			CacheRule{Object: &corev1.Secret{}, Scope: All, Why: "users' Secrets", Transform: identity})},
+			want: []string{"Secret: All, transformed"}},
+		{name: "two transforms of one kind are refused", groups: []Group{
+			group("irc", CacheRule{Object: &corev1.Secret{}, Transform: identity}),
+			group("soju", CacheRule{Object: &corev1.Secret{}, Transform: identity})},
+			wantErr: "groups irc and soju both transform cached Secret objects"},
+		{name: "a rule without an object", groups: []Group{group("x", CacheRule{})}, wantErr: "has no object"},
+		{name: "no groups", want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Describe(scheme.Scheme, platform.Capabilities{}, tt.groups...)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, "; ") != strings.Join(tt.want, "; ") {
+				t.Errorf("rules %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLabels(t *testing.T) {
+	l := Labels("ergo", "net")
+	if !IsManaged(l) || l[PartOfLabel] != OperatorName || l[NameLabel] != "ergo" || l[InstanceLabel] != "net" || len(l) != 4 {
+		t.Errorf("Labels = %v", l)
+	}
+	if !ManagedSelector().Matches(labels.Set(l)) || ManagedSelector().Matches(labels.Set(SelectorLabels("ergo", "net"))) {
+		t.Error("the managed selector must match Labels and not SelectorLabels alone")
+	}
+	if got := Annotation("applied-digest"); got != "platform-operator.josie.cloud/applied-digest" {
+		t.Errorf("Annotation = %q", got)
+	}
+}
