@@ -14,6 +14,7 @@ import (
 
 	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/manager"
 )
 
 // Short lease timings keep the scenario quick; the ratios are the defaults' (15s/10s/2s).
@@ -30,7 +31,7 @@ var _ = Describe("ErgoNetwork", func() {
 		Eventually(ctx, first.leading).Should(BeTrue(), "the first operator never became leader")
 		second := startOperator("leader-second", cfg)
 		lease := &coordinationv1.Lease{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: leaderElectionID}, lease)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: manager.LeaderElectionID}, lease)).To(Succeed())
 		firstHolder := ptr.Deref(lease.Spec.HolderIdentity, "")
 		Expect(firstHolder).NotTo(BeEmpty())
 
@@ -59,7 +60,7 @@ var _ = Describe("ErgoNetwork", func() {
 		record("leader election: takeover after SIGKILL", tookOver, fmt.Sprintf("(lease %s)", testLease.LeaseDuration))
 		record("leader election: network created meanwhile Ready", readyAfter, fmt.Sprintf("(lease %s)", testLease.LeaseDuration))
 		Expect(second.reconciles()).To(BeNumerically(">", 0))
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: leaderElectionID}, lease)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: manager.LeaderElectionID}, lease)).To(Succeed())
 		Expect(ptr.Deref(lease.Spec.HolderIdentity, "")).NotTo(Equal(firstHolder))
 	})
 })

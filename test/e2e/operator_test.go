@@ -14,14 +14,12 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/manager"
 )
 
 // ergoImage is what the suite sets RELATED_IMAGE_ERGO to; the Deployments must carry it. kwok never
 // pulls it.
 const ergoImage = "registry.example/ergochat/ergo:e2e"
-
-// leaderElectionID is main.go's LeaderElectionID: the Lease's name.
-const leaderElectionID = "platform-operator.josie.cloud"
 
 // operatorConfig says how to run one operator process.
 type operatorConfig struct {
@@ -110,7 +108,7 @@ func (o *operator) reconciles() (float64, error) {
 
 // leading tells whether this process holds the leader Lease, by its own account.
 func (o *operator) leading() (bool, error) {
-	v, err := o.metric("leader_election_master_status", map[string]string{"name": leaderElectionID})
+	v, err := o.metric("leader_election_master_status", map[string]string{"name": manager.LeaderElectionID})
 	return v == 1, err
 }
 

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/ergo"
 	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
@@ -103,27 +104,28 @@ var _ = Describe("ErgoNetwork", func() {
 		}).Should(Succeed())
 		Expect(dep.Spec.Replicas).To(Equal(ptr.To[int32](1)))
 		Expect(dep.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
-		Expect(dep.Spec.Template.Annotations).To(HaveKeyWithValue("irc.josie.cloud/config-digest", Not(BeEmpty())))
+		Expect(dep.Spec.Template.Annotations).To(HaveKeyWithValue(ergo.ConfigDigestAnnotation, Not(BeEmpty())))
+		Expect(dep.Spec.Template.Annotations).NotTo(HaveKey(ergo.LegacyConfigDigestAnnotation), "a new network carries the digest under the one annotation domain only")
 		pod := dep.Spec.Template.Spec
 		Expect(pod.AutomountServiceAccountToken).To(Equal(ptr.To(false)))
 		Expect(pod.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
 		Expect(pod.Containers).To(HaveLen(1))
-		ergo := pod.Containers[0]
-		Expect(ergo.Image).To(Equal(ergoImage))
-		Expect(ergo.Ports).To(ConsistOf(
+		container := pod.Containers[0]
+		Expect(container.Image).To(Equal(ergoImage))
+		Expect(container.Ports).To(ConsistOf(
 			corev1.ContainerPort{Name: "ircs-6697", ContainerPort: 6697, Protocol: corev1.ProtocolTCP},
 			corev1.ContainerPort{Name: "irc-6667", ContainerPort: 6667, Protocol: corev1.ProtocolTCP},
 		))
-		Expect(ergo.Env).To(ContainElement(corev1.EnvVar{
+		Expect(container.Env).To(ContainElement(corev1.EnvVar{
 			Name: "ERGO__OPERS__ADMIN__PASSWORD",
 			ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: "my-network-oper"}, Key: "password",
 			}},
 		}))
-		Expect(ergo.Resources.Requests.Cpu().String()).To(Equal("50m"))
-		Expect(ergo.Resources.Limits.Memory().String()).To(Equal("256Mi"))
-		Expect(ergo.SecurityContext.AllowPrivilegeEscalation).To(Equal(ptr.To(false)))
-		Expect(ergo.SecurityContext.ReadOnlyRootFilesystem).To(Equal(ptr.To(true)))
+		Expect(container.Resources.Requests.Cpu().String()).To(Equal("50m"))
+		Expect(container.Resources.Limits.Memory().String()).To(Equal("256Mi"))
+		Expect(container.SecurityContext.AllowPrivilegeEscalation).To(Equal(ptr.To(false)))
+		Expect(container.SecurityContext.ReadOnlyRootFilesystem).To(Equal(ptr.To(true)))
 		var sources []string
 		var claim string
 		for _, v := range pod.Volumes {

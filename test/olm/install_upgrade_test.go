@@ -33,6 +33,7 @@ import (
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/manager"
 )
 
 const (
@@ -391,13 +392,10 @@ func networkServiceUID(ctx context.Context) types.UID {
 	return l.Items[0].UID
 }
 
-// leaderElectionID is main.go's LeaderElectionID, the Lease's name.
-const leaderElectionID = "platform-operator.josie.cloud"
-
 // leaseHolder is the holder of the operator's leader election Lease, empty when nobody holds it.
 func leaseHolder(ctx context.Context) string {
 	l := &coordinationv1.Lease{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: leaderElectionID}, l); err != nil {
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: manager.LeaderElectionID}, l); err != nil {
 		return ""
 	}
 	return ptr.Deref(l.Spec.HolderIdentity, "")
