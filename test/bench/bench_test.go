@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,31 +10,61 @@ import (
 	"testing"
 	"time"
 
-	"github.com/platform-operator/platform-operator/internal/promtext"
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/platform-operator/platform-operator/internal/localcluster"
 	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
-// TestTinyRun runs the whole bench at a tiny N: it proves the bench works end to end (control planes,
-// operator processes, metrics, pprof, watches, report), not how fast anything is; `make bench` measures.
+// TestTinyRun runs the whole bench at a tiny N for every registered workload: it proves the bench works
+// end to end (control planes, operator processes, metrics, pprof, watches, each workload's floor and
+// observer, report), not how fast anything is; `make bench` measures.
 func TestTinyRun(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts four control planes")
+		t.Skip("starts four control planes per workload")
 	}
+	// As in main: the caches log through controller-runtime, and the run reports its own progress.
+	ctrllog.SetLogger(logr.Discard())
 	root := testutil.RepoRoot(t)
 	c := &config{
-		RepoRoot: root, Operator: operatorBinary(t, root), LogDir: t.TempDir(),
+		RepoRoot: root, Operator: operatorBinary(t, root), LogDir: t.TempDir(), Workloads: registered(),
 		Sizes: []int{3}, Clients: 4, Timeout: 2 * time.Minute,
 		SteadyWindow: time.Second, ChurnRate: 10, ChurnDuration: time.Second,
 		MemorySizes: []int{0, 3}, Unrelated: 4,
 		Sweep: []sweepCase{{Name: "two workers", Args: []string{"--max-concurrent-reconciles=2"}}}, SweepSize: 2,
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	res, err := run(ctx, c)
-	if err != nil {
-		t.Fatalf("bench: %v (logs in %s)", err, c.LogDir)
+	rep := &report{Started: time.Now()}
+	for _, w := range c.Workloads {
+		info := w.Info()
+		t.Run(info.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			res, err := c.runWorkload(ctx, w)
+			if err != nil {
+				t.Fatalf("bench: %v (logs in %s)", err, c.LogDir)
+			}
+			rep.Workloads = append(rep.Workloads, res)
+			checkTinyRun(t, info, res)
+		})
 	}
+	rep.Finished = time.Now()
 
+	doc := render(c, rep)
+	for _, res := range rep.Workloads {
+		info := res.Workload.Info()
+		for _, heading := range []string{"### " + info.Kind, "#### 1. Convergence", "#### 2. API requests", "#### 3. Steady state",
+			"#### 4. Memory", "#### 5. Latency", "#### Tuning sweep"} {
+			if !strings.Contains(doc, heading) {
+				t.Errorf("report lacks %q", heading)
+			}
+		}
+	}
+}
+
+// checkTinyRun asserts that every measurement of a tiny run of one workload happened and is plausible.
+func checkTinyRun(t *testing.T, info Info, res *results) {
+	t.Helper()
 	if len(res.Convergence) != 1 {
 		t.Fatalf("%d convergence results, want 1", len(res.Convergence))
 	}
@@ -41,18 +72,26 @@ func TestTinyRun(t *testing.T) {
 	if cv.Floor <= 0 || cv.Operator <= 0 {
 		t.Errorf("convergence times not measured: floor %s, operator %s", cv.Floor, cv.Operator)
 	}
-	// Every network needs its children and a status: fewer writes means the metrics were misread.
-	if minimum := float64(3 * (childrenPerNetwork + 1)); cv.Requests.Writes < minimum {
+	// Every object needs its children and a status: fewer writes means the metrics were misread.
+	minimum := float64(cv.N * info.MinWrites())
+	if cv.Requests.Writes < minimum {
 		t.Errorf("operator writes %v, fewer than the minimum %v", cv.Requests.Writes, minimum)
 	}
-	if cv.ServerWrites["APPLY configmaps"] != 3 {
-		t.Errorf("API server counted %v ConfigMap applies, want 3: %v", cv.ServerWrites["APPLY configmaps"], cv.ServerWrites)
+	serverWrites := 0.0
+	for _, v := range cv.ServerWrites {
+		serverWrites += v
 	}
-	if res.Steady.ResyncReconciles < 3 || res.Steady.Resync <= 0 {
+	if serverWrites < minimum {
+		t.Errorf("API server counted %v writes, fewer than the minimum %v: %v", serverWrites, minimum, cv.ServerWrites)
+	}
+	if _, ok := cv.ServerWrites["POST "+info.Resource]; ok {
+		t.Errorf("the bench's own creates of %s are counted as the operator's: %v", info.Resource, cv.ServerWrites)
+	}
+	if res.Steady.ResyncReconciles < float64(cv.N) || res.Steady.Resync <= 0 {
 		t.Errorf("restart resync not measured: %+v", res.Steady)
 	}
-	if ch := res.Churn; ch.Sent == 0 || ch.Applied != ch.Sent || ch.RolloutP99 <= 0 {
-		t.Errorf("churn: %d edits sent, %d applied, p99 %s", ch.Sent, ch.Applied, ch.RolloutP99)
+	if ch := res.Churn; ch.Sent == 0 || ch.Applied != ch.Sent || ch.AppliedP99 <= 0 || ch.WrittenP99 <= 0 {
+		t.Errorf("churn: %d edits sent, %d applied, p99 written %s, applied %s", ch.Sent, ch.Applied, ch.WrittenP99, ch.AppliedP99)
 	}
 	if len(res.Memory) != 4 {
 		t.Fatalf("%d memory points, want 4 (0, 3, unrelated, restart): %+v", len(res.Memory), res.Memory)
@@ -64,13 +103,6 @@ func TestTinyRun(t *testing.T) {
 	}
 	if len(res.Sweep) != 1 || res.Sweep[0].Operator <= 0 {
 		t.Errorf("sweep: %+v", res.Sweep)
-	}
-
-	doc := render(c, res)
-	for _, heading := range []string{"### 1. Convergence", "### 2. API requests", "### 3. Steady state", "### 4. Memory", "### 5. Latency", "### Tuning sweep"} {
-		if !strings.Contains(doc, heading) {
-			t.Errorf("report lacks %q", heading)
-		}
 	}
 }
 
@@ -131,24 +163,68 @@ func TestPercentile(t *testing.T) {
 }
 
 func TestOperatorMetrics(t *testing.T) {
-	s, err := promtext.Parse(`# HELP rest_client_requests_total x
+	m, err := localcluster.ParseMetrics(strings.NewReader(`# HELP rest_client_requests_total x
+# TYPE rest_client_requests_total counter
 rest_client_requests_total{code="200",host="127.0.0.1:1",method="GET"} 12
 rest_client_requests_total{code="201",host="127.0.0.1:1",method="POST"} 3
 rest_client_requests_total{code="200",host="127.0.0.1:1",method="PATCH"} 4
 rest_client_requests_total_other{method="PUT"} 100
 controller_runtime_reconcile_total{controller="ergonetwork",result="success"} 7
+controller_runtime_reconcile_total{controller="ergonetwork",result="error"} 1
 controller_runtime_reconcile_total{controller="other",result="success"} 9
+controller_runtime_reconcile_total{controller="third",result="success"} 20
 workqueue_depth{controller="ergonetwork",name="ergonetwork"} 2
-`)
+workqueue_depth{controller="other",name="other"} 5
+# TYPE controller_runtime_reconcile_time_seconds histogram
+controller_runtime_reconcile_time_seconds_bucket{controller="ergonetwork",le="+Inf"} 8
+controller_runtime_reconcile_time_seconds_sum{controller="ergonetwork"} 0.4
+controller_runtime_reconcile_time_seconds_count{controller="ergonetwork"} 8
+`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := metrics{s}
-	r := m.requests()
+	r := requestsOf(m)
 	if r.Writes != 7 || r.Reads != 12 || r.ByMethod["PUT"] != 0 {
 		t.Errorf("requests = %+v, want 7 writes and 12 reads", r)
 	}
-	if m.reconciles() != 7 || m.queueDepth() != 2 {
-		t.Errorf("reconciles %v, queue %v", m.reconciles(), m.queueDepth())
+	tests := []struct {
+		controllers       []string
+		reconciles, queue float64
+		mean              time.Duration
+	}{
+		{[]string{"ergonetwork"}, 8, 2, 50 * time.Millisecond},
+		{[]string{"ergonetwork", "other"}, 17, 7, 50 * time.Millisecond},
+		{[]string{"absent"}, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		op := &operator{controllers: tt.controllers}
+		if got := op.reconciles(m); got != tt.reconciles {
+			t.Errorf("%v: reconciles %v, want %v", tt.controllers, got, tt.reconciles)
+		}
+		if got := op.queueDepth(m); got != tt.queue {
+			t.Errorf("%v: queue %v, want %v", tt.controllers, got, tt.queue)
+		}
+		if got := op.reconcileMean(m); got != tt.mean {
+			t.Errorf("%v: mean reconcile %v, want %v", tt.controllers, got, tt.mean)
+		}
+	}
+}
+
+func TestServerWrites(t *testing.T) {
+	m, err := localcluster.ParseMetrics(strings.NewReader(`# TYPE apiserver_request_total counter
+apiserver_request_total{code="201",resource="ergonetworks",subresource="",verb="POST"} 3
+apiserver_request_total{code="200",resource="ergonetworks",subresource="status",verb="PATCH"} 3
+apiserver_request_total{code="200",resource="configmaps",subresource="",verb="APPLY"} 2
+apiserver_request_total{code="409",resource="configmaps",subresource="",verb="APPLY"} 1
+apiserver_request_total{code="200",resource="configmaps",subresource="",verb="GET"} 50
+apiserver_request_total{code="200",resource="configmaps",subresource="",verb="WATCH"} 5
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := serverWrites(m)
+	want := map[string]float64{"POST ergonetworks": 3, "PATCH ergonetworks/status": 3, "APPLY configmaps": 3}
+	if !maps.Equal(got, want) {
+		t.Errorf("serverWrites = %v, want %v", got, want)
 	}
 }

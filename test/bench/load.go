@@ -8,82 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo"
 )
-
-// operHash is a valid bcrypt hash (cost 4: the operator checks the format, never the password).
-var operHash = func() []byte {
-	h, err := bcrypt.GenerateFromPassword([]byte("bench"), bcrypt.MinCost)
-	if err != nil {
-		panic(err)
-	}
-	return h
-}()
-
-func networkName(i int) string { return fmt.Sprintf("net-%05d", i) }
-
-// network is the bench's ErgoNetwork: the sample's shape (plaintext and TLS listeners, a cert-manager
-// certificate, a Route, an oper Secret, storage and resources), so it has all six children.
-func network(namespace string, i int) *ircv1.ErgoNetwork {
-	name := networkName(i)
-	size := resource.MustParse("1Gi")
-	return &ircv1.ErgoNetwork{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: ircv1.ErgoNetworkSpec{
-			Hostname:        name + ".bench.example",
-			NetworkName:     "Bench",
-			OperCredentials: &ircv1.OperCredentials{SecretName: name + "-oper"},
-			Listeners:       []ircv1.Listener{{Address: ":6697", TLS: true}, {Address: ":6667"}},
-			TLS:             &ircv1.TLSSpec{IssuerRef: ircv1.IssuerRef{Name: "bench", Kind: "ClusterIssuer"}},
-			Route:           &ircv1.RouteSpec{},
-			Storage:         ircv1.StorageSpec{Size: &size},
-			Resources: &ircv1.ResourceRequirements{
-				Requests: map[corev1.ResourceName]resource.Quantity{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-				Limits:   map[corev1.ResourceName]resource.Quantity{corev1.ResourceMemory: resource.MustParse("256Mi")},
-			},
-		},
-	}
-}
-
-// tlsCert stands for the certificate cert-manager would issue: the operator only hashes it.
-var tlsCert = func() []byte {
-	b := []byte("-----BEGIN CERTIFICATE-----\n")
-	for i := range 1200 {
-		b = append(b, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[i%64])
-		if i%64 == 63 {
-			b = append(b, '\n')
-		}
-	}
-	return append(b, "\n-----END CERTIFICATE-----\n"...)
-}()
-
-// tlsSecret is the Secret cert-manager writes for a network's Certificate, labelled through the
-// Certificate's secretTemplate: in a cluster with cert-manager it exists moments after the Certificate.
-// The bench makes it up front, so both the operator's and the floor's runs start with it.
-func tlsSecret(namespace string, i int) *corev1.Secret {
-	net := network(namespace, i)
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: ergo.TLSSecretName(net), Labels: ergo.Labels(net)},
-		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{corev1.TLSCertKey: tlsCert, corev1.TLSPrivateKeyKey: []byte("key")},
-	}
-}
-
-func operSecret(namespace string, i int) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: networkName(i) + "-oper"},
-		Data:       map[string][]byte{"password": operHash},
-	}
-}
 
 // parallel runs f(i) for i in [from, to) on workers goroutines and returns the first error.
 func parallel(ctx context.Context, from, to, workers int, f func(ctx context.Context, i int) error) error {
@@ -118,62 +47,6 @@ func parallel(ctx context.Context, from, to, workers int, f func(ctx context.Con
 
 func createNamespace(ctx context.Context, c client.Client, name string) error {
 	return client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
-}
-
-// createSecrets creates the oper Secrets (the user's) and TLS Secrets (cert-manager's) of networks
-// [from, to), before the clock starts in both the operator's and the floor's runs.
-func createSecrets(ctx context.Context, c client.Client, namespace string, from, to, workers int) error {
-	return parallel(ctx, from, to, workers, func(ctx context.Context, i int) error {
-		if err := c.Create(ctx, operSecret(namespace, i)); err != nil {
-			return err
-		}
-		return c.Create(ctx, tlsSecret(namespace, i))
-	})
-}
-
-// createNetworks creates networks [from, to), as a user applying many at once would.
-func createNetworks(ctx context.Context, c client.Client, namespace string, from, to, workers int) error {
-	return parallel(ctx, from, to, workers, func(ctx context.Context, i int) error {
-		return c.Create(ctx, network(namespace, i))
-	})
-}
-
-// floor is the tight client: per network it creates the ErgoNetwork, then its six children exactly as the
-// operator builds them (plain creates, no reads), then writes the status once. It is the least work the
-// API server can do to reach the state the operator reaches.
-func floor(ctx context.Context, c client.Client, namespace string, n, workers int) error {
-	return parallel(ctx, 0, n, workers, func(ctx context.Context, i int) error {
-		net := network(namespace, i)
-		if err := c.Create(ctx, net); err != nil {
-			return err
-		}
-		rendered, err := ergo.RenderConfig(ergo.BuildConfig(net, true))
-		if err != nil {
-			return err
-		}
-		children := []client.Object{
-			ergo.PVC(net),
-			ergo.Certificate(net),
-			ergo.ConfigMap(net, rendered),
-			ergo.Deployment(net, ergo.Options{Image: "registry.example/ergochat/ergo:bench"}, ergo.ConfigDigest(rendered, operHash, tlsCert)),
-			ergo.Service(net),
-			ergo.Route(net),
-		}
-		for _, child := range children {
-			if err := c.Create(ctx, child); err != nil {
-				return fmt.Errorf("floor: create %T %s: %w", child, child.GetName(), err)
-			}
-		}
-		net.Status = ircv1.ErgoNetworkStatus{
-			ObservedGeneration: net.Generation,
-			NetworkName:        net.Spec.NetworkName,
-			Conditions: []metav1.Condition{{
-				Type: "Ready", Status: metav1.ConditionFalse, Reason: "DeploymentPending",
-				Message: "floor", LastTransitionTime: metav1.Now(), ObservedGeneration: net.Generation,
-			}},
-		}
-		return c.Status().Update(ctx, net)
-	})
 }
 
 // unrelated fills namespaces the operator has nothing to do with: n ConfigMaps, n Secrets and n
@@ -239,9 +112,9 @@ func lastAppliedOf(obj client.Object) string {
 	return string(data)
 }
 
-// churn edits spec.networkName of networks [0, n) round robin at rate edits per second for d, and
-// returns how many edits it sent. Each edit is a merge patch, as kubectl patch would send.
-func churn(ctx context.Context, c client.Client, t *tracker, namespace string, n int, rate float64, d time.Duration) (int, error) {
+// churn edits objects [0, n) round robin at rate edits per second for d, and returns how many edits it
+// sent. The tracker hears of each edit just before it is sent.
+func churn(ctx context.Context, c client.Client, w Workload, t *tracker, namespace string, n int, rate float64, d time.Duration) (int, error) {
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
 	deadline := time.Now().Add(d)
@@ -252,14 +125,11 @@ func churn(ctx context.Context, c client.Client, t *tracker, namespace string, n
 			return sent, ctx.Err()
 		case <-tick.C:
 		}
-		name := networkName(sent % n)
-		marker := fmt.Sprintf("Churn%06d", sent)
-		if err := t.startEdit(name, marker); err != nil {
+		i := sent % n
+		if err := t.startEdit(w.ObjectName(i), sent); err != nil {
 			return sent, err
 		}
-		patch := fmt.Appendf(nil, `{"spec":{"networkName":%q}}`, marker)
-		obj := &ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-		if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if err := w.Edit(ctx, c, namespace, i, sent); err != nil {
 			return sent, err
 		}
 		sent++

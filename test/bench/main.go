@@ -1,6 +1,10 @@
 // Command bench measures the operator against the API server's own limit on the local control plane:
-// convergence against a tight client's floor, writes per network, steady state and restart, memory, and
+// convergence against a tight client's floor, writes per object, steady state and restart, memory, and
 // latency under churn. `make bench` runs it and splices the figures into docs/performance.md.
+//
+// The harness (harness.go, tracker.go, load.go, operator.go, report.go) is the same for every API; each
+// API adds one workload file (irc.go for ErgoNetwork) that says what its objects are, what the least work
+// to converge them is, and how a watch tells they converged (workload.go).
 package main
 
 import (
@@ -10,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,13 +57,14 @@ func mainErr() error {
 	// envtest and the caches log through controller-runtime; the bench reports its own progress.
 	ctrllog.SetLogger(logr.Discard())
 	c := &config{RepoRoot: root, Progress: os.Stderr}
-	var sizes, memSizes, operatorArgs, out string
+	var sizes, memSizes, operatorArgs, out, names string
 	var sweep string
+	flag.StringVar(&names, "workloads", "all", "Workloads to measure, separated by commas, or all: "+strings.Join(workloadNames(workloads), ", ")+".")
 	flag.StringVar(&c.Operator, "operator", filepath.Join(root, "bin", "platform-operator"), "The operator binary (make build).")
 	flag.StringVar(&operatorArgs, "operator-args", "", "Extra operator flags for every run, space-separated.")
 	flag.StringVar(&c.LogDir, "log-dir", filepath.Join(root, "bin", "bench-logs"), "Where the control planes' and operators' logs go.")
-	flag.StringVar(&sizes, "sizes", "100,500,1000", "Convergence: numbers of networks created at once.")
-	flag.StringVar(&memSizes, "memory-sizes", "0,1000,5000", "Memory: numbers of networks at which the operator is measured.")
+	flag.StringVar(&sizes, "sizes", "100,500,1000", "Convergence: numbers of objects created at once.")
+	flag.StringVar(&memSizes, "memory-sizes", "0,1000,5000", "Memory: numbers of objects at which the operator is measured.")
 	flag.IntVar(&c.Unrelated, "unrelated", 5000, "Memory: unrelated ConfigMaps, Secrets and Deployments (each) in other namespaces.")
 	flag.IntVar(&c.Clients, "clients", 32, "Concurrent requests of the bench's own client (creates and the floor).")
 	flag.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "Longest wait for one convergence.")
@@ -66,10 +72,16 @@ func mainErr() error {
 	flag.Float64Var(&c.ChurnRate, "churn-rate", 10, "Spec edits per second under churn.")
 	flag.DurationVar(&c.ChurnDuration, "churn-duration", 30*time.Second, "How long the churn lasts.")
 	flag.StringVar(&sweep, "sweep", defaultSweep, "Operator flag sets, separated by \";\", whose convergence is compared with the defaults' (empty: none).")
-	flag.IntVar(&c.SweepSize, "sweep-size", 1000, "Networks in each sweep run.")
+	flag.IntVar(&c.SweepSize, "sweep-size", 1000, "Objects in each sweep run.")
 	flag.StringVar(&out, "out", filepath.Join(root, "docs", "performance.md"), "The document to splice the figures into; empty prints only.")
 	flag.Parse()
 
+	if c.Workloads, err = selectWorkloads(names, workloads); err != nil {
+		return fmt.Errorf("-workloads: %w", err)
+	}
+	if err := checkOut(out, c.Workloads, workloads); err != nil {
+		return err
+	}
 	if c.Sizes, err = parseInts(sizes); err != nil {
 		return fmt.Errorf("-sizes: %w", err)
 	}
@@ -94,11 +106,11 @@ func mainErr() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := run(ctx, c)
+	rep, err := run(ctx, c)
 	if err != nil {
 		return fmt.Errorf("%w (logs in %s)", err, c.LogDir)
 	}
-	section := render(c, res)
+	section := render(c, rep)
 	fmt.Print(section)
 	if out == "" {
 		return nil
@@ -112,6 +124,22 @@ func mainErr() error {
 	}
 	fmt.Fprintf(os.Stderr, "bench: figures written into %s\n", out)
 	return nil
+}
+
+// checkOut refuses to write the document from a run that left a workload out: its figures share one
+// generated block, which the run would replace with fewer workloads' figures.
+func checkOut(out string, selected []Workload, known map[string]Workload) error {
+	if out == "" || len(selected) == len(known) {
+		return nil
+	}
+	var left []string
+	for _, name := range workloadNames(known) {
+		if !slices.ContainsFunc(selected, func(w Workload) bool { return w.Info().Name == name }) {
+			left = append(left, name)
+		}
+	}
+	return fmt.Errorf("-workloads leaves out %s, whose figures in %s would be lost: measure every workload, or add -out= to print only",
+		strings.Join(left, ", "), out)
 }
 
 func parseInts(s string) ([]int, error) {

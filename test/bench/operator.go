@@ -3,90 +3,49 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/platform-operator/platform-operator/internal/localcluster"
-	"github.com/platform-operator/platform-operator/internal/promtext"
 )
 
-// operator is one platform-operator process under measurement, with its probes, plain-HTTP metrics and
-// pprof on 127.0.0.1.
+// operator is one platform-operator process under measurement (localcluster.StartOperator, with pprof),
+// and the controllers whose reconciles and work queues the bench follows.
 type operator struct {
-	child       *localcluster.Child
-	probeAddr   string
-	metricsAddr string
-	pprofAddr   string
-	startedAt   time.Time
-	readyAfter  time.Duration
-	logPath     string
-	stopTimeout time.Duration
+	*localcluster.Operator
+	controllers []string
 }
 
-// startOperator runs binary against kubeconfig with extra flags and waits for /readyz.
-func startOperator(ctx context.Context, binary, kubeconfig, logDir, name string, extra []string) (*operator, error) {
-	ports, err := localcluster.FreePorts(3)
+// operatorStopTimeout leaves a large operator time to shut its caches down before it is killed.
+const operatorStopTimeout = 30 * time.Second
+
+// startOperator runs the operator on e's control plane with the workload's flags and environment, then
+// extra flags, and waits for /readyz; its log is operator-<name>.log in the workload's log directory.
+func (r *workloadRun) startOperator(ctx context.Context, e *env, name string, extra []string) (*operator, error) {
+	op, err := localcluster.StartOperator(ctx, localcluster.OperatorOptions{
+		Binary:      r.Operator,
+		Kubeconfig:  e.cluster.KubeconfigPath(),
+		Name:        name,
+		LogDir:      r.logDir,
+		Args:        append(slices.Clone(r.info.OperatorArgs), extra...),
+		Env:         r.info.OperatorEnv,
+		Pprof:       true,
+		StopTimeout: operatorStopTimeout,
+	})
 	if err != nil {
 		return nil, err
 	}
-	op := &operator{
-		probeAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
-		metricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
-		pprofAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2])),
-		logPath:     filepath.Join(logDir, "operator-"+name+".log"),
-		stopTimeout: 30 * time.Second,
-	}
-	args := append([]string{
-		"--kubeconfig=" + kubeconfig,
-		"--health-probe-bind-address=" + op.probeAddr,
-		"--metrics-bind-address=" + op.metricsAddr,
-		"--metrics-secure=false",
-		"--pprof-bind-address=" + op.pprofAddr,
-		"--leader-elect=false",
-	}, extra...)
-	env := []string{"RELATED_IMAGE_ERGO=registry.example/ergochat/ergo:bench"}
-	for _, e := range os.Environ() {
-		switch k, _, _ := strings.Cut(e, "="); k {
-		case "KUBECONFIG", "WATCH_NAMESPACE", "RELATED_IMAGE_ERGO", "POD_NAMESPACE":
-		default:
-			env = append(env, e)
-		}
-	}
-	log, err := os.Create(op.logPath)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "# %s %s\n", binary, strings.Join(args, " "))
-	op.startedAt = time.Now()
-	if op.child, err = localcluster.StartChild("operator "+name, binary, args, env, log); err != nil {
-		return nil, err
-	}
-	if err := op.child.WaitReady(ctx, 60*time.Second, localcluster.HealthCheck("http://"+op.probeAddr+"/readyz")); err != nil {
-		_ = op.child.Stop(op.stopTimeout)
-		return nil, fmt.Errorf("%w (log: %s)", err, op.logPath)
-	}
-	op.readyAfter = time.Since(op.startedAt)
-	return op, nil
+	return &operator{Operator: op, controllers: r.info.Controllers}, nil
 }
 
-func (o *operator) stop() error { return o.child.Stop(o.stopTimeout) }
-
-// metrics is one scrape of the operator's /metrics.
-type metrics struct{ promtext.Samples }
-
-func (o *operator) scrape(ctx context.Context) (metrics, error) {
-	text, err := httpGet(ctx, "http://"+o.metricsAddr+"/metrics")
-	if err != nil {
-		return metrics{}, err
-	}
-	s, err := promtext.Parse(text)
-	return metrics{s}, err
-}
+// metrics is one scrape of a /metrics endpoint.
+type metrics = localcluster.Metrics
 
 // requests is what the operator's clients sent, from client-go's rest_client_requests_total.
 type requests struct {
@@ -96,20 +55,10 @@ type requests struct {
 
 var writeMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true}
 
-var methodLabel = regexp.MustCompile(`method="([A-Z]+)"`)
-
-func (m metrics) requests() requests {
-	r := requests{ByMethod: map[string]float64{}}
-	for series, v := range m.Samples {
-		if !strings.HasPrefix(series, "rest_client_requests_total{") {
-			continue
-		}
-		mm := methodLabel.FindStringSubmatch(series)
-		if mm == nil {
-			continue
-		}
-		r.ByMethod[mm[1]] += v
-		if writeMethods[mm[1]] {
+func requestsOf(m metrics) requests {
+	r := requests{ByMethod: m.SumBy("rest_client_requests_total", "method", nil)}
+	for method, v := range r.ByMethod {
+		if writeMethods[method] {
 			r.Writes += v
 		} else {
 			r.Reads += v
@@ -126,13 +75,35 @@ func (r requests) minus(before requests) requests {
 	return out
 }
 
-// reconciles is the ergonetwork controller's finished reconciles, whatever their result.
-func (m metrics) reconciles() float64 {
-	return m.Sum("controller_runtime_reconcile_total", `controller="ergonetwork"`)
+// sumControllers adds series name over the operator's controllers, selected by label (controller for
+// controller-runtime's metrics, name for the work queues').
+func (o *operator) sumControllers(m metrics, name, label string) float64 {
+	total := 0.0
+	for _, c := range o.controllers {
+		total += m.Sum(name, map[string]string{label: c})
+	}
+	return total
 }
 
-// queueDepth is the ergonetwork work queue's length.
-func (m metrics) queueDepth() float64 { return m.Sum("workqueue_depth", `name="ergonetwork"`) }
+// reconciles is the workload's controllers' finished reconciles, whatever their result.
+func (o *operator) reconciles(m metrics) float64 {
+	return o.sumControllers(m, "controller_runtime_reconcile_total", "controller")
+}
+
+// queueDepth is the length of the workload's controllers' work queues.
+func (o *operator) queueDepth(m metrics) float64 {
+	return o.sumControllers(m, "workqueue_depth", "name")
+}
+
+// reconcileMean is the mean time of the reconciles m counts.
+func (o *operator) reconcileMean(m metrics) time.Duration {
+	cnt := o.sumControllers(m, "controller_runtime_reconcile_time_seconds_count", "controller")
+	if cnt == 0 {
+		return 0
+	}
+	sum := o.sumControllers(m, "controller_runtime_reconcile_time_seconds_sum", "controller")
+	return time.Duration(sum / cnt * float64(time.Second))
+}
 
 // memory is the operator's footprint after a forced garbage collection.
 type memory struct {
@@ -144,7 +115,7 @@ var memStat = regexp.MustCompile(`(?m)^# (HeapAlloc|HeapInuse) = (\d+)`)
 // memory forces a GC through pprof (heap?gc=1), reads the heap figures pprof prints, then the RSS.
 func (o *operator) memory(ctx context.Context) (memory, error) {
 	var out memory
-	text, err := httpGet(ctx, "http://"+o.pprofAddr+"/debug/pprof/heap?gc=1&debug=1")
+	text, err := httpGet(ctx, "http://"+o.PprofAddr+"/debug/pprof/heap?gc=1&debug=1")
 	if err != nil {
 		return out, err
 	}
@@ -160,13 +131,13 @@ func (o *operator) memory(ctx context.Context) (memory, error) {
 	if out.HeapAlloc == 0 {
 		return out, fmt.Errorf("no HeapAlloc in the pprof heap profile")
 	}
-	out.RSS, err = rss(o.child.PID())
+	out.RSS, err = rss(o.PID())
 	return out, err
 }
 
 // saveHeapProfile writes the operator's heap profile to path.
 func (o *operator) saveHeapProfile(ctx context.Context, path string) error {
-	data, err := httpGet(ctx, "http://"+o.pprofAddr+"/debug/pprof/heap")
+	data, err := httpGet(ctx, "http://"+o.PprofAddr+"/debug/pprof/heap")
 	if err != nil {
 		return err
 	}
@@ -191,34 +162,41 @@ func rss(pid int) (float64, error) {
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
 
+// exited is the error of an operator that is no longer running, nil while it runs.
+func (o *operator) exited() error {
+	select {
+	case <-o.Done():
+		return fmt.Errorf("operator exited: %v (log: %s)\n%s", o.Err(), o.LogPath, o.Tail(20))
+	default:
+		return nil
+	}
+}
+
 // waitIdle waits until the operator has finished at least minReconciles reconciles since base, its queue
 // is empty and the reconcile count has not moved for quiet. It returns the last scrape and the time of the
 // last reconcile it saw.
 func (o *operator) waitIdle(ctx context.Context, base metrics, minReconciles float64, quiet, timeout time.Duration) (metrics, time.Time, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	var (
+		m         metrics
+		n         float64
 		last      = -1.0
 		lastMoved = time.Now()
 	)
-	for {
-		m, err := o.scrape(ctx)
-		if err != nil {
-			return metrics{}, lastMoved, err
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := o.exited(); err != nil {
+			return false, err
 		}
-		n := m.reconciles() - base.reconciles()
-		if n != last {
+		var err error
+		if m, err = o.Scrape(ctx); err != nil {
+			return false, err
+		}
+		if n = o.reconciles(m) - o.reconciles(base); n != last {
 			last, lastMoved = n, time.Now()
 		}
-		if n >= minReconciles && m.queueDepth() == 0 && time.Since(lastMoved) >= quiet {
-			return m, lastMoved, nil
-		}
-		select {
-		case <-ctx.Done():
-			return m, lastMoved, fmt.Errorf("operator not idle after %s: %.0f of %.0f reconciles, queue %.0f", timeout, n, minReconciles, m.queueDepth())
-		case <-o.child.Done():
-			return m, lastMoved, fmt.Errorf("operator exited: %v (log: %s)", o.child.Err(), o.logPath)
-		case <-time.After(100 * time.Millisecond):
-		}
+		return n >= minReconciles && o.queueDepth(m) == 0 && time.Since(lastMoved) >= quiet, nil
+	})
+	if err != nil && ctx.Err() == nil && wait.Interrupted(err) {
+		err = fmt.Errorf("operator not idle after %s: %.0f of %.0f reconciles, queue %.0f", timeout, n, minReconciles, o.queueDepth(m))
 	}
+	return m, lastMoved, err
 }

@@ -52,58 +52,94 @@ func per(v float64, n int) string {
 	return fmt.Sprintf("%.2f", v/float64(n))
 }
 
-// render is the generated section: what was measured, on what, in one run.
-func render(c *config, r *results) string {
+// render is the generated section: what was measured, on what, in one run; then each workload's figures.
+func render(c *config, rep *report) string {
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 
 	w("## Figures of the last run\n\n")
-	w("%s, %s (%s); took %s.\n\n", r.Started.UTC().Format("2006-01-02 15:04 MST"), "`make bench`",
-		strings.Join(c.flagsSummary(), " "), r.Finished.Sub(r.Started).Round(time.Second))
+	w("%s, %s (%s); took %s.\n\n", rep.Started.UTC().Format("2006-01-02 15:04 MST"), "`make bench`",
+		strings.Join(c.flagsSummary(), " "), rep.Finished.Sub(rep.Started).Round(time.Second))
 	w("| | |\n|---|---|\n")
 	for _, kv := range machine(c.RepoRoot) {
 		w("| %s | %s |\n", kv[0], kv[1])
 	}
-	w("\nEvery run starts a fresh etcd and kube-apiserver (no controller-manager: Deployments are not rolled out, so\n")
-	w("the figures are the operator's and the API server's alone). A network is the sample's shape: TLS and\n")
-	w("plaintext listeners, an oper Secret, a cert-manager Certificate, a Route, storage and resources, so it has\n")
-	w("%d children: ConfigMap, PersistentVolumeClaim, Deployment, Service, Certificate, Route. Its oper Secret and\n", childrenPerNetwork)
-	w("the TLS Secret cert-manager would write exist before the clock starts (there is no cert-manager).\n\n")
+	w("\n%s", para("Every run starts a fresh etcd and kube-apiserver (no controller-manager: Deployments are not rolled "+
+		"out, so the figures are the operator's and the API server's alone). Each workload below is measured on control "+
+		"planes of its own, with the operator's defaults unless the sweep says otherwise."))
+	for _, res := range rep.Workloads {
+		renderWorkload(&b, c, res)
+	}
+	return b.String()
+}
 
-	w("### 1. Convergence\n\n")
-	w("N networks are created at once by %d concurrent clients; *converged* is the moment the last one has all\n", c.Clients)
-	w("its children and `status.observedGeneration` equal to its generation, as seen by a watch. The *floor* is the\n")
-	w("same %d-client program creating, on its own fresh control plane, each network, its %d children (plain\n", c.Clients, childrenPerNetwork)
-	w("creates of the objects the operator builds) and one status write: the API server's own limit.\n\n")
-	w("| N | floor | operator | operator / floor | creates done | reconciles / network |\n|---:|---:|---:|---:|---:|---:|\n")
+// para wraps a paragraph at about 110 columns, as the hand-written part of the document is.
+func para(s string) string {
+	const width = 110
+	var b strings.Builder
+	line := 0
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == 0:
+		case line+1+len(word) > width:
+			b.WriteByte('\n')
+			line = 0
+		default:
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(word)
+		line += len(word)
+	}
+	return b.String() + "\n"
+}
+
+// renderWorkload is one workload's figures: convergence, requests, steady state, memory, latency, sweep.
+func renderWorkload(b *bytes.Buffer, c *config, r *results) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	info := r.Workload.Info()
+	noun, nouns := info.Noun, info.Nouns
+	children := len(info.Children)
+
+	w("\n### %s (`-workloads=%s`)\n\n", info.Kind, info.Name)
+	w("%s", para(info.Shape))
+
+	w("\n#### 1. Convergence\n\n")
+	w("%s\n", para(fmt.Sprintf("N %s are created at once by %d concurrent clients; *converged* is the moment the last one "+
+		"has all its children and `status.observedGeneration` equal to its generation, as seen by a watch. The *floor* is "+
+		"the same %d-client program creating, on its own fresh control plane, each %s, its %d children (plain creates of "+
+		"the objects the operator builds) and %s: the API server's own limit.",
+		nouns, c.Clients, c.Clients, noun, children, statusWrites(info.StatusWrites))))
+	w("| N | floor | operator | operator / floor | creates done | reconciles / %s |\n|---:|---:|---:|---:|---:|---:|\n", noun)
 	for _, cv := range r.Convergence {
 		w("| %d | %s | %s | **%.2f** | %s | %s |\n", cv.N, ms(cv.Floor), ms(cv.Operator), cv.Operator.Seconds()/cv.Floor.Seconds(),
 			ms(cv.CreatesDone), per(cv.Reconciles, cv.N))
 	}
 
-	w("\nCPU seconds each process spent from the first create to convergence (the machine has %d cores, shared by\n", runtime.NumCPU())
-	w("all of them and the bench):\n\n")
+	w("\n%s\n", para(fmt.Sprintf("CPU seconds each process spent from the first create to convergence (the machine "+
+		"has %d cores, shared by all of them and the bench):", runtime.NumCPU())))
 	w("| N | floor: kube-apiserver | floor: etcd | operator run: kube-apiserver | etcd | operator |\n|---:|---:|---:|---:|---:|---:|\n")
 	for _, cv := range r.Convergence {
 		w("| %d | %.1f | %.1f | %.1f | %.1f | %.1f |\n", cv.N, cv.FloorCPU["kube-apiserver"], cv.FloorCPU["etcd"],
 			cv.CPU["kube-apiserver"], cv.CPU["etcd"], cv.CPU["operator"])
 	}
 
-	w("\n### 2. API requests per network to converge\n\n")
-	w("From the operator's client metrics (`rest_client_requests_total` by method), divided by N. The minimum is\n")
-	w("%d children + 1 status write = **%d writes**.\n\n", childrenPerNetwork, childrenPerNetwork+1)
-	w("| N | writes / network | minimum | POST | PATCH | PUT | DELETE | reads (GET, LIST) / network |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	w("\n#### 2. API requests per %s to converge\n\n", noun)
+	w("%s\n", para(fmt.Sprintf("From the operator's client metrics (`rest_client_requests_total` by method), divided by "+
+		"N. The minimum is %d children + %d status write%s = **%d writes**.", children, info.StatusWrites,
+		plural(info.StatusWrites), info.MinWrites())))
+	w("| N | writes / %s | minimum | POST | PATCH | PUT | DELETE | reads (GET, LIST) / %s |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n", noun, noun)
 	for _, cv := range r.Convergence {
 		q := cv.Requests
-		w("| %d | **%s** | %d | %s | %s | %s | %s | %s |\n", cv.N, per(q.Writes, cv.N), childrenPerNetwork+1,
+		w("| %d | **%s** | %d | %s | %s | %s | %s | %s |\n", cv.N, per(q.Writes, cv.N), info.MinWrites(),
 			per(q.ByMethod["POST"], cv.N), per(q.ByMethod["PATCH"], cv.N), per(q.ByMethod["PUT"], cv.N),
 			per(q.ByMethod["DELETE"], cv.N), per(q.Reads, cv.N))
 	}
 	if len(r.Convergence) > 0 {
 		cv := r.Convergence[len(r.Convergence)-1]
-		w("\nThe same writes as the API server counted them (`apiserver_request_total`, N = %d, the bench's own\n", cv.N)
-		w("ErgoNetwork creates and the API server's own writes taken out; `APPLY` is server-side apply):\n\n")
-		w("| request | per network |\n|---|---:|\n")
+		w("\n%s\n", para(fmt.Sprintf("The same writes as the API server counted them (`apiserver_request_total`, N = %d, "+
+			"the bench's own %s creates and the API server's own writes taken out; `APPLY` is server-side apply):", cv.N, info.Kind)))
+		w("| request | per %s |\n|---|---:|\n", noun)
 		keys := make([]string, 0, len(cv.ServerWrites))
 		for k, v := range cv.ServerWrites {
 			// The API server's own writes: each Service's ClusterIP, and now and then its lease and endpoints.
@@ -118,65 +154,77 @@ func render(c *config, r *results) string {
 	}
 
 	st := r.Steady
-	w("\n### 3. Steady state (N = %d)\n\n", st.N)
+	w("\n#### 3. Steady state (N = %d)\n\n", st.N)
 	w("| | |\n|---|---:|\n")
-	w("| writes in the %s after convergence | %.0f (%s per network) |\n", st.Window, st.WindowWrites, per(st.WindowWrites, st.N))
+	w("| writes in the %s after convergence | %.0f (%s per %s) |\n", st.Window, st.WindowWrites, per(st.WindowWrites, st.N), noun)
 	w("| reconciles in those %s | %.0f |\n", st.Window, st.WindowReconciles)
 	w("| restart: process start to `/readyz` | %s |\n", ms(st.RestartReady))
 	w("| restart: process start to the last resync reconcile | %s |\n", ms(st.Resync))
-	w("| resync reconciles | %.0f (%s per network) |\n", st.ResyncReconciles, per(st.ResyncReconciles, st.N))
-	w("| **resync writes per network** (target 0) | **%s** (%.0f in all) |\n", per(st.ResyncRequests.Writes, st.N), st.ResyncRequests.Writes)
-	w("| resync reads per network (GET, LIST, discovery) | %s |\n", per(st.ResyncRequests.Reads, st.N))
+	w("| resync reconciles | %.0f (%s per %s) |\n", st.ResyncReconciles, per(st.ResyncReconciles, st.N), noun)
+	w("| **resync writes per %s** (target 0) | **%s** (%.0f in all) |\n", noun, per(st.ResyncRequests.Writes, st.N), st.ResyncRequests.Writes)
+	w("| resync reads per %s (GET, LIST, discovery) | %s |\n", noun, per(st.ResyncRequests.Reads, st.N))
 	if st.Resync > 0 {
 		w("| **no-op reconciles per second** (resync, start to last) | **%.0f** |\n", st.ResyncReconciles/st.Resync.Seconds())
 	}
 	w("| mean reconcile time | %s |\n", st.ReconcileMean.Round(time.Microsecond))
 
-	w("\n### 4. Memory\n\n")
-	w("The operator's Go heap and its resident set (`VmRSS`), each read after a forced garbage collection\n")
-	w("(`/debug/pprof/heap?gc=1`) once the work queue is empty, with no memory limit (no `GOMEMLIMIT`, no cgroup).\n")
-	w("*Unrelated* objects are %d ConfigMaps, %d Secrets (1 KiB of data each) and %d Deployments in 50 other\n", c.Unrelated, c.Unrelated, c.Unrelated)
-	w("namespaces, without the operator's label and with the `last-applied-configuration` annotation `kubectl apply` leaves.\n\n")
-	w("| point | networks | unrelated | live heap | heap in use | RSS | converged in |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	w("\n#### 4. Memory\n\n")
+	w("%s\n", para(fmt.Sprintf("The operator's Go heap and its resident set (`VmRSS`), each read after a forced garbage "+
+		"collection (`/debug/pprof/heap?gc=1`) once the work queue is empty, with no memory limit (no `GOMEMLIMIT`, no "+
+		"cgroup). *Unrelated* objects are %d ConfigMaps, %d Secrets (1 KiB of data each) and %d Deployments in 50 other "+
+		"namespaces, without the operator's label and with the `last-applied-configuration` annotation `kubectl apply` leaves.",
+		c.Unrelated, c.Unrelated, c.Unrelated)))
+	w("| point | %s | unrelated | live heap | heap in use | RSS | converged in |\n|---|---:|---:|---:|---:|---:|---:|\n", nouns)
 	var xs, heaps, rsss []float64
 	for _, p := range r.Memory {
-		w("| %s | %d | %d | %s | %s | %s | %s |\n", p.Label, p.Networks, p.Unrelated*3, mib(p.Mem.HeapAlloc), mib(p.Mem.HeapInuse),
+		w("| %s | %d | %d | %s | %s | %s | %s |\n", p.Label, p.Objects, p.Unrelated*3, mib(p.Mem.HeapAlloc), mib(p.Mem.HeapInuse),
 			mib(p.Mem.RSS), ms(p.Converged))
 		if p.Unrelated == 0 {
-			xs, heaps, rsss = append(xs, float64(p.Networks)), append(heaps, p.Mem.HeapAlloc), append(rsss, p.Mem.RSS)
+			xs, heaps, rsss = append(xs, float64(p.Objects)), append(heaps, p.Mem.HeapAlloc), append(rsss, p.Mem.RSS)
 		}
 	}
-	w("\n*Live heap* is `HeapAlloc` after the collection (the objects still referenced), *heap in use* `HeapInuse` (spans\n")
-	w("holding them, fragmentation included). Heap profiles of each point are in the bench's log directory.\n")
+	w("\n%s", para("*Live heap* is `HeapAlloc` after the collection (the objects still referenced), *heap in use* "+
+		"`HeapInuse` (spans holding them, fragmentation included). Heap profiles of each point are in the bench's log directory."))
 	if len(xs) >= 2 {
-		w("\nSlope (least squares over the points without unrelated objects): **%.1f KiB of live heap** and %.1f KiB of RSS per network.\n",
-			slope(xs, heaps)/1024, slope(xs, rsss)/1024)
+		w("\nSlope (least squares over the points without unrelated objects): **%.1f KiB of live heap** and %.1f KiB of RSS per %s.\n",
+			slope(xs, heaps)/1024, slope(xs, rsss)/1024, noun)
 	}
 	if d, ok := unrelatedCost(r.Memory); ok {
-		w("The unrelated objects changed the live heap by %s: %.0f bytes per unrelated Secret, the one unrelated kind the\n", mib(d), d/float64(c.Unrelated))
-		w("operator watches (as trimmed metadata, to notice oper Secrets).\n")
+		w("%s", para(fmt.Sprintf("The unrelated objects changed the live heap by %s: %.0f bytes per unrelated Secret, the "+
+			"one unrelated kind the operator watches (as trimmed metadata, to notice oper Secrets).", mib(d), d/float64(c.Unrelated))))
 	}
 
 	ch := r.Churn
-	w("\n### 5. Latency under churn (N = %d)\n\n", ch.N)
-	w("`spec.networkName` of one network after another is merge-patched at %.0f edits/s for %s. *Config written*\n", ch.Rate, ch.Duration)
-	w("is the edit to the ConfigMap holding the new ircd.yaml; *applied* to the Deployment's pod template carrying\n")
-	w("the new config digest (what restarts ergo with it), both seen through a watch.\n\n")
-	w("| edits | applied | p50 config written | p99 config written | **p50 applied** | **p99 applied** | max applied | writes / edit | reconciles / edit |\n")
+	w("\n#### 5. Latency under churn (N = %d)\n\n", ch.N)
+	w("%s\n", para(fmt.Sprintf("%s at %.0f edits/s for %s. %s", info.EditDoes, ch.Rate, ch.Duration, info.EditStages)))
+	w("| edits | applied | p50 %[1]s | p99 %[1]s | **p50 applied** | **p99 applied** | max applied | writes / edit | reconciles / edit |\n", info.EditWritten)
 	w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	w("| %d | %d | %s | %s | **%s** | **%s** | %s | %s | %s |\n", ch.Sent, ch.Applied, ms(ch.ConfigP50), ms(ch.ConfigP99),
-		ms(ch.RolloutP50), ms(ch.RolloutP99), ms(ch.RolloutMax), per(ch.Requests.Writes, ch.Sent), per(ch.Reconciles, ch.Sent))
+	w("| %d | %d | %s | %s | **%s** | **%s** | %s | %s | %s |\n", ch.Sent, ch.Applied, ms(ch.WrittenP50), ms(ch.WrittenP99),
+		ms(ch.AppliedP50), ms(ch.AppliedP99), ms(ch.AppliedMax), per(ch.Requests.Writes, ch.Sent), per(ch.Reconciles, ch.Sent))
 
 	if len(r.Sweep) > 0 {
-		w("\n### Tuning sweep (N = %d, same run)\n\n", r.Sweep[0].N)
+		w("\n#### Tuning sweep (N = %d, same run)\n\n", r.Sweep[0].N)
 		w("The operator's convergence with other flags (the defaults are in the first table):\n\n")
-		w("| flags | operator | writes / network | reads / network |\n|---|---:|---:|---:|\n")
+		w("| flags | operator | writes / %s | reads / %s |\n|---|---:|---:|---:|\n", noun, noun)
 		for _, s := range r.Sweep {
 			w("| %s | %s | %s | %s |\n", s.Case.Name, ms(s.Operator), per(s.Requests.Writes, s.N), per(s.Requests.Reads, s.N))
 		}
 	}
 	w("\n")
-	return b.String()
+}
+
+func statusWrites(n int) string {
+	if n == 1 {
+		return "one status write"
+	}
+	return fmt.Sprintf("%d status writes", n)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // slope is the least-squares slope of ys over xs.
@@ -199,7 +247,7 @@ func slope(xs, ys []float64) float64 {
 // unrelatedCost is the heap the unrelated objects added: the point with them against the last one without.
 func unrelatedCost(ps []memPoint) (float64, bool) {
 	for i := 1; i < len(ps); i++ {
-		if ps[i].Unrelated > 0 && ps[i-1].Unrelated == 0 && ps[i].Networks == ps[i-1].Networks {
+		if ps[i].Unrelated > 0 && ps[i-1].Unrelated == 0 && ps[i].Objects == ps[i-1].Objects {
 			return ps[i].Mem.HeapAlloc - ps[i-1].Mem.HeapAlloc, true
 		}
 	}
@@ -207,7 +255,11 @@ func unrelatedCost(ps []memPoint) (float64, bool) {
 }
 
 func (c *config) flagsSummary() []string {
-	out := []string{fmt.Sprintf("-sizes=%s", joinInts(c.Sizes)), fmt.Sprintf("-memory-sizes=%s", joinInts(c.MemorySizes)),
+	names := make([]string, len(c.Workloads))
+	for i, w := range c.Workloads {
+		names[i] = w.Info().Name
+	}
+	out := []string{"-workloads=" + strings.Join(names, ","), fmt.Sprintf("-sizes=%s", joinInts(c.Sizes)), fmt.Sprintf("-memory-sizes=%s", joinInts(c.MemorySizes)),
 		fmt.Sprintf("-unrelated=%d", c.Unrelated)}
 	if len(c.Args) > 0 {
 		out = append(out, fmt.Sprintf("-operator-args=%q", strings.Join(c.Args, " ")))

@@ -4,108 +4,73 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
-	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	routev1 "github.com/openshift/api/route/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	ctrl "github.com/platform-operator/platform-operator/controllers/irc"
-	"github.com/platform-operator/platform-operator/internal/ergo"
 	"github.com/platform-operator/platform-operator/internal/scheme"
 )
 
-// Child kinds a bench network has; a network has converged when it has all of them and its status has
-// observed its generation.
-const (
-	kindConfigMap uint8 = 1 << iota
-	kindPVC
-	kindDeployment
-	kindService
-	kindCertificate
-	kindRoute
-	allKinds = kindConfigMap | kindPVC | kindDeployment | kindService | kindCertificate | kindRoute
-)
-
-// childrenPerNetwork is how many objects a bench network's children are.
-const childrenPerNetwork = 6
-
-// tracker watches one namespace, as a client of the API server would, and notes when each network
-// converges and when each spec edit reaches the ConfigMap and the Deployment's pod template.
+// tracker watches one namespace, as a client of the API server would, and notes when each of a workload's
+// objects converges and when each edit reaches its stages; the workload's Observer says what an event
+// means.
 type tracker struct {
 	cache  cache.Cache
 	cancel context.CancelFunc
 	done   chan struct{}
 
 	mu        sync.Mutex
-	nets      map[string]*netState
+	obs       Observer
+	objs      map[string]*objState
 	converged int
 	target    int
 	reached   chan struct{} // closed when converged reaches target
-	lastAt    time.Time     // when the last network converged
+	lastAt    time.Time     // when the last object converged
 
-	configLatency, rolloutLatency []time.Duration
+	writtenLatency, appliedLatency []time.Duration
 }
 
-type netState struct {
-	kinds      uint8
-	generation int64
-	observed   int64
-	converged  bool
-	digest     string // the Deployment's pod-template config digest
-	config     string // the ConfigMap's ircd.yaml
-	edit       *edit
+type objState struct {
+	converged bool
+	edit      *edit
 }
 
 // edit is one spec change under way.
 type edit struct {
-	marker        string
-	at            time.Time
-	digestBefore  string
-	configApplied time.Duration
+	at      time.Time
+	written time.Duration // when it reached its first stage, after at; 0 until then
 }
 
-func newTracker(ctx context.Context, cfg *rest.Config, namespace string) (*tracker, error) {
-	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{ctrl.ManagedByLabel: ctrl.FieldOwner})}
+func newTracker(ctx context.Context, cfg *rest.Config, namespace string, obs Observer) (*tracker, error) {
+	watches := obs.Watches()
+	byObject := map[client.Object]cache.ByObject{}
+	for _, w := range watches {
+		if w.Selector != nil {
+			byObject[w.Object] = cache.ByObject{Label: w.Selector}
+		}
+	}
 	c, err := cache.New(cfg, cache.Options{
 		Scheme:            scheme.Scheme,
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
 		DefaultTransform:  cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: managed, &corev1.PersistentVolumeClaim{}: managed, &appsv1.Deployment{}: managed,
-			&corev1.Service{}: managed, &cmv1.Certificate{}: managed, &routev1.Route{}: managed,
-		},
+		ByObject:          byObject,
 	})
 	if err != nil {
 		return nil, err
 	}
-	t := &tracker{cache: c, nets: map[string]*netState{}, done: make(chan struct{})}
-	handlers := map[client.Object]func(client.Object){
-		&ircv1.ErgoNetwork{}:            t.onNetwork,
-		&corev1.ConfigMap{}:             t.onChild(kindConfigMap),
-		&corev1.PersistentVolumeClaim{}: t.onChild(kindPVC),
-		&appsv1.Deployment{}:            t.onChild(kindDeployment),
-		&corev1.Service{}:               t.onChild(kindService),
-		&cmv1.Certificate{}:             t.onChild(kindCertificate),
-		&routev1.Route{}:                t.onChild(kindRoute),
-	}
-	for obj, f := range handlers {
-		inf, err := c.GetInformer(ctx, obj)
+	t := &tracker{cache: c, obs: obs, objs: map[string]*objState{}, done: make(chan struct{})}
+	for _, w := range watches {
+		inf, err := c.GetInformer(ctx, w.Object)
 		if err != nil {
 			return nil, err
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { f(o.(client.Object)) },
-			UpdateFunc: func(_, o any) { f(o.(client.Object)) },
+			AddFunc:    func(o any) { t.observe(o.(client.Object)) },
+			UpdateFunc: func(_, o any) { t.observe(o.(client.Object)) },
 		}); err != nil {
 			return nil, err
 		}
@@ -128,16 +93,16 @@ func (t *tracker) stop() {
 	<-t.done
 }
 
-func (t *tracker) state(name string) *netState {
-	s := t.nets[name]
+func (t *tracker) state(name string) *objState {
+	s := t.objs[name]
 	if s == nil {
-		s = &netState{}
-		t.nets[name] = s
+		s = &objState{}
+		t.objs[name] = s
 	}
 	return s
 }
 
-// expect resets the convergence count: reached closes once n networks have converged.
+// expect resets the convergence count: reached closes once n objects have converged.
 func (t *tracker) expect(n int) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -168,80 +133,61 @@ func (t *tracker) check() {
 	}
 }
 
-func (t *tracker) update(s *netState) {
-	if !s.converged && s.kinds == allKinds && s.generation > 0 && s.observed == s.generation {
+// observe hands one event to the Observer and notes what it says.
+func (t *tracker) observe(o client.Object) {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.obs.Observe(o)
+	if p.Name == "" {
+		return
+	}
+	s := t.state(p.Name)
+	if e := s.edit; e != nil {
+		if e.written == 0 && p.Written {
+			e.written = now.Sub(e.at)
+		}
+		if e.written != 0 && p.Applied {
+			t.writtenLatency = append(t.writtenLatency, e.written)
+			t.appliedLatency = append(t.appliedLatency, now.Sub(e.at))
+			s.edit = nil
+		}
+	}
+	if !s.converged && p.Converged {
 		s.converged = true
 		t.converged++
-		t.lastAt = time.Now()
+		t.lastAt = now
 		t.check()
 	}
 }
 
-func (t *tracker) onNetwork(o client.Object) {
-	n := o.(*ircv1.ErgoNetwork)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.state(n.Name)
-	s.generation, s.observed = n.Generation, n.Status.ObservedGeneration
-	t.update(s)
-}
-
-func (t *tracker) onChild(kind uint8) func(client.Object) {
-	return func(o client.Object) {
-		name := o.GetLabels()["app.kubernetes.io/instance"]
-		if name == "" {
-			return
-		}
-		now := time.Now()
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		s := t.state(name)
-		s.kinds |= kind
-		switch o := o.(type) {
-		case *corev1.ConfigMap:
-			s.config = o.Data[ergo.ConfigKey]
-		case *appsv1.Deployment:
-			s.digest = o.Spec.Template.Annotations[ergo.ConfigDigestAnnotation]
-		}
-		if e := s.edit; e != nil {
-			if e.configApplied == 0 && strings.Contains(s.config, e.marker) {
-				e.configApplied = now.Sub(e.at)
-			}
-			if e.configApplied != 0 && s.digest != e.digestBefore {
-				t.configLatency = append(t.configLatency, e.configApplied)
-				t.rolloutLatency = append(t.rolloutLatency, now.Sub(e.at))
-				s.edit = nil
-			}
-		}
-		t.update(s)
-	}
-}
-
-// startEdit notes that name's spec is about to change to carry marker; it fails when an earlier edit of
-// the same network has not been applied yet (the churn picks networks so that it does not happen).
-func (t *tracker) startEdit(name, marker string) error {
+// startEdit notes that object name is about to get edit seq; it fails when an earlier edit of the same
+// object has not been applied yet (the churn picks objects so that it does not happen).
+func (t *tracker) startEdit(name string, seq int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.state(name)
 	if s.edit != nil {
-		return fmt.Errorf("network %s edited again before its last edit was applied", name)
+		return fmt.Errorf("%s edited again before its last edit was applied", name)
 	}
-	s.edit = &edit{marker: marker, at: time.Now(), digestBefore: s.digest}
+	s.edit = &edit{at: time.Now()}
+	t.obs.StartEdit(name, seq)
 	return nil
 }
 
-// latencies returns the finished edits' latencies and how many edits are still outstanding.
-func (t *tracker) latencies() (config, rollout []time.Duration, pending int) {
+// latencies returns the finished edits' latencies to their first stage and to applied, and how many
+// edits are still outstanding.
+func (t *tracker) latencies() (written, applied []time.Duration, pending int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, s := range t.nets {
+	for _, s := range t.objs {
 		if s.edit != nil {
 			pending++
 		}
 	}
-	config = append([]time.Duration(nil), t.configLatency...)
-	rollout = append([]time.Duration(nil), t.rolloutLatency...)
-	return config, rollout, pending
+	written = append([]time.Duration(nil), t.writtenLatency...)
+	applied = append([]time.Duration(nil), t.appliedLatency...)
+	return written, applied, pending
 }
 
 // percentile is the p-th percentile (0-100) of ds by the nearest-rank method; 0 for none.
