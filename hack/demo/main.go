@@ -175,7 +175,7 @@ func run(o options) (code int) {
 		FieldManager: fieldManager,
 		fail: func(err error) {
 			fail("%v", err)
-			if op != nil && op.LogPath != "" {
+			if op != nil && op.LogPath != "" && ctx.Err() == nil { // not for a Ctrl-C
 				p.Printf("last lines of %s:", op.LogPath)
 				for l := range strings.Lines(op.Tail(20)) {
 					p.Printf("operator | %s", strings.TrimSuffix(l, "\n"))
@@ -301,8 +301,7 @@ func startOperator(ctx context.Context, p Printer, o options, kubeconfig string)
 		Args:        []string{"--zap-encoder=console"}, // a log meant for people, not for a log pipeline
 		StopTimeout: operatorStopTimeout,
 	}
-	p.Step("Starting the operator: %s (--zap-encoder=console, probes and metrics on 127.0.0.1, no leader election)",
-		rel(o.root, bin))
+	p.Step("Starting the operator: %s", rel(o.root, bin))
 	if o.operatorLog == "-" {
 		opts.Output = &prefixWriter{w: p.w, prefix: "    operator | "}
 	} else {
@@ -313,6 +312,7 @@ func startOperator(ctx context.Context, p Printer, o options, kubeconfig string)
 	if err != nil {
 		return nil, err
 	}
+	p.Printf("command line: %s %s", rel(o.root, bin), strings.Join(op.Args, " "))
 	p.Printf("ready (pid %d, http://%s/readyz answered) after %s; metrics at http://%s/metrics",
 		op.PID(), op.ProbeAddr, secs(op.ReadyAfter), op.MetricsAddr)
 	return op, nil

@@ -201,7 +201,7 @@ func (e *Env) Poll(ctx context.Context, obj client.Object, done func(client.Obje
 	}
 	key := client.ObjectKeyFromObject(obj)
 	what := gvk.Kind + " " + key.String()
-	state := "not read yet"
+	state := "nothing (no read finished)"
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, e.Timeout, true, func(ctx context.Context) (bool, error) {
 		fresh, err := e.Get(ctx, gvk, key)
 		if err != nil {
@@ -222,7 +222,7 @@ func (e *Env) Poll(ctx context.Context, obj client.Object, done func(client.Obje
 	case ctx.Err() != nil:
 		return state, context.Cause(ctx)
 	case wait.Interrupted(err):
-		return state, fmt.Errorf("%s: still %s after %s", what, state, e.Timeout)
+		return state, fmt.Errorf("gave up on %s after %s (-wait); it last showed: %s", what, e.Timeout, state)
 	}
 	return state, fmt.Errorf("%w (%s was %s)", err, what, state)
 }
