@@ -176,7 +176,7 @@ test: manifests generate fmt vet $(TEST_DEPS) ## Run every test with the race de
 	$(run-olm-tests)
 
 .PHONY: test-unit
-test-unit: manifests generate fmt vet controlplane build $(SCORECARD_TEST) ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
+test-unit: manifests generate fmt vet controlplane-full build $(SCORECARD_TEST) ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
 	$(run-unit-tests)
 
 .PHONY: bench
