@@ -127,7 +127,7 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
 	}
-	r.applier = &apply.Applier{Client: r.Client, FieldOwner: manager.FieldOwner}
+	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: statusFieldOwner,

@@ -46,6 +46,7 @@ func TestReadyOrder(t *testing.T) {
 // TestKitReasons: the kit sets ApplyFailed and APINotAvailable; the API documents them as its own.
 func TestKitReasons(t *testing.T) {
 	if reconcile.ReasonApplyFailed != ircv1.ReasonApplyFailed || reconcile.ReasonAPINotAvailable != ircv1.ReasonAPINotAvailable ||
+		reconcile.ReasonNameConflict != ircv1.ReasonNameConflict ||
 		reconcile.ConditionReady != ircv1.ConditionReady {
 		t.Error("the kit's reasons and the irc API's differ")
 	}

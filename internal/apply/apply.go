@@ -9,6 +9,7 @@ import (
 	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,8 +41,47 @@ const (
 type Applier struct {
 	// Client reads the live object (normally from the manager's cache) and sends the apply request.
 	Client client.Client
+	// Reader reads straight from the API server when Client's cache does not have the object: the cache
+	// holds only what the operator labelled, so an object of the same name that someone else made is
+	// invisible to it. Nil trusts the cache (tests of the apply path alone).
+	Reader client.Reader
 	// FieldOwner is the field manager name every apply request uses.
 	FieldOwner string
+}
+
+// ConflictError is what Apply returns instead of taking over an object of the desired name that the
+// operator did not make, or that another owner (or an earlier object of the owner's name) controls.
+type ConflictError struct {
+	Kind, Name string
+	// Why says whose the object is.
+	Why string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s %s already exists and %s; it is left untouched", e.Kind, e.Name, e.Why)
+}
+
+// Conflict says why live, an existing object of desired's kind and name, is not the operator's to
+// apply over, or returns nil when it is: its controller is the one desired names (labels are then
+// restored like any drift), or it carries the operator's managed-by label and has no controller (the
+// operator's own, kept when its owner went: a retained claim).
+func Conflict(live, desired client.Object) *ConflictError {
+	kind := desired.GetObjectKind().GroupVersionKind().Kind
+	have, want := metav1.GetControllerOf(live), metav1.GetControllerOf(desired)
+	switch {
+	case have != nil && want != nil && have.UID == want.UID:
+		return nil
+	case have != nil && want != nil && have.Kind == want.Kind && have.Name == want.Name:
+		return &ConflictError{Kind: kind, Name: live.GetName(),
+			Why: fmt.Sprintf("belongs to an earlier %s %s (uid %s) that Kubernetes is still deleting", have.Kind, have.Name, have.UID)}
+	case have != nil:
+		return &ConflictError{Kind: kind, Name: live.GetName(), Why: fmt.Sprintf("is controlled by %s %s", have.Kind, have.Name)}
+	case !manager.IsManaged(live.GetLabels()):
+		return &ConflictError{Kind: kind, Name: live.GetName(),
+			Why: fmt.Sprintf("was not made by the operator (it lacks the label %s=%s)", manager.ManagedByLabel, manager.OperatorName)}
+	default:
+		return nil
+	}
 }
 
 // Apply makes the cluster hold desired's fields. desired is a typed object with TypeMeta set; only the
@@ -72,12 +112,30 @@ func (a *Applier) Apply(ctx context.Context, desired client.Object) (Result, err
 		return "", fmt.Errorf("apply %s: %T is not a client.Object", gvk.Kind, live)
 	}
 	result := Updated
-	switch err := a.Client.Get(ctx, client.ObjectKeyFromObject(desired), liveObj); {
+	key := client.ObjectKeyFromObject(desired)
+	switch err := a.Client.Get(ctx, key, liveObj); {
 	case apierrors.IsNotFound(err):
 		result = Created
+		if a.Reader == nil {
+			break
+		}
+		// Only on creation: one read to be sure the name is free, so that nobody's object is taken over.
+		switch err := a.Reader.Get(ctx, key, liveObj); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return "", fmt.Errorf("read %s %s: %w", gvk.Kind, key, err)
+		default:
+			if c := Conflict(liveObj, desired); c != nil {
+				return "", c
+			}
+			result = Updated // ours; the cache has not seen it yet
+		}
 	case err != nil:
-		return "", fmt.Errorf("read %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
+		return "", fmt.Errorf("read %s %s: %w", gvk.Kind, key, err)
 	default:
+		if c := Conflict(liveObj, desired); c != nil {
+			return "", c
+		}
 		liveMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(liveObj)
 		if err != nil {
 			return "", err

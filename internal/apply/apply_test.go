@@ -1,11 +1,17 @@
 package apply
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/platform-operator/platform-operator/internal/manager"
 )
 
 func TestSetLive(t *testing.T) {
@@ -35,5 +41,44 @@ func TestSetLive(t *testing.T) {
 	}
 	if desired.Kind != "Service" || desired.APIVersion != "v1" {
 		t.Errorf("TypeMeta lost: %v", desired.TypeMeta)
+	}
+}
+
+func TestConflict(t *testing.T) {
+	owner := func(uid types.UID) metav1.OwnerReference {
+		return *metav1.NewControllerRef(&metav1.ObjectMeta{Name: "net", UID: uid}, schema.GroupVersionKind{Group: "irc.josie.cloud", Version: "v1alpha1", Kind: "ErgoNetwork"})
+	}
+	obj := func(labels map[string]string, refs ...metav1.OwnerReference) *corev1.ConfigMap {
+		return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "net-config", Labels: labels, OwnerReferences: refs}}
+	}
+	ours := map[string]string{manager.ManagedByLabel: manager.OperatorName}
+	other := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "app", UID: "d1", Controller: ptr.To(true)}
+	desired := obj(ours, owner("u1"))
+	tests := []struct {
+		name string
+		live *corev1.ConfigMap
+		why  string // "" when the object is ours
+	}{
+		{"ours", obj(ours, owner("u1")), ""},
+		{"ours with its labels removed: restored like any drift", obj(nil, owner("u1")), ""},
+		{"labelled, no controller: kept from an owner that went", obj(ours), ""},
+		{"a user's object of the same name", obj(map[string]string{"team": "a"}), "was not made by the operator"},
+		{"a user's object carrying a non-controller reference", obj(nil, metav1.OwnerReference{Kind: "ErgoNetwork", Name: "net", UID: "u1"}), "was not made by the operator"},
+		{"controlled by something else", obj(ours, other), "is controlled by Deployment app"},
+		{"an earlier network of the same name", obj(ours, owner("u0")), "belongs to an earlier ErgoNetwork net (uid u0)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Conflict(tt.live, desired)
+			switch {
+			case tt.why == "" && c != nil:
+				t.Errorf("conflict %v, want none", c)
+			case tt.why != "" && (c == nil || !strings.Contains(c.Error(), tt.why)):
+				t.Errorf("conflict %v, want one saying %q", c, tt.why)
+			case c != nil && (c.Kind != "ConfigMap" || c.Name != "net-config"):
+				t.Errorf("conflict names %s %s", c.Kind, c.Name)
+			}
+		})
 	}
 }

@@ -257,6 +257,23 @@ func TestSession(t *testing.T) {
 	s.Announce()
 	s.MissingAPI("RouteReady", "no routes here")
 
+	// The name of a child taken by an object the operator did not make: left alone, reported, retried.
+	if err := c.Create(ctx, cm("users", map[string]string{"team": "a"}, false)); err != nil {
+		t.Fatal(err)
+	}
+	s.Applier.Reader = c
+	ok, res, err = s.Apply(ctx, cm("users", nil, true), "UsersReady")
+	if ok || err != nil || res.RequeueAfter != ConflictRetry {
+		t.Errorf("apply over a user's object: %v %+v %v, want not applied, no error, a retry", ok, res, err)
+	}
+	if c := meta.FindStatusCondition(conds, "UsersReady"); c == nil || c.Reason != ReasonNameConflict {
+		t.Errorf("conflict's condition: %+v", c)
+	}
+	users := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, users); err != nil || len(users.OwnerReferences) != 0 || users.Labels["team"] != "a" {
+		t.Errorf("the user's ConfigMap was changed: %+v, %v", users.ObjectMeta, err)
+	}
+
 	if err := c.Create(ctx, cm("theirs", nil, false)); err != nil {
 		t.Fatal(err)
 	}
@@ -281,6 +298,7 @@ func TestSession(t *testing.T) {
 		"Warning ApplyFailed the API server refused ConfigMap bad",
 		"Normal Created Created ConfigMap a, ConfigMap b",
 		"Warning APINotAvailable no routes here",
+		"Warning NameConflict ConfigMap users already exists and was not made by the operator",
 		"Normal Deleted Deleted ConfigMap a: the spec no longer asks for it",
 	}
 	if len(events) != len(want) {

@@ -25,6 +25,9 @@ const (
 	ReasonApplyFailed = "ApplyFailed"
 	// ReasonAPINotAvailable is the reason of a part that needs an API this cluster does not serve.
 	ReasonAPINotAvailable = "APINotAvailable"
+	// ReasonNameConflict is the reason of a part whose child's name is taken by an object the operator
+	// did not make, or one another owner (or an earlier owner of the same name) controls.
+	ReasonNameConflict = "NameConflict"
 )
 
 // Event reasons of the changes the operator makes.
@@ -38,6 +41,10 @@ const (
 // comes from the spec (a spec change retries at once) or from the cluster's policy (RBAC, admission, a
 // storage class made expandable), which no fast retry fixes.
 const RefusedRetry = 5 * time.Minute
+
+// ConflictRetry is how soon an owner whose child's name is taken is tried again: the object in the way
+// is not the operator's, so its deletion sends no event the operator sees.
+const ConflictRetry = time.Minute
 
 // Session is one reconcile of one owner: the conditions it computes, the children it applies, and the
 // events it owes the user. A controller makes one per reconcile and hands it from step to step.
@@ -73,7 +80,10 @@ func (s *Session) Warn(reason, message string) {
 }
 
 // Apply applies one child (see apply.Applier.Apply; on success obj holds the live child) and remembers
-// whether it was created or updated, for Announce. When the API server refuses the child (invalid,
+// whether it was created or updated, for Announce. When the child's name is taken by an object that is
+// not the owner's (apply.ConflictError), that object is left untouched, the part's condition is
+// NameConflict, a Warning event says whose it is, and the result asks for a retry after ConflictRetry.
+// When the API server refuses the child (invalid,
 // forbidden, bad request), the part's condition says why, a Warning event tells the user, and the
 // result asks for a retry after RefusedRetry instead of an error's fast backoff. Other errors set the
 // condition Unknown and are returned. applied is false in both cases: later steps that need the child
@@ -81,8 +91,16 @@ func (s *Session) Warn(reason, message string) {
 func (s *Session) Apply(ctx context.Context, obj client.Object, condType string) (applied bool, res ctrl.Result, err error) {
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	result, err := s.Applier.Apply(ctx, obj)
-	var status apierrors.APIStatus
+	var (
+		status   apierrors.APIStatus
+		conflict *apply.ConflictError
+	)
 	switch {
+	case errors.As(err, &conflict):
+		msg := conflict.Error()
+		s.Set(condType, metav1.ConditionFalse, ReasonNameConflict, msg)
+		s.Warn(ReasonNameConflict, msg)
+		return false, ctrl.Result{RequeueAfter: ConflictRetry}, nil
 	case err != nil && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)) && errors.As(err, &status):
 		msg := fmt.Sprintf("the API server refused %s %s: %s", kind, obj.GetName(), status.Status().Message)
 		s.Set(condType, metav1.ConditionFalse, ReasonApplyFailed, msg)

@@ -21,8 +21,9 @@ const (
 	ConditionRoute = "RouteReady"
 )
 
-// Condition reasons. They are part of the API: scripts and alerts may match on them. ReasonApplyFailed and
-// ReasonAPINotAvailable are the shared reconcile kit's reasons (every API of the operator uses the same).
+// Condition reasons. They are part of the API: scripts and alerts may match on them. ReasonApplyFailed,
+// ReasonAPINotAvailable and ReasonNameConflict are the shared reconcile kit's reasons: every API of the
+// operator uses the same strings.
 const (
 	// ReasonReady is a part that is ready, and Ready when every part is.
 	ReasonReady = "Ready"
@@ -41,6 +42,10 @@ const (
 	ReasonInvalidHash = "InvalidPasswordHash"
 	// ReasonAPINotAvailable is a part that needs an API the cluster does not serve (cert-manager, Routes).
 	ReasonAPINotAvailable = "APINotAvailable"
+	// ReasonNameConflict is a part whose child's name is taken by an object the operator did not make,
+	// or by one another owner (or an earlier network of the same name) controls; that object is left
+	// untouched.
+	ReasonNameConflict = "NameConflict"
 	// ReasonCertificatePending is a Certificate cert-manager has not issued yet.
 	ReasonCertificatePending = "CertificatePending"
 	// ReasonDeploymentPending is a Deployment whose pod is not available with the latest spec yet.
