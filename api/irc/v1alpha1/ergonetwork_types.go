@@ -160,7 +160,27 @@ type StorageSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage Class",xDescriptors="urn:alm:descriptor:io.kubernetes:StorageClass"
 	StorageClassName string `json:"storageClassName,omitempty"`
+
+	// ReclaimPolicy says what happens to the claim, and so to the network's accounts and channel
+	// registrations (ircd.db), when the network is deleted. Delete: the claim goes with the network.
+	// Retain: the claim is kept (labelled with the network's name), and a new network of the same name in
+	// the same namespace starts ergo on it again. Changing it on a live network takes effect at once.
+	// +optional
+	// +kubebuilder:default=Delete
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Reclaim Policy"
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 }
+
+// ReclaimPolicy is what becomes of a network's claim when the network is deleted.
+// +kubebuilder:validation:Enum=Delete;Retain
+type ReclaimPolicy string
+
+const (
+	// ReclaimDelete deletes the claim with the network (through its owner reference).
+	ReclaimDelete ReclaimPolicy = "Delete"
+	// ReclaimRetain keeps the claim when the network is deleted: it carries no owner reference.
+	ReclaimRetain ReclaimPolicy = "Retain"
+)
 
 // ResourceRequirements are the ergo container's requests and limits.
 // +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || self.requests.all(k, !(k in self.limits) || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)",message="resource requests must not exceed limits"
