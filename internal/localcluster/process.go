@@ -104,8 +104,15 @@ func (p *Child) WaitReady(ctx context.Context, timeout time.Duration, ready func
 			return false, fmt.Errorf("%s exited before it was ready: %v (last check: %v)", p.name, p.waitErr, last)
 		default:
 		}
-		last = ready(ctx)
-		return last == nil, nil
+		err := ready(ctx)
+		if err == nil {
+			return true, nil
+		}
+		// A check the deadline cut short says less than the one before it.
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
+		return false, nil
 	})
 	if err != nil && wait.Interrupted(err) {
 		return fmt.Errorf("%s not ready after %s: %w (last check: %v)", p.name, timeout, err, last)
