@@ -10,6 +10,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!self.listeners.exists(l, has(l.tls) && l.tls) || has(self.tls)",message="spec.tls is required when a listener has tls: true",fieldPath=".tls"
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || has(self.tls)",message="spec.tls is required when spec.route is set",fieldPath=".tls"
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || self.listeners.exists(l, has(l.tls) && l.tls)",message="spec.route needs a listener with tls: true to pass TLS through to",fieldPath=".route"
+// +kubebuilder:validation:XValidation:rule="!has(self.route) || !has(self.route.host) || self.route.host == ” || !has(self.tls) || (!has(self.tls.dnsNames) || size(self.tls.dnsNames) == 0 ? self.route.host == self.hostname : self.tls.dnsNames.exists(d, d == self.route.host || (d.startsWith('*.') && self.route.host.indexOf('.') > 0 && self.route.host.substring(self.route.host.indexOf('.')) == d.substring(1))))",message="spec.route.host must be covered by the certificate: equal to one of spec.tls.dnsNames or match a one-label wildcard among them (*.example.com covers irc.example.com, not a.b.example.com), or equal spec.hostname when spec.tls.dnsNames is empty",fieldPath=".route.host"
 type ErgoNetworkSpec struct {
 	// Hostname is the server's DNS name: ergo's server name, the default certificate DNS name and the
 	// default network name. Ergo refuses server names without a dot, so it needs at least two labels.
@@ -37,7 +38,7 @@ type ErgoNetworkSpec struct {
 	// Listeners are the addresses ergo accepts clients on; each becomes a port of the network's Service.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:XValidation:rule="self.all(l, self.exists_one(m, m.address.substring(m.address.lastIndexOf(':')) == l.address.substring(l.address.lastIndexOf(':'))))",message="listener ports must be unique"
+	// +kubebuilder:validation:XValidation:rule="self.all(l, !l.address.matches('^.*:[0-9]{1,5}$') || self.filter(m, m.address.matches('^.*:[0-9]{1,5}$') && int(m.address.substring(m.address.lastIndexOf(':') + 1)) == int(l.address.substring(l.address.lastIndexOf(':') + 1))).size() == 1)",message="listener ports must be unique, compared as numbers: :6667, 0.0.0.0:6667 and [::]:6667 all use port 6667"
 	// +listType=atomic
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Listeners"
 	Listeners []Listener `json:"listeners"`
@@ -87,11 +88,13 @@ type OperCredentials struct {
 
 // Listener is one address ergo listens on.
 type Listener struct {
-	// Address is `[host]:port`, as in ergo's config: ":6697", "0.0.0.0:6667" or "[::]:6697".
+	// Address is where ergo listens: ":port", "0.0.0.0:port" or "[::]:port" (":6697", "0.0.0.0:6667",
+	// "[::]:6697"), port 1-65535 without leading zeros. Ergo runs in a pod and must listen on all of the
+	// pod's addresses for the Service to reach it, so no other host is accepted.
 	// +kubebuilder:validation:MinLength=2
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(\\\\[[0-9A-Fa-f:.]+\\\\]|[0-9A-Za-z.-]+)?:[0-9]{1,5}$')",message="address must be [host]:port, such as :6697 or [::]:6697"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^.*:[0-9]{1,5}$') || (int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535)",message="port must be between 1 and 65535"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0\\\\.0\\\\.0\\\\.0|\\\\[::\\\\])?:[0-9]+$')",message="address must be :port, 0.0.0.0:port or [::]:port, such as :6697: ergo runs in a pod and must listen on all of its addresses for the Service to reach it"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^.*:[0-9]+$') || (self.substring(self.lastIndexOf(':') + 1).matches('^[1-9][0-9]{0,4}$') && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535)",message="port must be a number between 1 and 65535 without leading zeros"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Address"
 	Address string `json:"address"`
 
@@ -130,6 +133,7 @@ type IssuerRef struct {
 	// +optional
 	// +kubebuilder:default=Issuer
 	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+	// +kubebuilder:validation:MaxLength=13
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Kind"
 	Kind string `json:"kind,omitempty"`
 }
@@ -184,18 +188,22 @@ const (
 
 // ResourceRequirements are the ergo container's requests and limits.
 // +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || self.requests.all(k, !(k in self.limits) || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)",message="resource requests must not exceed limits"
+// +kubebuilder:validation:XValidation:rule="!has(self.requests) || self.requests.all(k, !(k.startsWith('hugepages-') || k.contains('/')) || (has(self.limits) && k in self.limits && quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) == 0))",message="hugepages and extended resources cannot be overcommitted: each request needs a limit of the same quantity"
+// +kubebuilder:validation:XValidation:rule="!((has(self.requests) && self.requests.exists(k, k.startsWith('hugepages-'))) || (has(self.limits) && self.limits.exists(k, k.startsWith('hugepages-')))) || (has(self.requests) && ('cpu' in self.requests || 'memory' in self.requests)) || (has(self.limits) && ('cpu' in self.limits || 'memory' in self.limits))",message="hugepages need a cpu or memory request or limit"
 type ResourceRequirements struct {
 	// Requests are the minimum resources, such as cpu: 50m and memory: 64Mi.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=6
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-') || k.contains('/'))",message="resource names are cpu, memory, ephemeral-storage, hugepages-<size> or a domain-qualified extended resource"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || (k.startsWith('hugepages-') && isQuantity(k.substring(10))) || (k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && k.indexOf('/') <= 244 && !k.contains('kubernetes.io/')))",message="resource names are cpu, memory, ephemeral-storage, hugepages-<size> or a domain-qualified extended resource (example.com/gpu) outside kubernetes.io"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !quantity(string(self[k])).isLessThan(quantity('0')))",message="resource quantities must not be negative"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Requests",xDescriptors="urn:alm:descriptor:com.tectonic.ui:advanced"
 	Requests map[corev1.ResourceName]resource.Quantity `json:"requests,omitempty"`
 
 	// Limits are the maximum resources, such as cpu: 200m and memory: 256Mi.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=6
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-') || k.contains('/'))",message="resource names are cpu, memory, ephemeral-storage, hugepages-<size> or a domain-qualified extended resource"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || (k.startsWith('hugepages-') && isQuantity(k.substring(10))) || (k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && k.indexOf('/') <= 244 && !k.contains('kubernetes.io/')))",message="resource names are cpu, memory, ephemeral-storage, hugepages-<size> or a domain-qualified extended resource (example.com/gpu) outside kubernetes.io"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !quantity(string(self[k])).isLessThan(quantity('0')))",message="resource quantities must not be negative"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Limits",xDescriptors="urn:alm:descriptor:com.tectonic.ui:advanced"
 	Limits map[corev1.ResourceName]resource.Quantity `json:"limits,omitempty"`
 }

@@ -12,32 +12,32 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/scheme"
 )
 
 // c talks to a real kube-apiserver serving the generated CRD, so the OpenAPI and CEL rules in the type
-// markers are checked the way users meet them: at admission.
+// markers are checked the way users meet them: at admission. The server also serves cert-manager's and
+// OpenShift's CRDs, so the fuzz test can dry-run every child the builders make.
 var c client.Client
 
 func TestMain(m *testing.M) {
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases")},
+		CRDDirectoryPaths: []string{
+			filepath.Join("..", "..", "..", "config", "crd", "bases"),
+			filepath.Join("..", "..", "..", "config", "crd", "external"),
+		},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()
 	if err != nil {
 		panic(err)
 	}
-	s := runtime.NewScheme()
-	if err := ircv1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if c, err = client.New(cfg, client.Options{Scheme: s}); err != nil {
+	if c, err = client.New(cfg, client.Options{Scheme: scheme.Scheme}); err != nil {
 		panic(err)
 	}
 	code := m.Run()
@@ -74,10 +74,101 @@ func TestAdmission(t *testing.T) {
 		{name: "hostname with upper case", want: "hostname must be a lowercase DNS name", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Hostname = "IRC.example.com" }},
 		{name: "hostname with underscore", want: "hostname must be a lowercase DNS name", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Hostname = "irc_1.example.com" }},
 		{name: "no listeners", want: "spec.listeners", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners = nil }},
-		{name: "address without port", want: "address must be [host]:port", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = "6667" }},
-		{name: "port zero", want: "port must be between 1 and 65535", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = ":0" }},
-		{name: "port too large", want: "port must be between 1 and 65535", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = ":70000" }},
-		{name: "duplicate port", want: "listener ports must be unique", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = "127.0.0.1:6697" }},
+		{name: "address without port", want: "address must be :port, 0.0.0.0:port or [::]:port", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = "6667" }},
+		{name: "port zero", want: "port must be a number between 1 and 65535", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = ":0" }},
+		{name: "port too large", want: "port must be a number between 1 and 65535", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = ":70000" }},
+		{name: "duplicate port", want: "listener ports must be unique", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = "0.0.0.0:6697" }},
+		{name: "duplicate port across address forms", want: "spec.listeners: Invalid value: \"array\": listener ports must be unique, compared as numbers", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Listeners = append(s.Listeners, ircv1.Listener{Address: ":6667"})
+		}},
+		{name: "duplicate port behind a leading zero", want: "listener ports must be unique", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Listeners = append(s.Listeners, ircv1.Listener{Address: ":06667"})
+		}},
+		{name: "leading zero", want: "spec.listeners[1].address: Invalid value: \"string\": port must be a number between 1 and 65535 without leading zeros", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Listeners[1].Address = ":06667"
+		}},
+		{name: "port 65535", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = "0.0.0.0:65535" }},
+		{name: "port 1", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = ":1" }},
+		{name: "port 65536", want: "port must be a number between 1 and 65535", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = "[::]:65536" }},
+		{name: "loopback IPv4", want: "spec.listeners[1].address: Invalid value: \"string\": address must be :port, 0.0.0.0:port or [::]:port", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Listeners[1].Address = "127.0.0.1:6667"
+		}},
+		{name: "loopback IPv6", want: "spec.listeners[1].address: Invalid value: \"string\": address must be :port, 0.0.0.0:port or [::]:port", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Listeners[1].Address = "[::1]:6667"
+		}},
+		{name: "host name listener", want: "must listen on all of its addresses for the Service to reach it", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Listeners[1].Address = "irc.example.com:6667"
+		}},
+		{name: "pod address listener", want: "spec.listeners[0].address", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[0].Address = "10.0.0.5:6697" }},
+		{name: "unix socket listener", want: "spec.listeners[1].address", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = "/tmp/ergo.sock" }},
+		{name: "route host among dnsNames", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.TLS.DNSNames = []string{"irc.example.org", "chat.example.com"}
+			s.Route.Host = "chat.example.com"
+		}},
+		{name: "route host under a wildcard", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.TLS.DNSNames = []string{"*.example.com"}
+			s.Route.Host = "chat.example.com"
+		}},
+		{name: "route host two labels under a wildcard", want: "spec.route.host: Invalid value: \"object\": spec.route.host must be covered by the certificate", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.TLS.DNSNames = []string{"*.example.com"}
+			s.Route.Host = "a.b.example.com"
+		}},
+		{name: "route host is the wildcard's base", want: "spec.route.host must be covered by the certificate", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.TLS.DNSNames = []string{"*.example.com"}
+			s.Route.Host = "example.com"
+		}},
+		{name: "route host not among dnsNames", want: "spec.route.host must be covered by the certificate", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.TLS.DNSNames = []string{"irc.example.com"}
+			s.Route.Host = "chat.example.com"
+		}},
+		{name: "route host is not the hostname", want: "spec.route.host: Invalid value: \"object\": spec.route.host must be covered by the certificate", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Route.Host = "chat.example.com"
+		}},
+		{name: "route without a host", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Route.Host = "" }},
+		{name: "issuer name too long", want: "spec.tls.issuerRef.name: Too long", mutate: func(s *ircv1.ErgoNetworkSpec) { s.TLS.IssuerRef.Name = strings.Repeat("a", 254) }},
+		{name: "too many dnsNames", want: "spec.tls.dnsNames: Too many", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			for i := range 17 {
+				s.TLS.DNSNames = append(s.TLS.DNSNames, "n"+itoa(i)+".example.com")
+			}
+		}},
+		{name: "address too long", want: "spec.listeners[1].address: Too long", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = strings.Repeat("0", 63) + ":1" }},
+		{name: "route host too long", want: "spec.route.host: Too long", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Route.Host = strings.Repeat(strings.Repeat("a", 60)+".", 4) + "example.com"
+		}},
+		{name: "storage class too long", want: "spec.storage.storageClassName: Too long", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Storage.StorageClassName = strings.Repeat("a", 254) }},
+		{name: "extended resource and hugepages with equal limits", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Resources = &ircv1.ResourceRequirements{
+				Requests: map[corev1.ResourceName]resource.Quantity{"example.com/gpu": resource.MustParse("1"), "hugepages-2Mi": resource.MustParse("4Mi"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+				Limits:   map[corev1.ResourceName]resource.Quantity{"example.com/gpu": resource.MustParse("1"), "hugepages-2Mi": resource.MustParse("4Mi")},
+			}
+		}},
+		{name: "negative request", want: "spec.resources.requests: Invalid value: \"object\": resource quantities must not be negative", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Resources = &ircv1.ResourceRequirements{Requests: map[corev1.ResourceName]resource.Quantity{corev1.ResourceCPU: resource.MustParse("-1")}}
+		}},
+		{name: "negative limit", want: "spec.resources.limits: Invalid value: \"object\": resource quantities must not be negative", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Resources = &ircv1.ResourceRequirements{Limits: map[corev1.ResourceName]resource.Quantity{corev1.ResourceMemory: resource.MustParse("-1Mi")}}
+		}},
+		{name: "extended resource without a limit", want: "spec.resources: Invalid value: \"object\": hugepages and extended resources cannot be overcommitted", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Resources = &ircv1.ResourceRequirements{Requests: map[corev1.ResourceName]resource.Quantity{"example.com/gpu": resource.MustParse("1")}}
+		}},
+		{name: "hugepages request below limit", want: "hugepages and extended resources cannot be overcommitted", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Resources = &ircv1.ResourceRequirements{
+				Requests: map[corev1.ResourceName]resource.Quantity{"hugepages-2Mi": resource.MustParse("2Mi"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+				Limits:   map[corev1.ResourceName]resource.Quantity{"hugepages-2Mi": resource.MustParse("4Mi")},
+			}
+		}},
+		{name: "hugepages without cpu or memory", want: "spec.resources: Invalid value: \"object\": hugepages need a cpu or memory request or limit", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Resources = &ircv1.ResourceRequirements{Limits: map[corev1.ResourceName]resource.Quantity{"hugepages-2Mi": resource.MustParse("4Mi")}}
+		}},
+		{name: "hugepages of no size", want: "spec.resources.limits: Invalid value: \"object\": resource names are", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Resources = &ircv1.ResourceRequirements{Limits: map[corev1.ResourceName]resource.Quantity{"hugepages-big": resource.MustParse("4Mi")}}
+		}},
+		{name: "extended resource that is not a qualified name", want: "spec.resources.requests: Invalid value: \"object\": resource names are", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Resources = &ircv1.ResourceRequirements{Requests: map[corev1.ResourceName]resource.Quantity{"a/b/c": resource.MustParse("1")}}
+		}},
+		{name: "extended resource in kubernetes.io", want: "outside kubernetes.io", mutate: func(s *ircv1.ErgoNetworkSpec) {
+			s.Resources = &ircv1.ResourceRequirements{Limits: map[corev1.ResourceName]resource.Quantity{"kubernetes.io/gpu": resource.MustParse("1")}}
+		}},
 		{name: "tls listener without spec.tls", want: "spec.tls is required when a listener has tls: true", mutate: func(s *ircv1.ErgoNetworkSpec) {
 			s.TLS, s.Route = nil, nil
 		}},
