@@ -29,6 +29,11 @@ type operatorConfig struct {
 	leaderElection *localcluster.LeaderElection
 	// args are more flags.
 	args []string
+	// secureMetrics serves /metrics as the Deployment does (HTTPS, authenticated and authorized through
+	// the API server) instead of the plain HTTP the other scenarios scrape; see OperatorOptions.
+	secureMetrics bool
+	// pprof also serves /debug/pprof on a free port (--pprof-bind-address).
+	pprof bool
 }
 
 // operatorStopTimeout is how long Stop waits after SIGTERM (a clean shutdown, as kubelet does) before
@@ -72,6 +77,8 @@ func startOperator(name string, cfg operatorConfig) *operator {
 		Args:           cfg.args,
 		Env:            []string{"RELATED_IMAGE_ERGO=" + ergoImage, "WATCH_NAMESPACE=" + cfg.namespace},
 		LeaderElection: le,
+		SecureMetrics:  cfg.secureMetrics,
+		Pprof:          cfg.pprof,
 		StopTimeout:    operatorStopTimeout,
 	})
 	Expect(err).NotTo(HaveOccurred(), "start operator %s", name)
