@@ -37,6 +37,8 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// The fuzz test sends a burst of requests per input; client-go's default 5 QPS would be its pace.
+	cfg.QPS, cfg.Burst = 500, 1000
 	if c, err = client.New(cfg, client.Options{Scheme: scheme.Scheme}); err != nil {
 		panic(err)
 	}
