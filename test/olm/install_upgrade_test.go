@@ -351,35 +351,38 @@ func ready(ctx context.Context) func(Gomega) {
 
 var networkLabels = client.MatchingLabels{"app.kubernetes.io/instance": networkName}
 
+// networkChild lists the network's objects of list's kind into list and expects exactly one.
+func networkChild(ctx context.Context, list client.ObjectList) {
+	GinkgoHelper()
+	Expect(k8s.List(ctx, list, client.InNamespace(installNamespace), networkLabels)).To(Succeed())
+	Expect(meta.LenList(list)).To(Equal(1), "%T of the network", list)
+}
+
 func networkPVC(ctx context.Context) corev1.PersistentVolumeClaim {
 	GinkgoHelper()
 	var l corev1.PersistentVolumeClaimList
-	Expect(k8s.List(ctx, &l, client.InNamespace(installNamespace), networkLabels)).To(Succeed())
-	Expect(l.Items).To(HaveLen(1), "claims of the network")
+	networkChild(ctx, &l)
 	return l.Items[0]
 }
 
 func networkPod(ctx context.Context) corev1.Pod {
 	GinkgoHelper()
 	var l corev1.PodList
-	Expect(k8s.List(ctx, &l, client.InNamespace(installNamespace), networkLabels)).To(Succeed())
-	Expect(l.Items).To(HaveLen(1), "pods of the network")
+	networkChild(ctx, &l)
 	return l.Items[0]
 }
 
 func ergoDeployment(ctx context.Context) appsv1.Deployment {
 	GinkgoHelper()
 	var l appsv1.DeploymentList
-	Expect(k8s.List(ctx, &l, client.InNamespace(installNamespace), networkLabels)).To(Succeed())
-	Expect(l.Items).To(HaveLen(1), "Deployments of the network")
+	networkChild(ctx, &l)
 	return l.Items[0]
 }
 
 func networkService(ctx context.Context) corev1.Service {
 	GinkgoHelper()
 	var l corev1.ServiceList
-	Expect(k8s.List(ctx, &l, client.InNamespace(installNamespace), networkLabels)).To(Succeed())
-	Expect(l.Items).To(HaveLen(1), "Services of the network")
+	networkChild(ctx, &l)
 	return l.Items[0]
 }
 
