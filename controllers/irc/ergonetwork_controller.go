@@ -22,6 +22,7 @@ import (
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/apply"
+	"github.com/platform-operator/platform-operator/internal/ergo"
 	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
@@ -155,7 +156,8 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
-		Owns(&corev1.PersistentVolumeClaim{}).
+		// A retained claim has no owner reference: claims map back to their network by label.
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(networkForClaim)).
 		// Only Secret metadata is cached: a change bumps resourceVersion, which is all we need to know.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.networksForSecret)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
@@ -187,6 +189,16 @@ func (r *ErgoNetworkReconciler) networksForSecret(ctx context.Context, o client.
 			Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
 	}
 	return reqs
+}
+
+// networkForClaim maps a claim the operator made for ergo to its network, by label rather than owner
+// reference, which a claim kept under reclaimPolicy Retain does not have.
+func networkForClaim(_ context.Context, o client.Object) []ctrl.Request {
+	l := o.GetLabels()
+	if !manager.IsManaged(l) || l[manager.NameLabel] != ergo.AppName || l[manager.InstanceLabel] == "" {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[manager.InstanceLabel]}}}
 }
 
 // CacheRules are the kinds the ErgoNetwork controller reads: only the children the operator made, so a

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	routev1 "github.com/openshift/api/route/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -449,14 +450,46 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 	})
 
 	It("reports a child the API server refuses without a hot loop", func() {
+		// Admission refuses every spec the API server would refuse on a child, so the cluster's own
+		// policy plays the refusal here: a ValidatingAdmissionPolicy that denies this Deployment.
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: ns + "-deny-bad"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{
+					NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+					ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+					}}},
+				},
+				Validations: []admissionregistrationv1.Validation{{Expression: "object.metadata.name != 'bad'", Message: "no Deployment named bad here"}},
+			},
+		}
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+		}
+		Expect(k8s.Create(ctx, policy)).To(Succeed())
+		Expect(k8s.Create(ctx, binding)).To(Succeed())
+		DeferCleanup(func() {
+			Expect(k8s.Delete(context.Background(), binding)).To(Succeed())
+			Expect(k8s.Delete(context.Background(), policy)).To(Succeed())
+		})
+		Eventually(func() error {
+			d := ergo.Deployment(ergotest.MinimalNetwork(ns, "bad"), ergo.Options{}, "x")
+			d.OwnerReferences = nil // the only reason left to refuse it is the policy
+			return k8s.Create(ctx, d, client.DryRunAll)
+		}).Should(MatchError(ContainSubstring("no Deployment named bad here")), "the policy takes effect")
+
 		n := fullNetwork(ns, "bad")
 		n.Spec.OperCredentials = nil
-		// CEL lets this through, the API server refuses the Deployment: hugepages cannot be overcommitted,
-		// so a request needs an equal limit.
-		n.Spec.Resources = &ircv1.ResourceRequirements{Requests: map[corev1.ResourceName]resource.Quantity{"hugepages-2Mi": resource.MustParse("2Mi")}}
 		Expect(k8s.Create(ctx, n)).To(Succeed())
 		got := eventuallyNetwork(ctx, ns, "bad", haveCondition(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonApplyFailed))
 		Expect(condition(got, ircv1.ConditionDeployment).Message).To(ContainSubstring("Deployment bad"))
+		Expect(condition(got, ircv1.ConditionDeployment).Message).To(ContainSubstring("no Deployment named bad here"))
 		Eventually(warningEvents(ctx, ns, "bad")).Should(ContainElement(ircv1.ReasonApplyFailed))
 	})
+
 })

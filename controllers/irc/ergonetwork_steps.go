@@ -73,7 +73,9 @@ func checkBcryptHash(v []byte) string {
 }
 
 // reconcileStorage creates the datastore claim once and afterwards only lets it grow: the claim holds
-// the user's accounts and history, so a reconcile never shrinks, recreates or deletes it.
+// the user's accounts and history, so a reconcile never shrinks, recreates or deletes it. A claim kept
+// from an earlier network of the same name (reclaimPolicy Retain) is taken up again; one an earlier
+// network still controls is left alone until the garbage collector has dealt with it (NameConflict).
 func (r *ErgoNetworkReconciler) reconcileStorage(ctx context.Context, s *scope) (ctrl.Result, error) {
 	desired := ergo.PVC(s.net)
 	var live corev1.PersistentVolumeClaim
@@ -82,13 +84,23 @@ func (r *ErgoNetworkReconciler) reconcileStorage(ctx context.Context, s *scope) 
 		return ctrl.Result{}, fmt.Errorf("read claim: %w", err)
 	}
 	var notes []string
+	adopting := false
 	if err == nil {
 		notes = keepImmutableClaimFields(s, desired, &live)
+		// A claim without a controller that was not kept for this very network was kept for an earlier one.
+		adopting = metav1.GetControllerOf(&live) == nil && live.Annotations[ergo.RetainedForAnnotation] != string(s.net.UID)
 	}
 	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionStorage); !ok {
 		return res, err
 	}
+	if adopting {
+		s.Recorder.Eventf(s.net, corev1.EventTypeNormal, ircv1.ReasonClaimAdopted,
+			"Took up PersistentVolumeClaim %s, kept from an earlier network of this name: ergo starts on its datastore", desired.Name)
+	}
 	msg := fmt.Sprintf("PersistentVolumeClaim %s requests %s", desired.Name, desired.Spec.Resources.Requests.Storage())
+	if s.net.Spec.Storage.ReclaimPolicy == ircv1.ReclaimRetain {
+		msg += "; kept when the network is deleted (reclaimPolicy Retain)"
+	}
 	for _, n := range notes {
 		msg += "; " + n
 	}

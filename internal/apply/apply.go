@@ -61,17 +61,17 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("%s %s already exists and %s; it is left untouched", e.Kind, e.Name, e.Why)
 }
 
-// Conflict says why live, an existing object of desired's kind and name, is not the operator's to
-// apply over, or returns nil when it is: its controller is the one desired names (labels are then
-// restored like any drift), or it carries the operator's managed-by label and has no controller (the
-// operator's own, kept when its owner went: a retained claim).
-func Conflict(live, desired client.Object) *ConflictError {
+// Conflict says why live, an existing object of desired's kind and name, is not owner's to apply
+// over, or returns nil when it is: owner controls it (labels are then restored like any drift), or it
+// carries the operator's managed-by label and has no controller (the operator's own, kept when its owner
+// went: a retained claim).
+func Conflict(live, desired, owner client.Object) *ConflictError {
 	kind := desired.GetObjectKind().GroupVersionKind().Kind
-	have, want := metav1.GetControllerOf(live), metav1.GetControllerOf(desired)
+	have := metav1.GetControllerOf(live)
 	switch {
-	case have != nil && want != nil && have.UID == want.UID:
+	case have != nil && have.UID == owner.GetUID():
 		return nil
-	case have != nil && want != nil && have.Kind == want.Kind && have.Name == want.Name:
+	case have != nil && have.Name == owner.GetName() && have.Kind == owner.GetObjectKind().GroupVersionKind().Kind:
 		return &ConflictError{Kind: kind, Name: live.GetName(),
 			Why: fmt.Sprintf("belongs to an earlier %s %s (uid %s) that Kubernetes is still deleting", have.Kind, have.Name, have.UID)}
 	case have != nil:
@@ -84,7 +84,8 @@ func Conflict(live, desired client.Object) *ConflictError {
 	}
 }
 
-// Apply makes the cluster hold desired's fields. desired is a typed object with TypeMeta set; only the
+// Apply makes the cluster hold desired's fields, for owner: an existing object of desired's name that is
+// not owner's (see Conflict) is left untouched and reported as a *ConflictError. desired is a typed object with TypeMeta set; only the
 // fields it sets are sent, so fields other managers own (or the server defaults) are left alone. When the
 // live object already holds every desired field with the same value, nothing is sent: an unchanged
 // owner costs no write.
@@ -92,7 +93,7 @@ func Conflict(live, desired client.Object) *ConflictError {
 // On success desired holds the live object, as client writes leave it: the API server's answer when a
 // request was sent, the cached object when none was. Callers read the child's status from it rather than
 // from a cache that may not have seen their own write yet.
-func (a *Applier) Apply(ctx context.Context, desired client.Object) (Result, error) {
+func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Result, error) {
 	want, err := ToUnstructured(desired)
 	if err != nil {
 		return "", err
@@ -125,7 +126,7 @@ func (a *Applier) Apply(ctx context.Context, desired client.Object) (Result, err
 		case err != nil:
 			return "", fmt.Errorf("read %s %s: %w", gvk.Kind, key, err)
 		default:
-			if c := Conflict(liveObj, desired); c != nil {
+			if c := Conflict(liveObj, desired, owner); c != nil {
 				return "", c
 			}
 			result = Updated // ours; the cache has not seen it yet
@@ -133,7 +134,7 @@ func (a *Applier) Apply(ctx context.Context, desired client.Object) (Result, err
 	case err != nil:
 		return "", fmt.Errorf("read %s %s: %w", gvk.Kind, key, err)
 	default:
-		if c := Conflict(liveObj, desired); c != nil {
+		if c := Conflict(liveObj, desired, owner); c != nil {
 			return "", c
 		}
 		liveMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(liveObj)

@@ -45,9 +45,12 @@ func TestSetLive(t *testing.T) {
 }
 
 func TestConflict(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "irc.josie.cloud", Version: "v1alpha1", Kind: "ErgoNetwork"}
 	owner := func(uid types.UID) metav1.OwnerReference {
-		return *metav1.NewControllerRef(&metav1.ObjectMeta{Name: "net", UID: uid}, schema.GroupVersionKind{Group: "irc.josie.cloud", Version: "v1alpha1", Kind: "ErgoNetwork"})
+		return *metav1.NewControllerRef(&metav1.ObjectMeta{Name: "net", UID: uid}, gvk)
 	}
+	network := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "net", UID: "u1"}}
+	network.SetGroupVersionKind(gvk)
 	obj := func(labels map[string]string, refs ...metav1.OwnerReference) *corev1.ConfigMap {
 		return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: "net-config", Labels: labels, OwnerReferences: refs}}
@@ -62,6 +65,7 @@ func TestConflict(t *testing.T) {
 	}{
 		{"ours", obj(ours, owner("u1")), ""},
 		{"ours with its labels removed: restored like any drift", obj(nil, owner("u1")), ""},
+		{"ours, and desired without an owner reference (a claim to retain)", obj(ours, owner("u1")), ""},
 		{"labelled, no controller: kept from an owner that went", obj(ours), ""},
 		{"a user's object of the same name", obj(map[string]string{"team": "a"}), "was not made by the operator"},
 		{"a user's object carrying a non-controller reference", obj(nil, metav1.OwnerReference{Kind: "ErgoNetwork", Name: "net", UID: "u1"}), "was not made by the operator"},
@@ -70,7 +74,7 @@ func TestConflict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Conflict(tt.live, desired)
+			c := Conflict(tt.live, desired, network)
 			switch {
 			case tt.why == "" && c != nil:
 				t.Errorf("conflict %v, want none", c)

@@ -19,6 +19,10 @@ const (
 	// digest. A running pod template keeps it until its digest changes (Options.LegacyDigestKey), so the
 	// upgrade rolls no pod; the next roll moves it to ConfigDigestAnnotation.
 	LegacyConfigDigestAnnotation = "irc.josie.cloud/config-digest"
+	// RetainedForAnnotation on a claim kept under reclaimPolicy Retain holds the UID of the network it is
+	// kept for, which the owner reference holds otherwise: a claim without it, or with another UID, was
+	// kept from an earlier network of the same name.
+	RetainedForAnnotation = manager.AnnotationDomain + "/retained-for"
 	// OperPasswordEnv feeds the oper's bcrypt hash to ergo through allow-environment-overrides, so the
 	// hash lives only in the user's Secret and never in the ConfigMap.
 	OperPasswordEnv = "ERGO__OPERS__ADMIN__PASSWORD"
@@ -29,15 +33,16 @@ const (
 	OperClass = "server-admin"
 )
 
-const appName = "ergo"
+// AppName is the app.kubernetes.io/name label of every child of a network.
+const AppName = "ergo"
 
 // Labels are the recommended labels on every child object.
-func Labels(n *ircv1.ErgoNetwork) map[string]string { return manager.Labels(appName, n.Name) }
+func Labels(n *ircv1.ErgoNetwork) map[string]string { return manager.Labels(AppName, n.Name) }
 
 // SelectorLabels is the subset of Labels that never changes for a network, so it can sit in the
 // Deployment's immutable selector and the Service's selector.
 func SelectorLabels(n *ircv1.ErgoNetwork) map[string]string {
-	return manager.SelectorLabels(appName, n.Name)
+	return manager.SelectorLabels(AppName, n.Name)
 }
 
 // OwnerReference makes the network the controller of a child, so deleting the network garbage-collects

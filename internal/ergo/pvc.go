@@ -14,6 +14,10 @@ var defaultStorageSize = resource.MustParse("1Gi")
 
 // PVC is the claim holding ergo's datastore and lock file. ReadWriteOnce is enough: the Deployment's
 // Recreate strategy never runs two pods at once, and ergo must not share its datastore anyway.
+//
+// With reclaimPolicy Retain the claim has no owner reference, so nothing the garbage collector does
+// (background or foreground deletion of the network) can take it: it outlives the network, labelled
+// with its name, and a new network of that name finds it again. With Delete the network controls it.
 func PVC(n *ircv1.ErgoNetwork) *corev1.PersistentVolumeClaim {
 	size := defaultStorageSize.DeepCopy()
 	if n.Spec.Storage.Size != nil && !n.Spec.Storage.Size.IsZero() {
@@ -28,6 +32,10 @@ func PVC(n *ircv1.ErgoNetwork) *corev1.PersistentVolumeClaim {
 				Requests: corev1.ResourceList{corev1.ResourceStorage: size},
 			},
 		},
+	}
+	if n.Spec.Storage.ReclaimPolicy == ircv1.ReclaimRetain {
+		pvc.OwnerReferences = nil
+		pvc.Annotations = map[string]string{RetainedForAnnotation: string(n.UID)}
 	}
 	// Left out when empty so the cluster's default class is chosen and the field stays unowned.
 	if n.Spec.Storage.StorageClassName != "" {

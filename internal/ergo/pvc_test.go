@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/manager"
 )
 
 func TestPVC(t *testing.T) {
@@ -48,6 +49,30 @@ func TestPVC(t *testing.T) {
 			if (pvc.Spec.StorageClassName == nil) != (tt.wantClass == nil) ||
 				(tt.wantClass != nil && *pvc.Spec.StorageClassName != *tt.wantClass) {
 				t.Errorf("storageClassName = %v, want %v", pvc.Spec.StorageClassName, tt.wantClass)
+			}
+		})
+	}
+}
+
+func TestPVCReclaimPolicy(t *testing.T) {
+	tests := []struct {
+		policy ircv1.ReclaimPolicy
+		owned  bool
+	}{
+		{"", true}, // objects that bypassed defaulting: Delete
+		{ircv1.ReclaimDelete, true},
+		{ircv1.ReclaimRetain, false},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.policy), func(t *testing.T) {
+			n := referenceNetwork()
+			n.Spec.Storage.ReclaimPolicy = tt.policy
+			p := PVC(n)
+			if owned := len(p.OwnerReferences) == 1 && *p.OwnerReferences[0].Controller; owned != tt.owned {
+				t.Errorf("owner references %+v, want owned=%v", p.OwnerReferences, tt.owned)
+			}
+			if p.Labels[manager.InstanceLabel] != n.Name || !manager.IsManaged(p.Labels) {
+				t.Errorf("labels %v must name the network and the operator whatever the policy", p.Labels)
 			}
 		})
 	}

@@ -90,7 +90,7 @@ func (s *Session) Warn(reason, message string) {
 // should wait.
 func (s *Session) Apply(ctx context.Context, obj client.Object, condType string) (applied bool, res ctrl.Result, err error) {
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	result, err := s.Applier.Apply(ctx, obj)
+	result, err := s.Applier.Apply(ctx, s.Owner, obj)
 	var (
 		status   apierrors.APIStatus
 		conflict *apply.ConflictError

@@ -60,6 +60,9 @@ const (
 	// ReasonStorageClassImmutable is the Warning event of a spec.storage.storageClassName other than the
 	// existing claim's, which cannot change.
 	ReasonStorageClassImmutable = "StorageClassImmutable"
+	// ReasonClaimAdopted is the Normal event of a network that took up the claim an earlier network of
+	// its name kept (reclaimPolicy Retain).
+	ReasonClaimAdopted = "ClaimAdopted"
 )
 
 // DefaultOperSecretKey is the Secret key the oper hash is read from when spec.operCredentials.key is
