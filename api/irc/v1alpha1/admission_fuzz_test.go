@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,7 +71,9 @@ func FuzzAdmission(f *testing.F) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "fuzz-"},
 			Spec:       fuzzSpec(in),
 		}
-		ctx := context.Background()
+		// A request that hangs fails the input instead of stalling the fuzzer without a word.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
 		err := c.Create(ctx, n)
 		switch {
 		case apierrors.IsInvalid(err):
@@ -83,8 +86,10 @@ func FuzzAdmission(f *testing.F) {
 		case err != nil:
 			t.Fatalf("create: %v", err)
 		}
-		t.Cleanup(func() { _ = c.Delete(ctx, n) })
 		checkAccepted(ctx, t, n)
+		if err := c.Delete(ctx, n); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
 	})
 }
 
