@@ -14,6 +14,10 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
@@ -171,6 +175,8 @@ func TestScorecardFailsBrokenBundles(t *testing.T) {
 	tests := []struct {
 		name   string
 		mutate func(csv map[string]any)
+		// crd, when set, edits the bundle's CRD too.
+		crd func(crd map[string]any)
 		// failing are the tests that must fail; every other test must still pass, so a failure is
 		// attributed to the right check.
 		failing []string
@@ -206,10 +212,13 @@ func TestScorecardFailsBrokenBundles(t *testing.T) {
 			failing: []string{"samples-admitted-test", "sample-children-admitted-test"},
 		},
 		{
-			name: "sample whose Deployment the API server refuses (hugepages without limits)",
+			// The CRD refuses overcommitted hugepages itself; a bundle whose CRD lacks that rule admits
+			// the sample, and only the children test sees the API server refuse its Deployment.
+			name: "sample whose Deployment the API server refuses (hugepages without limits, a CRD without the rule)",
 			mutate: func(csv map[string]any) {
 				editSample(t, csv, "resources", map[string]any{"requests": map[string]any{"hugepages-2Mi": "2Mi"}})
 			},
+			crd:     dropResourcesRules,
 			failing: []string{"sample-children-admitted-test"},
 		},
 	}
@@ -217,6 +226,10 @@ func TestScorecardFailsBrokenBundles(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := copyBundle(t)
 			editCSV(t, dir, tt.mutate)
+			if tt.crd != nil {
+				editYAML(t, filepath.Join(dir, "manifests", crdFile), tt.crd)
+				loosenServedCRD(t, tt.crd)
+			}
 			results := run(t, dir)
 			var failed []string
 			for _, r := range results {
@@ -244,21 +257,83 @@ func copyBundle(t *testing.T) string {
 	return dir
 }
 
-const csvFile = "platform-operator.clusterserviceversion.yaml"
+const (
+	csvFile = "platform-operator.clusterserviceversion.yaml"
+	crdFile = "irc.josie.cloud_ergonetworks.yaml"
+)
 
 func editCSV(t *testing.T, bundleDir string, edit func(map[string]any)) {
 	t.Helper()
-	p := filepath.Join(bundleDir, "manifests", csvFile)
+	editYAML(t, filepath.Join(bundleDir, "manifests", csvFile), edit)
+}
+
+// loosenServedCRD edits the ErgoNetwork CRD the test API server serves (installed once from the
+// repository's bundle) for the rest of the test, and puts it back afterwards. It waits until a spec only
+// the edited rules refused is admitted.
+func loosenServedCRD(t *testing.T, edit func(map[string]any)) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := client.New(apiEnv.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	if err := c.Get(ctx, client.ObjectKey{Name: "ergonetworks.irc.josie.cloud"}, crd); err != nil {
+		t.Fatal(err)
+	}
+	served := crd.Object["spec"]
+	edit(crd.Object)
+	if err := c.Update(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, client.ObjectKey{Name: crd.GetName()}, crd); err != nil {
+				return err
+			}
+			crd.Object["spec"] = served
+			return c.Update(ctx, crd)
+		})
+		if err != nil {
+			t.Errorf("restore the served CRD: %v", err)
+		}
+	})
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "irc.josie.cloud/v1alpha1", "kind": "ErgoNetwork",
+		"metadata": map[string]any{"name": "probe", "namespace": "default"},
+		"spec": map[string]any{"hostname": "probe.irc.test", "listeners": []any{map[string]any{"address": ":6667"}},
+			"resources": map[string]any{"requests": map[string]any{"hugepages-2Mi": "2Mi"}}},
+	}}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return c.Create(ctx, probe.DeepCopy(), client.DryRunAll) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the API server still refuses what the edited CRD admits: %v", err)
+	}
+}
+
+// dropResourcesRules removes the CEL rules of spec.resources from the bundle's CRD.
+func dropResourcesRules(crd map[string]any) {
+	for _, v := range crd["spec"].(map[string]any)["versions"].([]any) {
+		schema := v.(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)
+		spec := schema["properties"].(map[string]any)["spec"].(map[string]any)
+		delete(spec["properties"].(map[string]any)["resources"].(map[string]any), "x-kubernetes-validations")
+	}
+}
+
+func editYAML(t *testing.T, p string, edit func(map[string]any)) {
+	t.Helper()
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	csv := map[string]any{}
-	if err := yaml.Unmarshal(data, &csv); err != nil {
+	doc := map[string]any{}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
-	edit(csv)
-	if data, err = yaml.Marshal(csv); err != nil {
+	edit(doc)
+	if data, err = yaml.Marshal(doc); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(p, data, 0o644); err != nil {
