@@ -81,16 +81,7 @@ func New(cfg *rest.Config, opts ctrl.Options, caps platform.Capabilities, groups
 	if opts.Cache.ByObject != nil {
 		return nil, errors.New("manager: Cache.ByObject comes from the groups' cache rules; leave it empty")
 	}
-	var rules []namedRule
-	for _, g := range groups {
-		if g.Cache == nil {
-			continue
-		}
-		for _, r := range g.Cache(caps) {
-			rules = append(rules, namedRule{group: g.Name, CacheRule: r})
-		}
-	}
-	byObject, err := mergeCacheRules(opts.Scheme, rules)
+	byObject, err := mergeCacheRules(opts.Scheme, cacheRules(caps, groups))
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +107,20 @@ type namedRule struct {
 	CacheRule
 }
 
+// cacheRules is every group's cache rules for this cluster, each with its group's name.
+func cacheRules(caps platform.Capabilities, groups []Group) []namedRule {
+	var rules []namedRule
+	for _, g := range groups {
+		if g.Cache == nil {
+			continue
+		}
+		for _, r := range g.Cache(caps) {
+			rules = append(rules, namedRule{group: g.Name, CacheRule: r})
+		}
+	}
+	return rules
+}
+
 // mergeCacheRules turns the groups' rules into the cache's ByObject: per kind, the widest scope any
 // group asks for (one group's All must not be narrowed by another's Managed, or it would silently see
 // nothing), and the one transform.
@@ -125,7 +130,6 @@ func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]ca
 		scope          Scope
 		transform      toolscache.TransformFunc
 		transformGroup string
-		groups         []string
 	}
 	byGVK := map[schema.GroupVersionKind]*merged{}
 	var errs []error
@@ -148,7 +152,6 @@ func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]ca
 			m = &merged{obj: r.Object}
 			byGVK[gvk] = m
 		}
-		m.groups = append(m.groups, r.group)
 		m.scope = max(m.scope, r.Scope)
 		if r.Transform != nil {
 			if m.transform != nil {
@@ -176,15 +179,7 @@ func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]ca
 // Describe lists the merged cache rules, one line per kind ("ConfigMap: Managed (irc)"), for logs and
 // tests.
 func Describe(s *runtime.Scheme, caps platform.Capabilities, groups ...Group) ([]string, error) {
-	var rules []namedRule
-	for _, g := range groups {
-		if g.Cache != nil {
-			for _, r := range g.Cache(caps) {
-				rules = append(rules, namedRule{group: g.Name, CacheRule: r})
-			}
-		}
-	}
-	byObject, err := mergeCacheRules(s, rules)
+	byObject, err := mergeCacheRules(s, cacheRules(caps, groups))
 	if err != nil {
 		return nil, err
 	}

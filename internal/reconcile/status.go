@@ -65,11 +65,12 @@ func (w *StatusWriter) Write(ctx context.Context, live client.Object, desired an
 		return err
 	}
 	have, owned := w.project(liveStatus), w.project(want)
-	if equality.Semantic.DeepEqual(sorted(have), sorted(owned)) {
+	haveSorted, ownedSorted := sorted(have), sorted(owned)
+	if equality.Semantic.DeepEqual(haveSorted, ownedSorted) {
 		return nil
 	}
 	key := client.ObjectKeyFromObject(live)
-	write := statusWrite{uid: live.GetUID(), before: digest(sorted(have)), after: digest(sorted(owned))}
+	write := statusWrite{uid: live.GetUID(), before: digest(haveSorted), after: digest(ownedSorted)}
 	if w.lagging(key, write) {
 		return nil
 	}
