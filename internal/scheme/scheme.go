@@ -9,15 +9,22 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 )
 
-// Scheme holds core, apps, the irc API, cert-manager v1 and OpenShift route/v1.
+// Scheme holds core, apps, networking, every platform-operator API group (irc, catalyst, homelab, iot),
+// cert-manager v1 and OpenShift route/v1.
 var Scheme = runtime.NewScheme()
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
 	utilruntime.Must(ircv1.AddToScheme(Scheme))
+	utilruntime.Must(catalystv1.AddToScheme(Scheme))
+	utilruntime.Must(homelabv1.AddToScheme(Scheme))
+	utilruntime.Must(iotv1.AddToScheme(Scheme))
 	utilruntime.Must(cmv1.AddToScheme(Scheme))
 	utilruntime.Must(routev1.AddToScheme(Scheme))
 }
