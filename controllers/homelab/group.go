@@ -1,0 +1,48 @@
+package homelab
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/platform"
+)
+
+// Options configure the homelab controllers; main.go fills them from flags.
+type Options struct {
+	// MaxConcurrentReconciles is how many objects of each kind are reconciled at once.
+	MaxConcurrentReconciles int
+}
+
+// controller is one kind's reconciler as the group sees it: what it reads from the cache besides its own
+// custom resource, and how it registers with the manager.
+type controller struct {
+	cache func(platform.Capabilities) []manager.CacheRule
+	setup func(ctrl.Manager, platform.Capabilities, Options) error
+}
+
+// controllers lists the group's reconcilers, one entry per kind.
+var controllers = []controller{}
+
+// Group is the homelab API group as the manager sees it.
+func Group(opts Options) manager.Group {
+	return manager.Group{
+		Name: "homelab",
+		Cache: func(caps platform.Capabilities) []manager.CacheRule {
+			var rules []manager.CacheRule
+			for _, c := range controllers {
+				if c.cache != nil {
+					rules = append(rules, c.cache(caps)...)
+				}
+			}
+			return rules
+		},
+		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+			for _, c := range controllers {
+				if err := c.setup(mgr, caps, opts); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
