@@ -1,0 +1,62 @@
+package v1alpha1
+
+// Condition types on a Deployment. Ready sums up Progressing and Available.
+const (
+	// ConditionReady is True when every selected device runs the current score.
+	ConditionReady = "Ready"
+	// ConditionProgressing is True while the current score is being rolled out and devices keep reaching
+	// it; False when the rollout is stuck (deadline, failures, no NATS) or complete.
+	ConditionProgressing = "Progressing"
+	// ConditionAvailable is True when at least one selected device runs the current score and none of
+	// the devices given it failed more than rollout.batched.maxUnavailable allows.
+	ConditionAvailable = "Available"
+	// ConditionPaused is True when spec.paused holds the rollout.
+	ConditionPaused = "Paused"
+)
+
+// Condition reasons. They are part of the API: scripts and alerts may match on them.
+const (
+	// ReasonReady is Ready when every selected device runs the current score.
+	ReasonReady = "Ready"
+	// ReasonRollingOut is Progressing while devices are being given the current score.
+	ReasonRollingOut = "RollingOut"
+	// ReasonWaitingForBatch is Progressing while a batch has not reached the success threshold.
+	ReasonWaitingForBatch = "WaitingForBatch"
+	// ReasonRolloutComplete is Progressing False once every selected device runs the current score.
+	ReasonRolloutComplete = "RolloutComplete"
+	// ReasonProgressDeadlineExceeded is Progressing False when no device reached the current score for
+	// longer than rollout.progressDeadlineSeconds.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonTooManyFailures is Progressing and Available False when more devices failed the current
+	// score than maxUnavailable allows; no further batch is published.
+	ReasonTooManyFailures = "TooManyFailures"
+	// ReasonNoDevices is Available False when the selector selects no registered device.
+	ReasonNoDevices = "NoDevicesMatched"
+	// ReasonDevicesRunning is Available True: devices run the current score.
+	ReasonDevicesRunning = "DevicesRunning"
+	// ReasonNoneRunning is Available False: no selected device runs the current score yet.
+	ReasonNoneRunning = "NoneRunning"
+	// ReasonPaused is Paused True, and Progressing False while paused.
+	ReasonPaused = "Paused"
+	// ReasonResumed is Paused False.
+	ReasonResumed = "NotPaused"
+	// ReasonNATSNotConfigured is every condition False when the operator runs without a NATS URL.
+	ReasonNATSNotConfigured = "NATSNotConfigured"
+	// ReasonNATSUnavailable is Progressing False when the NATS server could not be reached or refused a
+	// request; the operator retries.
+	ReasonNATSUnavailable = "NATSUnavailable"
+	// ReasonInvalidSelector is Progressing False for a targetSelector that is not a valid label
+	// selector (an operator outside In, NotIn, Exists, DoesNotExist, or values where none belong).
+	ReasonInvalidSelector = "InvalidSelector"
+)
+
+// Event reasons besides the condition reasons.
+const (
+	// EventPublished is the Normal event of desired state published to devices.
+	EventPublished = "Published"
+	// EventWithdrawn is the Normal event of desired state removed from devices that no longer match or
+	// of a deleted deployment.
+	EventWithdrawn = "Withdrawn"
+	// EventDeviceFailed is the Warning event of the first failure on the current generation after none.
+	EventDeviceFailed = "DeviceFailed"
+)

@@ -1,0 +1,342 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// DeploymentSpec is which containers run on which devices of the fleet, and how a change rolls out.
+type DeploymentSpec struct {
+	// TargetSelector selects the devices, by the labels each device's agent registers, that run this
+	// deployment. An empty selector selects every device of the fleet.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Target Selector"
+	TargetSelector metav1.LabelSelector `json:"targetSelector"`
+
+	// Score is what the agent runs on each selected device.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Score"
+	Score Score `json:"score"`
+
+	// Rollout is how a new score reaches the selected devices: all at once, or batch by batch.
+	// +optional
+	// +kubebuilder:default={strategy: Immediate}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Rollout"
+	Rollout Rollout `json:"rollout,omitempty"`
+
+	// Paused stops publishing desired state: devices keep what they were last given, and status keeps
+	// being folded from what they report.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors="urn:alm:descriptor:com.tectonic.ui:booleanSwitch"
+	Paused bool `json:"paused,omitempty"`
+}
+
+// ScoreType names the payload a score carries, and so which runtime the agent drives.
+// +kubebuilder:validation:Enum=PodmanV0
+type ScoreType string
+
+const (
+	// ScorePodmanV0 is a set of containers the agent runs with podman.
+	ScorePodmanV0 ScoreType = "PodmanV0"
+)
+
+// Score is the typed payload the agent reconciles: its type, and the one payload of that type.
+// +kubebuilder:validation:XValidation:rule="self.type != 'PodmanV0' || has(self.podmanV0)",message="score.podmanV0 is required when score.type is PodmanV0",fieldPath=".podmanV0"
+type Score struct {
+	// Type says which payload the score carries.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Type"
+	Type ScoreType `json:"type"`
+
+	// PodmanV0 is the set of containers the agent runs with podman.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Podman v0"
+	PodmanV0 *PodmanV0Score `json:"podmanV0,omitempty"`
+}
+
+// PodmanV0Score is the containers one device runs for a deployment.
+// +kubebuilder:validation:XValidation:rule="self.services.all(s, self.services.exists_one(t, t.name == s.name))",message="service names must be unique",fieldPath=".services"
+type PodmanV0Score struct {
+	// Services are the containers, each run as one podman container named after the deployment and the
+	// service.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Services"
+	Services []Service `json:"services"`
+}
+
+// RestartPolicy is podman's --restart policy for a service's container.
+// +kubebuilder:validation:Enum=Always;OnFailure;Never
+type RestartPolicy string
+
+const (
+	// RestartAlways restarts the container whenever it exits (podman --restart=always).
+	RestartAlways RestartPolicy = "Always"
+	// RestartOnFailure restarts the container when it exits non-zero (podman --restart=on-failure).
+	RestartOnFailure RestartPolicy = "OnFailure"
+	// RestartNever leaves an exited container stopped (podman --restart=no).
+	RestartNever RestartPolicy = "Never"
+)
+
+// Service is one container of a podman score.
+type Service struct {
+	// Name names the container on the device (with the deployment's namespace and name); a DNS label.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Name"
+	Name string `json:"name"`
+
+	// Image is the container image reference; the agent pulls it only when the device does not have it
+	// (IfNotPresent), so a changing tag such as latest does not move by itself.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.matches('\\\\s')",message="image must not contain whitespace"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image"
+	Image string `json:"image"`
+
+	// Ports are published from the device to the container.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Ports"
+	Ports []Port `json:"ports,omitempty"`
+
+	// Env is the container's environment.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(e, self.exists_one(f, f.name == e.name))",message="environment variable names must be unique"
+	// +listType=atomic
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Environment"
+	Env []EnvVar `json:"env,omitempty"`
+
+	// RestartPolicy says whether podman restarts the container when it exits.
+	// +optional
+	// +kubebuilder:default=Always
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restart Policy"
+	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
+}
+
+// Protocol is a published port's protocol.
+// +kubebuilder:validation:Enum=TCP;UDP
+type Protocol string
+
+// Port publishes one container port on the device.
+type Port struct {
+	// ContainerPort is the port the container listens on.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Container Port"
+	ContainerPort int32 `json:"containerPort"`
+
+	// HostPort is the device's port; it defaults to the container port.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Host Port"
+	HostPort int32 `json:"hostPort,omitempty"`
+
+	// Protocol is TCP or UDP.
+	// +optional
+	// +kubebuilder:default=TCP
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Protocol"
+	Protocol Protocol `json:"protocol,omitempty"`
+}
+
+// EnvVar is one environment variable of a container.
+type EnvVar struct {
+	// Name is the variable's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Name"
+	Name string `json:"name"`
+
+	// Value is the variable's value. It travels in clear text to the devices; do not put secrets here.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Value"
+	Value string `json:"value,omitempty"`
+}
+
+// RolloutStrategy is how a new score reaches the selected devices.
+// +kubebuilder:validation:Enum=Immediate;Batched
+type RolloutStrategy string
+
+const (
+	// RolloutImmediate publishes the new score to every selected device at once.
+	RolloutImmediate RolloutStrategy = "Immediate"
+	// RolloutBatched publishes the new score to one batch of devices at a time, the next batch once
+	// enough of the earlier ones succeeded.
+	RolloutBatched RolloutStrategy = "Batched"
+)
+
+// Rollout is how a new score reaches the selected devices.
+// +kubebuilder:validation:XValidation:rule="self.strategy != 'Batched' || has(self.batched)",message="rollout.batched is required when rollout.strategy is Batched",fieldPath=".batched"
+// +kubebuilder:validation:XValidation:rule="self.strategy == 'Batched' || !has(self.batched)",message="rollout.batched is only allowed when rollout.strategy is Batched",fieldPath=".batched"
+type Rollout struct {
+	// Strategy is Immediate (every device at once) or Batched.
+	// +optional
+	// +kubebuilder:default=Immediate
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Strategy"
+	Strategy RolloutStrategy `json:"strategy,omitempty"`
+
+	// Batched are the batches of a Batched rollout.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Batched"
+	Batched *BatchedRollout `json:"batched,omitempty"`
+
+	// ProgressDeadlineSeconds is how long a rollout may go without a device reaching the new score
+	// before Progressing turns False with reason ProgressDeadlineExceeded. The rollout is not undone.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=604800
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Progress Deadline Seconds"
+	ProgressDeadlineSeconds int32 `json:"progressDeadlineSeconds,omitempty"`
+}
+
+// BatchedRollout are the batches of a Batched rollout.
+type BatchedRollout struct {
+	// BatchSize is how many devices each batch adds: a count (10) or a percentage of the selected
+	// devices ("10%", rounded up, at least one device).
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="batchSize must be a count of at least 1 or a percentage from 1% to 100%"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Batch Size"
+	BatchSize intstr.IntOrString `json:"batchSize"`
+
+	// SuccessThreshold is the percentage of the devices given the new score so far that must run it
+	// before the next batch is given it.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Success Threshold"
+	SuccessThreshold int32 `json:"successThreshold,omitempty"`
+
+	// MaxUnavailable is how many devices given the new score may fail it before the rollout stops
+	// adding batches: a count or a percentage of the selected devices ("5%", rounded down). Zero stops
+	// at the first failure.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^([0-9]|[1-9][0-9]|100)%$')",message="maxUnavailable must be a count of at least 0 or a percentage from 0% to 100%"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Max Unavailable"
+	MaxUnavailable intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// DeploymentStatus is what the operator published and what the fleet reports.
+type DeploymentStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Aggregate is the fleet's state for this deployment, folded from per-state counters.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Aggregate"
+	Aggregate Aggregate `json:"aggregate,omitempty"`
+
+	// PublishedDevices is how many selected devices were given the current score so far (all of them
+	// once a rollout is through all its batches).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Published Devices"
+	PublishedDevices int32 `json:"publishedDevices,omitempty"`
+
+	// RecentEvents are the newest fleet events of this deployment (device failures and recoveries),
+	// newest first, at most ten.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	// +listType=atomic
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Recent Events"
+	RecentEvents []FleetEvent `json:"recentEvents,omitempty"`
+
+	// Conditions are Progressing, Available, Paused and Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors="urn:alm:descriptor:io.kubernetes.conditions"
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Aggregate counts the selected devices by the state they report for this deployment's current
+// generation. The counts come from counters moved by each device's state transitions, not from
+// reading every device.
+type Aggregate struct {
+	// MatchedDevices is how many registered devices the target selector selects.
+	MatchedDevices int32 `json:"matchedDevices"`
+	// Succeeded is how many devices run the current score.
+	Succeeded int32 `json:"succeeded"`
+	// Failed is how many devices failed to run the current score.
+	Failed int32 `json:"failed"`
+	// Pending is how many selected devices neither run nor failed the current score yet.
+	Pending int32 `json:"pending"`
+	// Updated is how many devices report the current generation, whatever their phase.
+	Updated int32 `json:"updated"`
+	// Stale is how many devices that report state for this deployment have stopped sending heartbeats.
+	Stale int32 `json:"stale"`
+	// LastError is the most recent failure a device reported for this deployment.
+	// +optional
+	LastError *DeviceError `json:"lastError,omitempty"`
+}
+
+// DeviceError is one device's failure.
+type DeviceError struct {
+	// Device is the device's ID.
+	Device string `json:"device"`
+	// Message is what the agent reported.
+	Message string `json:"message"`
+	// At is when the agent reported it.
+	At metav1.Time `json:"at"`
+}
+
+// FleetEvent is one device's notable state change.
+type FleetEvent struct {
+	// At is when the device reported it.
+	At metav1.Time `json:"at"`
+	// Device is the device's ID.
+	Device string `json:"device"`
+	// Phase is the phase the device entered.
+	Phase string `json:"phase"`
+	// Message is the agent's message, if any.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// Deployment runs containers on the devices of a fleet selected by label. The operator publishes each
+// selected device's desired state to NATS JetStream, the agent on the device runs it with podman and
+// reports back, and the operator folds the reports into status. The resource is named iotdeployments
+// (short name iotdeploy) so that it never shadows apps/v1 Deployments in kubectl.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=iotdeployments,singular=iotdeployment,shortName=iotdeploy,categories=iot
+// +kubebuilder:validation:XValidation:rule="!self.metadata.name.contains('.')",message="metadata.name must not contain dots: it is a token of NATS subjects and keys, where a dot separates tokens"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters"
+// +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.aggregate.matchedDevices`
+// +kubebuilder:printcolumn:name="Succeeded",type=integer,JSONPath=`.status.aggregate.succeeded`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.aggregate.failed`
+// +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.aggregate.pending`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="IoT Deployment"
+type Deployment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the containers and the devices that run them.
+	Spec DeploymentSpec `json:"spec"`
+	// Status is what the operator published and what the fleet reports.
+	// +optional
+	Status DeploymentStatus `json:"status,omitempty"`
+}
+
+// DeploymentList is a list of Deployments.
+// +kubebuilder:object:root=true
+type DeploymentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Deployments.
+	Items []Deployment `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Deployment{}, &DeploymentList{})
+}
