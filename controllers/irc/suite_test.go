@@ -84,7 +84,7 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	reconciler = startManager(suiteCtx, cfg, writes)
-	Expect(reconciler.Capabilities).To(Equal(platform.Capabilities{CertManager: true, Routes: true}))
+	Expect(reconciler.Capabilities).To(Equal(platform.Capabilities{CertManager: true, Routes: true, Istio: true}))
 })
 
 var _ = AfterSuite(func() {

@@ -15,15 +15,19 @@ type Capabilities struct {
 	CertManager bool
 	// Routes is true when route.openshift.io/v1 Routes are served.
 	Routes bool
+	// Istio is true when networking.istio.io/v1 Gateways and VirtualServices are served.
+	Istio bool
 	// OpenShift is true when the cluster enforces SecurityContextConstraints, which assign pod user and
 	// group IDs themselves.
 	OpenShift bool
 }
 
 var (
-	certificates = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
-	routes       = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
-	sccs         = schema.GroupVersionResource{Group: "security.openshift.io", Version: "v1", Resource: "securitycontextconstraints"}
+	certificates         = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
+	routes               = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
+	sccs                 = schema.GroupVersionResource{Group: "security.openshift.io", Version: "v1", Resource: "securitycontextconstraints"}
+	istioGateways        = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "gateways"}
+	istioVirtualServices = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "virtualservices"}
 )
 
 // Discover asks the API server which optional APIs it serves.
@@ -48,6 +52,17 @@ func DiscoverWith(dc discovery.DiscoveryInterface) (Capabilities, error) {
 		}
 		*c.out = ok
 	}
+	// Istio counts only when both kinds the operator writes are served.
+	for _, gvr := range []schema.GroupVersionResource{istioGateways, istioVirtualServices} {
+		ok, err := serves(dc, gvr)
+		if err != nil {
+			return Capabilities{}, err
+		}
+		if !ok {
+			return caps, nil
+		}
+	}
+	caps.Istio = true
 	return caps, nil
 }
 

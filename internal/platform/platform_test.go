@@ -30,6 +30,9 @@ func TestDiscoverWith(t *testing.T) {
 			group("cert-manager.io/v1", "certificates"),
 		}, Capabilities{CertManager: true, Routes: true, OpenShift: true}},
 		{"routes without SCCs (e.g. a test cluster)", []*metav1.APIResourceList{group("route.openshift.io/v1", "routes")}, Capabilities{Routes: true}},
+		{"istio", []*metav1.APIResourceList{group("networking.istio.io/v1", "gateways", "virtualservices", "destinationrules")}, Capabilities{Istio: true}},
+		{"istio without virtual services", []*metav1.APIResourceList{group("networking.istio.io/v1", "gateways")}, Capabilities{}},
+		{"istio only in v1beta1 (before 1.22)", []*metav1.APIResourceList{group("networking.istio.io/v1beta1", "gateways", "virtualservices")}, Capabilities{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
