@@ -1,0 +1,63 @@
+package v1alpha1
+
+// Condition types on an Environment. Ready sums up NamespaceReady and IngressReady; BuildReady and
+// DeploymentReady report the parts this version of the operator does not do yet.
+const (
+	// ConditionReady is True when the environment's namespace and ingress are ready and status.url is
+	// set. On a Project it is True when the project is usable.
+	ConditionReady = "Ready"
+	// ConditionNamespaceReady reports the namespace and what locks it down: quota, limit range and
+	// network policy.
+	ConditionNamespaceReady = "NamespaceReady"
+	// ConditionBuildReady reports the image build. This version builds nothing: it is Unknown with
+	// reason NotImplemented.
+	ConditionBuildReady = "BuildReady"
+	// ConditionDeploymentReady reports the application's deployment. This version deploys nothing: it is
+	// Unknown with reason NotImplemented.
+	ConditionDeploymentReady = "DeploymentReady"
+	// ConditionIngressReady reports the Ingress and its cert-manager Certificate.
+	ConditionIngressReady = "IngressReady"
+)
+
+// Condition reasons. They are part of the API: the web application, scripts and alerts may match on them.
+// ReasonApplyFailed and ReasonAPINotAvailable are the shared reconcile kit's strings.
+const (
+	// ReasonReady is a part that is ready, and Ready when every part is.
+	ReasonReady = "Ready"
+	// ReasonApplied is a part whose objects are applied and need nothing more to be ready.
+	ReasonApplied = "Applied"
+	// ReasonNamespaceConflict is an environment whose namespace exists and was not made by the operator
+	// for this very Environment (a pre-existing namespace, one made for another Environment, or a
+	// reserved name: default, kube-*, openshift-*). The namespace is left untouched.
+	ReasonNamespaceConflict = "NamespaceConflict"
+	// ReasonProjectNotFound is an environment whose spec.projectRef names no Project.
+	ReasonProjectNotFound = "ProjectNotFound"
+	// ReasonProjectDeleting is an environment whose Project is being deleted (and deletes it).
+	ReasonProjectDeleting = "ProjectDeleting"
+	// ReasonNamespaceTerminating is a namespace Kubernetes is still deleting.
+	ReasonNamespaceTerminating = "NamespaceTerminating"
+	// ReasonWaiting is a part held until an earlier part is ready.
+	ReasonWaiting = "Waiting"
+	// ReasonCertificatePending is a Certificate cert-manager has not issued yet.
+	ReasonCertificatePending = "CertificatePending"
+	// ReasonNotImplemented is a part this version of the operator does not perform (builds and
+	// deployments arrive in a later version).
+	ReasonNotImplemented = "NotImplemented"
+	// ReasonApplyFailed is a part whose object the API server refused or could not take.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonAPINotAvailable is a part that needs an API the cluster does not serve (cert-manager).
+	ReasonAPINotAvailable = "APINotAvailable"
+	// ReasonNameConflict is a part whose object's name is taken, inside the environment's namespace, by
+	// an object the operator did not make.
+	ReasonNameConflict = "NameConflict"
+	// ReasonDeleting is a project or environment being deleted.
+	ReasonDeleting = "Deleting"
+)
+
+// Event reasons besides the condition reasons and the kit's Created, Updated and Deleted.
+const (
+	// EventNamespaceDeleted is the Normal event of an environment's namespace deleted with it.
+	EventNamespaceDeleted = "NamespaceDeleted"
+	// EventEnvironmentsDeleted is the Normal event of a deleted Project's Environments deleted with it.
+	EventEnvironmentsDeleted = "EnvironmentsDeleted"
+)

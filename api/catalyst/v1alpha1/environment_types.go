@@ -1,0 +1,215 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels the web application puts on an Environment, and the operator on its namespace (with label-safe
+// values). Namespace names are derived from the first three.
+const (
+	// LabelTeam names the team that owns the environment's project.
+	LabelTeam = "catalyst.dev/team"
+	// LabelProject names the project.
+	LabelProject = "catalyst.dev/project"
+	// LabelEnvironment names the environment.
+	LabelEnvironment = "catalyst.dev/environment"
+	// LabelBranch names the Git branch the environment runs (sanitized on the namespace).
+	LabelBranch = "catalyst.dev/branch"
+	// AnnotationBranch keeps, on the namespace, the raw branch name the label could not hold.
+	AnnotationBranch = "catalyst.dev/branch"
+	// AnnotationEnvironmentID is the web application's identifier of an Environment. The operator never
+	// writes the Environment's metadata, so the annotation is never removed.
+	AnnotationEnvironmentID = "catalyst.dev/environment-id"
+	// Finalizer holds a deleted Environment until its namespace is gone, and a deleted Project until its
+	// Environments are.
+	Finalizer = "catalyst.dev/finalizer"
+)
+
+// EnvironmentSpec is one running instance of a project: a pull-request preview, staging or production.
+type EnvironmentSpec struct {
+	// ProjectRef names the Project the environment is an instance of.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Project"
+	ProjectRef ProjectReference `json:"projectRef"`
+
+	// Type is development (a preview, such as a pull request's) or deployment (staging, production).
+	// +optional
+	// +kubebuilder:default=development
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Type"
+	Type EnvironmentType `json:"type,omitempty"`
+
+	// Source is the commit the environment runs.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Source"
+	Source EnvironmentSource `json:"source,omitempty"`
+
+	// Config is the environment's runtime configuration.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Config"
+	Config EnvironmentConfig `json:"config,omitempty"`
+}
+
+// ProjectReference names a Project.
+type ProjectReference struct {
+	// Name is the Project's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Name"
+	Name string `json:"name"`
+
+	// Namespace is the Project's namespace (the team's). When empty it is the team label
+	// catalyst.dev/team sanitized like a namespace name part, or else the Environment's own namespace.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Namespace",xDescriptors="urn:alm:descriptor:io.kubernetes:Namespace"
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// EnvironmentType is the kind of environment.
+// +kubebuilder:validation:Enum=development;deployment
+type EnvironmentType string
+
+const (
+	// EnvironmentDevelopment is a preview environment, such as a pull request's.
+	EnvironmentDevelopment EnvironmentType = "development"
+	// EnvironmentDeployment is a long-lived environment: staging or production.
+	EnvironmentDeployment EnvironmentType = "deployment"
+)
+
+// EnvironmentSource is the commit an environment runs.
+type EnvironmentSource struct {
+	// CommitSHA is the full or abbreviated (at least 7) hexadecimal Git commit id, SHA-1 or SHA-256.
+	// +optional
+	// +kubebuilder:validation:MinLength=7
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]+$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Commit SHA"
+	CommitSHA string `json:"commitSha,omitempty"`
+
+	// Branch is the Git branch, such as feature/login.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^[/.-])|([.]{2})|([/.]$)|(@[{])|[\\\\s~^:?*\\\\[\\\\\\\\]')",message="branch must be a valid Git branch name (no spaces, '..', '~', '^', ':', '?', '*', '[', '\\\\' or '@{', and no leading '/', '.' or '-')"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Branch"
+	Branch string `json:"branch,omitempty"`
+
+	// PRNumber is the pull request's number, for a pull-request preview.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pull Request"
+	PRNumber int64 `json:"prNumber,omitempty"`
+}
+
+// EnvironmentConfig is an environment's runtime configuration.
+type EnvironmentConfig struct {
+	// EnvVars are environment variables for the application's containers; names are unique.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=map
+	// +listMapKey=name
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Environment Variables"
+	EnvVars []EnvVar `json:"envVars,omitempty"`
+}
+
+// EnvVar is one environment variable.
+type EnvVar struct {
+	// Name is the variable's name: a letter or '_', then letters, digits and '_' (such as DEBUG).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z_][A-Za-z0-9_]*$')",message="envVars name must start with a letter or '_' and hold only letters, digits and '_', such as DEBUG"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Name"
+	Name string `json:"name"`
+
+	// Value is the variable's value.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Value"
+	Value string `json:"value,omitempty"`
+}
+
+// Phase is where an environment is in its life, as the web application shows it.
+// +kubebuilder:validation:Enum=Pending;Building;Deploying;Ready;Failed
+type Phase string
+
+const (
+	// PhasePending says the namespace is not ready yet (being made, or waiting for the Project).
+	PhasePending Phase = "Pending"
+	// PhaseBuilding says the environment's image is being built (not used before builds exist).
+	PhaseBuilding Phase = "Building"
+	// PhaseDeploying says the namespace is ready and the rest (ingress, certificate) is on its way.
+	PhaseDeploying Phase = "Deploying"
+	// PhaseReady says the environment is reachable at status.url.
+	PhaseReady Phase = "Ready"
+	// PhaseFailed says the environment cannot progress until the user changes something (see conditions).
+	PhaseFailed Phase = "Failed"
+)
+
+// EnvironmentStatus is what the operator observed of the environment.
+type EnvironmentStatus struct {
+	// Phase is Pending, Building, Deploying, Ready or Failed.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors="urn:alm:descriptor:io.kubernetes.phase"
+	Phase Phase `json:"phase,omitempty"`
+
+	// URL is the environment's public https address, set once its certificate is issued.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="URL",xDescriptors="urn:alm:descriptor:org.w3:link"
+	URL string `json:"url,omitempty"`
+
+	// Namespace is the namespace the environment got.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Namespace",xDescriptors="urn:alm:descriptor:io.kubernetes:Namespace"
+	Namespace string `json:"namespace,omitempty"`
+
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions are NamespaceReady, BuildReady, DeploymentReady, IngressReady and Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors="urn:alm:descriptor:io.kubernetes.conditions"
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Environment is one instance of a Project (a pull-request preview, staging or production): a namespace of
+// its own, locked down, with a quota and an https Ingress.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=env,categories=catalyst
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')",message="metadata.name must be at most 63 lowercase letters, digits and '-'"
+// +kubebuilder:printcolumn:name="Project",type=string,JSONPath=`.spec.projectRef.name`
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="Catalyst Environment",resources={{Namespace,v1},{ResourceQuota,v1},{LimitRange,v1},{NetworkPolicy,v1},{Ingress,v1},{Certificate,v1}}
+type Environment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the environment the user asks for.
+	Spec EnvironmentSpec `json:"spec"`
+	// Status is what the operator observed.
+	// +optional
+	Status EnvironmentStatus `json:"status,omitempty"`
+}
+
+// EnvironmentList is a list of Environments.
+// +kubebuilder:object:root=true
+type EnvironmentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Environment `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Environment{}, &EnvironmentList{})
+}
