@@ -185,10 +185,10 @@ func (s *Server) Stop() error {
 	return err
 }
 
-// ConnString is a pgx connection string for user and password on database.
-func (s *Server) ConnString(user, password, database string) string {
+// ConnString is a pgx connection string for login and password on database.
+func (s *Server) ConnString(login, password, database string) string {
 	return fmt.Sprintf("host=%s port=%d user=%s password=%s dbname=%s sslmode=disable connect_timeout=10",
-		s.Host, s.Port, quote(user), quote(password), quote(database))
+		s.Host, s.Port, quote(login), quote(password), quote(database))
 }
 
 // Connect opens a superuser session on the postgres database.
@@ -196,11 +196,11 @@ func (s *Server) Connect(ctx context.Context) (*pgx.Conn, error) {
 	return pgx.Connect(ctx, s.ConnString(s.User, s.Password, "postgres"))
 }
 
-// SecretData is what a PostgresConnection's Secret holds for user and password on this server.
-func (s *Server) SecretData(user, password string) map[string][]byte {
+// SecretData is what a PostgresConnection's Secret holds for login and password on this server.
+func (s *Server) SecretData(login, password string) map[string][]byte {
 	return map[string][]byte{
 		"host": []byte(s.Host), "port": []byte(strconv.Itoa(s.Port)),
-		"user": []byte(user), "password": []byte(password), "sslmode": []byte("disable"),
+		"user": []byte(login), "password": []byte(password), "sslmode": []byte("disable"),
 	}
 }
 

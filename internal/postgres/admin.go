@@ -1,0 +1,323 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Failure classifies why talking to a server failed, for a condition's reason.
+type Failure string
+
+const (
+	// FailureAuthentication is a server that refused the user or password.
+	FailureAuthentication Failure = "AuthenticationFailed"
+	// FailureUnreachable is a server that could not be reached: DNS, a refused or timed-out connection, TLS.
+	FailureUnreachable Failure = "Unreachable"
+	// FailureServer is any other error the server answered with.
+	FailureServer Failure = "ServerError"
+)
+
+// Classify says what kind of failure err is.
+func Classify(err error) Failure {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 28: invalid authorization specification (28000: no pg_hba.conf entry, role cannot log
+		// in; 28P01: wrong password).
+		if len(pgErr.Code) == 5 && pgErr.Code[:2] == "28" {
+			return FailureAuthentication
+		}
+		return FailureServer
+	}
+	var netErr net.Error
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &netErr) || errors.As(err, &connectErr) || errors.Is(err, context.DeadlineExceeded) {
+		return FailureUnreachable
+	}
+	return FailureServer
+}
+
+// Admin is one session on a server as the operator's login: it checks privileges, ensures roles and
+// databases, and drops them. It is not safe for concurrent use; Close it when done.
+type Admin struct {
+	conn *pgx.Conn
+}
+
+// Connect logs in with s.
+func Connect(ctx context.Context, s Settings) (*Admin, error) {
+	cfg, err := s.ConnConfig()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Admin{conn: conn}, nil
+}
+
+// CheckLogin says whether s logs in, by connecting and disconnecting at once.
+func CheckLogin(ctx context.Context, s Settings) error {
+	a, err := Connect(ctx, s)
+	if err != nil {
+		return err
+	}
+	return a.Close(ctx)
+}
+
+// Close ends the session.
+func (a *Admin) Close(ctx context.Context) error { return a.conn.Close(ctx) }
+
+// Privileges are the operator login's role attributes.
+type Privileges struct {
+	Superuser, CreateRole, CreateDB bool
+	// ServerVersion is server_version.
+	ServerVersion string
+}
+
+// Sufficient says whether the login may make roles and databases.
+func (p Privileges) Sufficient() bool { return p.Superuser || (p.CreateRole && p.CreateDB) }
+
+// Missing names the attributes the login lacks ("CREATEROLE, CREATEDB"), "" when none.
+func (p Privileges) Missing() string {
+	switch {
+	case p.Sufficient():
+		return ""
+	case !p.CreateRole && !p.CreateDB:
+		return "CREATEROLE, CREATEDB"
+	case !p.CreateRole:
+		return "CREATEROLE"
+	default:
+		return "CREATEDB"
+	}
+}
+
+// Privileges reads the login's attributes and the server's version.
+func (a *Admin) Privileges(ctx context.Context) (Privileges, error) {
+	var p Privileges
+	err := a.conn.QueryRow(ctx, `SELECT rolsuper, rolcreaterole, rolcreatedb, current_setting('server_version')
+		FROM pg_roles WHERE rolname = current_user`).Scan(&p.Superuser, &p.CreateRole, &p.CreateDB, &p.ServerVersion)
+	return p, err
+}
+
+// ClaimedError is a role or database name on the server that is not the owner's: another object's
+// comment is on it, or none of the operator's.
+type ClaimedError struct {
+	// What is "role" or "database".
+	What, Name string
+	// By is the object that claims it; zero when the operator did not make it.
+	By Owner
+}
+
+func (e *ClaimedError) Error() string {
+	if e.By.Name == "" {
+		return fmt.Sprintf("%s %q already exists on the server and was not made by the operator (no owner comment); it is left untouched", e.What, e.Name)
+	}
+	return fmt.Sprintf("%s %q on the server belongs to %s %s/%s; it is left untouched", e.What, e.Name, e.By.Kind, e.By.Namespace, e.By.Name)
+}
+
+// Database is what Ensure makes: a login role and a database of the same name owned by it.
+type Database struct {
+	// Name names the role and the database.
+	Name string
+	// Owner is the object they are made for, recorded as their comment.
+	Owner Owner
+	// Password is the role's password; it reaches the server only as a SCRAM verifier.
+	Password string
+	// SetPassword asks Ensure to set Password on a role that exists already (a new or rotated password,
+	// or one the role may not have).
+	SetPassword bool
+}
+
+// state is what the server holds of one Database.
+type state struct {
+	roleExists, canLogin, member bool
+	roleComment                  *string
+	dbExists, publicHasAccess    bool
+	dbOwner                      string
+	dbComment                    *string
+}
+
+func (a *Admin) inspect(ctx context.Context, name string) (state, error) {
+	var st state
+	err := a.conn.QueryRow(ctx, `SELECT rolcanlogin, shobj_description(oid, 'pg_authid'), pg_has_role(current_user, oid, 'MEMBER')
+		FROM pg_roles WHERE rolname = $1`, name).Scan(&st.canLogin, &st.roleComment, &st.member)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return st, err
+	default:
+		st.roleExists = true
+	}
+	err = a.conn.QueryRow(ctx, `SELECT pg_get_userbyid(datdba), shobj_description(oid, 'pg_database'),
+		datacl IS NULL OR EXISTS (SELECT 1 FROM unnest(datacl::text[]) AS acl WHERE acl LIKE '=%')
+		FROM pg_database WHERE datname = $1`, name).Scan(&st.dbOwner, &st.dbComment, &st.publicHasAccess)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return st, err
+	default:
+		st.dbExists = true
+	}
+	return st, nil
+}
+
+// claim checks that what exists of d on the server is d.Owner's, and says whether the comments need
+// rewriting (the same object of a new uid, after reclaimPolicy Retain).
+func (st state) claim(d Database) (rewrite bool, err error) {
+	check := func(what string, comment *string, ownedByRole bool) error {
+		if comment == nil {
+			// A database made a moment before its comment: ours when our role owns it.
+			if ownedByRole {
+				rewrite = true
+				return nil
+			}
+			return &ClaimedError{What: what, Name: d.Name}
+		}
+		o, ok := ParseOwner(*comment)
+		if !ok {
+			return &ClaimedError{What: what, Name: d.Name}
+		}
+		if !o.SameObject(d.Owner) {
+			return &ClaimedError{What: what, Name: d.Name, By: o}
+		}
+		if o.UID != d.Owner.UID {
+			rewrite = true
+		}
+		return nil
+	}
+	if st.roleExists {
+		if err := check("role", st.roleComment, false); err != nil {
+			return false, err
+		}
+	}
+	if st.dbExists {
+		if err := check("database", st.dbComment, st.roleExists && st.dbOwner == d.Name); err != nil {
+			return false, err
+		}
+	}
+	return rewrite, nil
+}
+
+// Ensure makes the server hold d: the role (LOGIN, d.Password when new or asked for), the operator's
+// membership in it when the operator is no superuser, the database owned by it, no PUBLIC privileges on
+// the database, and the owner comments on both. It sends only the statements that change something and
+// returns them, so an unchanged database costs reads only. A role or database that is not d.Owner's
+// gives a *ClaimedError and is left untouched.
+func (a *Admin) Ensure(ctx context.Context, d Database) (changed []string, err error) {
+	st, err := a.inspect(ctx, d.Name)
+	if err != nil {
+		return nil, err
+	}
+	rewrite, err := st.claim(d)
+	if err != nil {
+		return nil, err
+	}
+	comment := d.Owner.Comment()
+	var stmts []string
+	if !st.roleExists {
+		v, err := NewScramVerifier(d.Password)
+		if err != nil {
+			return nil, err
+		}
+		// One transaction: a role is never left without the comment that makes it ours.
+		if err := pgx.BeginFunc(ctx, a.conn, func(tx pgx.Tx) error {
+			for _, q := range []string{CreateRole(d.Name, v), CommentOnRole(d.Name, comment)} {
+				if _, err := tx.Exec(ctx, q); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("create role %s: %w", d.Name, err)
+		}
+		changed = append(changed, "created role "+d.Name)
+		p, err := a.Privileges(ctx)
+		if err != nil {
+			return changed, err
+		}
+		st.member = p.Superuser
+	} else {
+		if d.SetPassword || !st.canLogin {
+			v, err := NewScramVerifier(d.Password)
+			if err != nil {
+				return nil, err
+			}
+			stmts = append(stmts, SetPassword(d.Name, v))
+		}
+		if rewrite {
+			stmts = append(stmts, CommentOnRole(d.Name, comment))
+		}
+	}
+	if !st.member {
+		stmts = append(stmts, GrantRoleToCurrentUser(d.Name))
+	}
+	if err := a.exec(ctx, stmts, &changed); err != nil {
+		return changed, err
+	}
+	stmts = nil
+	if !st.dbExists {
+		// CREATE DATABASE cannot run in a transaction; a database left without its comment is taken up
+		// by the next Ensure, since our role owns it.
+		stmts = append(stmts, CreateDatabase(d.Name, d.Name), CommentOnDatabase(d.Name, comment), RevokePublic(d.Name))
+	} else {
+		if st.dbOwner != d.Name {
+			stmts = append(stmts, SetDatabaseOwner(d.Name, d.Name))
+		}
+		if rewrite {
+			stmts = append(stmts, CommentOnDatabase(d.Name, comment))
+		}
+		if st.publicHasAccess {
+			stmts = append(stmts, RevokePublic(d.Name))
+		}
+	}
+	return changed, a.exec(ctx, stmts, &changed)
+}
+
+// exec runs stmts in order, recording each in changed (by its first words, never a verifier).
+func (a *Admin) exec(ctx context.Context, stmts []string, changed *[]string) error {
+	for _, q := range stmts {
+		if _, err := a.conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", summary(q), err)
+		}
+		*changed = append(*changed, summary(q))
+	}
+	return nil
+}
+
+// summary is a statement as events and errors may show it: without its PASSWORD clause. The statements
+// are built here, with PASSWORD in capitals and identifiers that cannot hold a space unquoted.
+func summary(q string) string {
+	if i := strings.Index(q, " PASSWORD "); i >= 0 {
+		return q[:i] + " PASSWORD ..."
+	}
+	return q
+}
+
+// Drop removes d's database (closing its sessions) and role when they are owner's; what is already gone
+// is success, and what is not owner's (another object's comment, or none) is left on the server and
+// reported in kept. It returns the statements it ran.
+func (a *Admin) Drop(ctx context.Context, name string, owner Owner) (dropped, kept []string, err error) {
+	st, err := a.inspect(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	d := Database{Name: name, Owner: owner}
+	var stmts []string
+	if _, cerr := st.claim(d); cerr != nil {
+		// Not ours: nothing of it is dropped.
+		return nil, []string{cerr.Error()}, nil
+	}
+	if st.dbExists {
+		stmts = append(stmts, DropDatabase(name))
+	}
+	if st.roleExists {
+		stmts = append(stmts, DropRole(name))
+	}
+	return dropped, nil, a.exec(ctx, stmts, &dropped)
+}
