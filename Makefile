@@ -170,13 +170,13 @@ verify: ## Regenerate code, manifests, the OLM bundle and catalog, gofmt, tidy e
 	@echo "make verify: generated files, formatting and go.mod files are up to date."
 
 .PHONY: test
-test: manifests generate fmt vet $(TEST_DEPS) ## Run every test with the race detector: unit, golden, fuzz seeds, envtest, then the e2e suite; coverage goes to cover.out.
+test: manifests generate fmt vet $(TEST_DEPS) redis-server ## Run every test with the race detector: unit, golden, fuzz seeds, envtest, then the e2e suite; coverage goes to cover.out.
 	$(run-unit-tests)
 	$(if $(wildcard $(E2E_DIR)),$(run-e2e-tests))
 	$(run-olm-tests)
 
 .PHONY: test-unit
-test-unit: manifests generate fmt vet controlplane-full build $(SCORECARD_TEST) ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
+test-unit: manifests generate fmt vet controlplane-full build $(SCORECARD_TEST) redis-server ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
 	$(run-unit-tests)
 
 .PHONY: bench
@@ -207,6 +207,17 @@ endef
 .PHONY: demo
 demo: controlplane-full build ## Run the demo (hack/demo) on a local cluster until Ctrl-C (DEMO_ARGS adds flags, e.g. -exit-after=10s).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./hack/demo $(DEMO_ARGS)
+
+# The homelab tests run a real Redis server on 127.0.0.1 (internal/redis/redistest): Debian's redis-server.
+# The package's post-install starts a system-wide server where no policy-rc.d forbids it; the tests need
+# none, so a server this target's install started is stopped again.
+REDIS_SERVER ?= /usr/bin/redis-server
+.PHONY: redis-server
+redis-server: ## Install Debian's redis-server for the homelab tests (apt-get, as root) unless $(REDIS_SERVER) exists.
+	@test -x $(REDIS_SERVER) || { \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server && \
+		{ invoke-rc.d redis-server stop >/dev/null 2>&1 || true; }; }
+	@test -x $(REDIS_SERVER) || { echo "redis-server: $(REDIS_SERVER) is still missing"; exit 1; }
 
 ##@ Build
 

@@ -1,0 +1,28 @@
+package redistest
+
+import (
+	"net"
+	"testing"
+	"time"
+)
+
+func TestStartStop(t *testing.T) {
+	s, err := Start(Options{Password: "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	if err != nil {
+		s.Stop()
+		t.Fatalf("server not listening on %s: %v", s.Addr(), err)
+	}
+	_ = conn.Close()
+	s.Stop()
+	if s.cmd.ProcessState == nil || !s.cmd.ProcessState.Exited() && s.cmd.ProcessState.ExitCode() == 0 {
+		t.Errorf("process state after Stop: %v", s.cmd.ProcessState)
+	}
+	if conn, err := net.DialTimeout("tcp", s.Addr(), time.Second); err == nil {
+		_ = conn.Close()
+		t.Errorf("something still listens on %s after Stop", s.Addr())
+	}
+}
