@@ -1,0 +1,184 @@
+// Package agent is the on-device fleet agent: it registers its device, sends heartbeats, watches the
+// device's desired state in NATS JetStream, reconciles the container runtime to it and reports each
+// state transition with compare-and-swap (internal/fleet/store). cmd/fleet-agent runs it with podman;
+// tests and the demo run it with a fake runtime.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/nats-io/nats.go/jetstream"
+
+	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/fleet"
+	"github.com/platform-operator/platform-operator/internal/fleet/store"
+)
+
+// Version is the agent's version, reported in the device's inventory.
+const Version = "0.1.0"
+
+// Runtime runs a deployment's containers on the device. Both methods are idempotent: the agent calls
+// them again after its own restarts and after a NATS outage.
+type Runtime interface {
+	// Apply makes the deployment's containers match score (pulling images only when absent) and
+	// returns once they run, or why they cannot.
+	Apply(ctx context.Context, d fleet.DeploymentKey, score iotv1.Score) error
+	// Remove stops and removes the deployment's containers; "already gone" is success.
+	Remove(ctx context.Context, d fleet.DeploymentKey) error
+}
+
+// Agent is one device's agent.
+type Agent struct {
+	// Device is the device's record: its ID, labels and inventory.
+	Device fleet.DeviceInfo
+	// Store reads and writes the fleet's buckets.
+	Store *store.Store
+	// Runtime runs the containers.
+	Runtime Runtime
+	// Log receives what the agent does.
+	Log logr.Logger
+	// RetryAfter is how long a failed NATS request waits before it is tried again; one second when zero.
+	RetryAfter time.Duration
+}
+
+// Run registers the device and reconciles until ctx ends. It returns an error only when the device
+// cannot be registered at all (an invalid ID).
+func (a *Agent) Run(ctx context.Context) error {
+	if err := fleet.ValidDeviceID(a.Device.ID); err != nil {
+		return err
+	}
+	a.Device.Inventory.AgentVersion = Version
+	for {
+		err := a.Store.RegisterDevice(ctx, a.Device)
+		if err == nil {
+			break
+		}
+		a.Log.Error(err, "register device")
+		if !a.wait(ctx) {
+			return nil
+		}
+	}
+	beats := make(chan struct{})
+	go func() {
+		defer close(beats)
+		a.heartbeats(ctx)
+	}()
+	defer func() { <-beats }()
+	for ctx.Err() == nil {
+		if err := a.watch(ctx); err != nil && ctx.Err() == nil {
+			a.Log.Error(err, "watch desired state")
+			a.wait(ctx)
+		}
+	}
+	return nil
+}
+
+func (a *Agent) wait(ctx context.Context) bool {
+	d := a.RetryAfter
+	if d <= 0 {
+		d = time.Second
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+func (a *Agent) heartbeats(ctx context.Context) {
+	every := a.Store.HeartbeatTTL / 3
+	for {
+		if err := a.Store.Heartbeat(ctx, a.Device.ID); err != nil && ctx.Err() == nil {
+			a.Log.Error(err, "heartbeat")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
+
+// watch follows the device's desired state: on a (re)start it sees every current desired state, then
+// each change, and handles them one at a time.
+func (a *Agent) watch(ctx context.Context) error {
+	w, err := a.Store.Desired.Watch(ctx, fleet.DesiredDeviceFilter(a.Device.ID))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("desired-state watch closed")
+			}
+			if e == nil {
+				continue
+			}
+			for ctx.Err() == nil {
+				err := a.handle(ctx, e)
+				if err == nil {
+					break
+				}
+				a.Log.Error(err, "reconcile desired state", "key", e.Key())
+				a.wait(ctx)
+			}
+		}
+	}
+}
+
+// handle reconciles one desired-state change. An error is a NATS failure worth retrying; a runtime
+// failure is reported as the Failed phase instead.
+func (a *Agent) handle(ctx context.Context, e jetstream.KeyValueEntry) error {
+	_, d, err := fleet.ParseDesiredKey(e.Key())
+	if err != nil {
+		a.Log.Info("ignoring a desired-state key outside the contract", "key", e.Key())
+		return nil
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		// Withdrawn: the operator marks the state Removed itself.
+		if err := a.Runtime.Remove(ctx, d); err != nil {
+			a.Log.Error(err, "remove containers", "deployment", d)
+		}
+		return nil
+	}
+	des, err := fleet.DecodeDesired(e.Value())
+	if err != nil {
+		a.Log.Error(err, "unreadable desired state", "key", e.Key())
+		return nil
+	}
+	cur, err := a.Store.StateOf(ctx, d, a.Device.ID)
+	if err != nil {
+		return err
+	}
+	// After a restart the record may already be Running or Failed for this generation: do not go back
+	// through Pending, only apply again (idempotent) and report if the outcome changed.
+	if cur == nil || cur.Generation != des.Generation || cur.Phase == fleet.PhaseRemoved {
+		if _, err := a.Store.Report(ctx, d, a.Device.ID, des.Generation, fleet.PhasePending, ""); err != nil {
+			return err
+		}
+	}
+	phase, msg := fleet.PhaseRunning, ""
+	if err := a.Runtime.Apply(ctx, d, des.Score); err != nil {
+		phase, msg = fleet.PhaseFailed, truncate(err.Error(), 512)
+	}
+	if _, err := a.Store.Report(ctx, d, a.Device.ID, des.Generation, phase, msg); err != nil {
+		return fmt.Errorf("report %s: %w", phase, err)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

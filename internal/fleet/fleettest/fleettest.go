@@ -1,0 +1,177 @@
+// Package fleettest holds the fleet fixtures every test layer shares (the store and agent tests, the
+// iot controller's envtest suite, the demo): an in-process NATS server with JetStream on 127.0.0.1, a
+// fake container runtime, and simulated devices running the real agent against it.
+package fleettest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/fleet"
+	"github.com/platform-operator/platform-operator/internal/fleet/agent"
+	"github.com/platform-operator/platform-operator/internal/fleet/store"
+)
+
+// Server is an in-process NATS server with JetStream, listening on 127.0.0.1.
+type Server struct {
+	*server.Server
+	dir string
+}
+
+// StartServer starts a NATS server with JetStream storing under a new temporary directory. Stop it
+// with Shutdown.
+func StartServer() (*Server, error) {
+	dir, err := os.MkdirTemp("", "fleet-nats-")
+	if err != nil {
+		return nil, err
+	}
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true})
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		return nil, errors.Join(errors.New("NATS server not ready in 10s"), os.RemoveAll(dir))
+	}
+	return &Server{Server: s, dir: dir}, nil
+}
+
+// Shutdown stops the server and removes its storage.
+func (s *Server) Shutdown() {
+	s.Server.Shutdown()
+	s.WaitForShutdown()
+	_ = os.RemoveAll(s.dir)
+}
+
+// Connect opens a client connection and the fleet's buckets (heartbeat TTL ttl, the default when zero).
+func Connect(ctx context.Context, url string, ttl time.Duration) (*nats.Conn, *store.Store, error) {
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	st, err := store.Open(ctx, js, ttl)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, st, nil
+}
+
+// FakeRuntime is a container runtime in memory: Apply fails for the images in Fail (with their message)
+// and otherwise records the score as running.
+type FakeRuntime struct {
+	mu      sync.Mutex
+	Fail    map[string]string
+	running map[fleet.DeploymentKey]iotv1.Score
+	applies int
+}
+
+// Apply records the score, or fails for an image in Fail.
+func (f *FakeRuntime) Apply(_ context.Context, d fleet.DeploymentKey, score iotv1.Score) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.applies++
+	if score.PodmanV0 == nil {
+		return errors.New("no podmanV0 payload")
+	}
+	for _, s := range score.PodmanV0.Services {
+		if msg, ok := f.Fail[s.Image]; ok {
+			return fmt.Errorf("service %s: %s", s.Name, msg)
+		}
+	}
+	if f.running == nil {
+		f.running = map[fleet.DeploymentKey]iotv1.Score{}
+	}
+	f.running[d] = score
+	return nil
+}
+
+// Applies is how many times Apply was called.
+func (f *FakeRuntime) Applies() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applies
+}
+
+// Remove forgets the deployment's score.
+func (f *FakeRuntime) Remove(_ context.Context, d fleet.DeploymentKey) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.running, d)
+	return nil
+}
+
+// Running is the score the runtime runs for d, if any.
+func (f *FakeRuntime) Running(d fleet.DeploymentKey) (iotv1.Score, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.running[d]
+	return s, ok
+}
+
+// SetFail makes Apply fail for image (msg non-empty) or succeed again (msg empty).
+func (f *FakeRuntime) SetFail(image, msg string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.Fail == nil {
+		f.Fail = map[string]string{}
+	}
+	if msg == "" {
+		delete(f.Fail, image)
+		return
+	}
+	f.Fail[image] = msg
+}
+
+// Device is a simulated device: the real agent with a fake runtime, stoppable and restartable.
+type Device struct {
+	Info    fleet.DeviceInfo
+	Runtime *FakeRuntime
+	store   *store.Store
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// StartDevice runs an agent for a device with these labels.
+func StartDevice(ctx context.Context, st *store.Store, id string, labels map[string]string, rt *FakeRuntime) *Device {
+	if rt == nil {
+		rt = &FakeRuntime{}
+	}
+	d := &Device{Info: fleet.DeviceInfo{ID: id, Labels: labels, Inventory: fleet.Inventory{Hostname: id, Arch: "arm64", OS: "linux"}},
+		Runtime: rt, store: st}
+	d.Start(ctx)
+	return d
+}
+
+// Start (re)starts the device's agent.
+func (d *Device) Start(ctx context.Context) {
+	ctx, d.cancel = context.WithCancel(ctx)
+	d.done = make(chan struct{})
+	a := &agent.Agent{Device: d.Info, Store: d.store, Runtime: d.Runtime, Log: logr.Discard(), RetryAfter: 100 * time.Millisecond}
+	go func() {
+		defer close(d.done)
+		_ = a.Run(ctx)
+	}()
+}
+
+// Stop stops the device's agent (a power cut: the runtime keeps what it ran) and waits for it to end.
+func (d *Device) Stop() {
+	d.cancel()
+	<-d.done
+}

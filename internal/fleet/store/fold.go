@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/platform-operator/platform-operator/internal/fleet"
+)
+
+// Fold keeps c equal to the state bucket until ctx ends: a first pass over every record, then every
+// change, and a recount from scratch whenever the counters cannot fold a change (a gap in revisions, an
+// impossible transition, a record deleted without being withdrawn) or the watch breaks (the NATS
+// server restarted). synced is called after each (re)count, when the counts are the bucket's.
+func (s *Store) Fold(ctx context.Context, c *fleet.Counters, synced func()) error {
+	for {
+		err := s.foldOnce(ctx, c, synced)
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Back off a little: the server may be restarting.
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(recountBackoff(err)):
+		}
+	}
+}
+
+func recountBackoff(err error) time.Duration {
+	if errors.Is(err, fleet.ErrGap) || errors.Is(err, fleet.ErrImpossible) || errors.Is(err, fleet.ErrUnknownRemoval) {
+		return 0
+	}
+	return time.Second
+}
+
+func (s *Store) foldOnce(ctx context.Context, c *fleet.Counters, synced func()) error {
+	c.Reset()
+	w, err := s.State.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", fleet.BucketState, err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("state watch closed")
+			}
+			if e == nil {
+				c.Synced()
+				if synced != nil {
+					synced()
+				}
+				continue
+			}
+			ch := fleet.Change{Revision: e.Revision(), Key: e.Key(), Value: e.Value(),
+				Deleted: e.Operation() != jetstream.KeyValuePut}
+			if err := c.Observe(ch); err != nil {
+				return err
+			}
+		}
+	}
+}

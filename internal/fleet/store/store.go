@@ -1,0 +1,275 @@
+// Package store is the NATS JetStream side of the fleet contract (internal/fleet): it opens the buckets
+// and reads and writes the records, state transitions always with compare-and-swap on the key's
+// revision. The operator and the agent both use it.
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/platform-operator/platform-operator/internal/fleet"
+)
+
+// DefaultHeartbeatTTL is how long a device's heartbeat key lives: an agent sends one every third of it.
+const DefaultHeartbeatTTL = 30 * time.Second
+
+// Store reads and writes the fleet's buckets.
+type Store struct {
+	Devices, Desired, State, Heartbeats jetstream.KeyValue
+	// HeartbeatTTL is the heartbeat bucket's TTL.
+	HeartbeatTTL time.Duration
+}
+
+// Open opens the buckets, creating any that is missing (or updating its configuration). heartbeatTTL is
+// DefaultHeartbeatTTL when zero.
+func Open(ctx context.Context, js jetstream.JetStream, heartbeatTTL time.Duration) (*Store, error) {
+	if heartbeatTTL <= 0 {
+		heartbeatTTL = DefaultHeartbeatTTL
+	}
+	open := func(cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+		kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open bucket %s: %w", cfg.Bucket, err)
+		}
+		return kv, nil
+	}
+	s := &Store{HeartbeatTTL: heartbeatTTL}
+	var err error
+	if s.Devices, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketDevices, Description: "fleet contract v1: device records"}); err != nil {
+		return nil, err
+	}
+	if s.Desired, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketDesired, Description: "fleet contract v1: desired state per device and deployment"}); err != nil {
+		return nil, err
+	}
+	if s.State, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketState, Description: "fleet contract v1: device state per deployment"}); err != nil {
+		return nil, err
+	}
+	if s.Heartbeats, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketHeartbeats, TTL: heartbeatTTL, Description: "fleet contract v1: device liveness"}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// RegisterDevice writes a device's record (labels and inventory), only when it changed.
+func (s *Store) RegisterDevice(ctx context.Context, info fleet.DeviceInfo) error {
+	if err := fleet.ValidDeviceID(info.ID); err != nil {
+		return err
+	}
+	info.Version = fleet.ContractVersion
+	_, err := putIfChanged(ctx, s.Devices, fleet.DeviceKey(info.ID), fleet.Encode(info))
+	return err
+}
+
+// RemoveDevice deletes a device's record: deployments stop selecting it.
+func (s *Store) RemoveDevice(ctx context.Context, id string) error {
+	return s.Devices.Delete(ctx, fleet.DeviceKey(id))
+}
+
+// Heartbeat marks a device alive for HeartbeatTTL.
+func (s *Store) Heartbeat(ctx context.Context, id string) error {
+	_, err := s.Heartbeats.Put(ctx, fleet.DeviceKey(id), []byte(time.Now().UTC().Format(time.RFC3339)))
+	return err
+}
+
+// EachDevice calls fn with every device record, in key order as the server keeps them.
+func (s *Store) EachDevice(ctx context.Context, fn func(*fleet.DeviceInfo)) error {
+	return each(ctx, s.Devices, "", func(e jetstream.KeyValueEntry) {
+		if d, err := fleet.DecodeDevice(e.Value()); err == nil && d.ID == e.Key() {
+			fn(d)
+		}
+	})
+}
+
+// Alive calls fn with the ID of every device whose heartbeat has not expired.
+func (s *Store) Alive(ctx context.Context, fn func(string)) error {
+	return each(ctx, s.Heartbeats, "", func(e jetstream.KeyValueEntry) { fn(e.Key()) })
+}
+
+// EachDesired calls fn with every device's desired state for deployment d.
+func (s *Store) EachDesired(ctx context.Context, d fleet.DeploymentKey, fn func(device string, desired *fleet.Desired)) error {
+	return each(ctx, s.Desired, fleet.DesiredDeploymentFilter(d), func(e jetstream.KeyValueEntry) {
+		device, _, err := fleet.ParseDesiredKey(e.Key())
+		if err != nil {
+			return
+		}
+		if des, err := fleet.DecodeDesired(e.Value()); err == nil {
+			fn(device, des)
+		}
+	})
+}
+
+// Publish writes a device's desired state for deployment d, only when it changed; it says whether it
+// wrote.
+func (s *Store) Publish(ctx context.Context, device string, d fleet.DeploymentKey, desired fleet.Desired) (bool, error) {
+	desired.Version = fleet.ContractVersion
+	return putIfChanged(ctx, s.Desired, fleet.DesiredKey(device, d), fleet.Encode(desired))
+}
+
+// Withdraw takes deployment d from a device: its desired state is deleted first (which tells the agent to
+// stop the containers), then its state record turns Removed, so the counters count it out. In that order
+// an agent that reports concurrently (Report) either reports before the Removed record, or loses the
+// compare-and-swap, finds the desired state gone and reports nothing.
+func (s *Store) Withdraw(ctx context.Context, device string, d fleet.DeploymentKey) error {
+	if err := s.Desired.Delete(ctx, fleet.DesiredKey(device, d)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("delete desired state of %s: %w", device, err)
+	}
+	_, err := s.transition(ctx, d, device, func(cur *fleet.State) (*fleet.State, error) {
+		if cur == nil || cur.Phase == fleet.PhaseRemoved {
+			return nil, nil
+		}
+		return fleet.Next(cur, cur.Generation, fleet.PhaseRemoved, "withdrawn", time.Now()), nil
+	})
+	return err
+}
+
+// PurgeDeployment removes every desired-state and state record of a deleted deployment. The caller
+// forgets the deployment's counters first.
+func (s *Store) PurgeDeployment(ctx context.Context, d fleet.DeploymentKey) (int, error) {
+	n := 0
+	for _, b := range []struct {
+		kv     jetstream.KeyValue
+		filter string
+	}{{s.Desired, fleet.DesiredDeploymentFilter(d)}, {s.State, fleet.StateDeploymentFilter(d)}} {
+		var keys []string
+		if err := each(ctx, b.kv, b.filter, func(e jetstream.KeyValueEntry) { keys = append(keys, e.Key()) }); err != nil {
+			return n, err
+		}
+		for _, k := range keys {
+			if err := b.kv.Purge(ctx, k); err != nil {
+				return n, fmt.Errorf("purge %s: %w", k, err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Transition moves a device's state for deployment d to phase p of generation gen, with compare-and-swap
+// on the record's revision (retrying on a lost race), and writes nothing when the record already says
+// so. It says whether it wrote.
+func (s *Store) Transition(ctx context.Context, d fleet.DeploymentKey, device string, gen int64, p fleet.Phase, msg string) (bool, error) {
+	return s.transition(ctx, d, device, func(cur *fleet.State) (*fleet.State, error) {
+		return fleet.Next(cur, gen, p, msg, time.Now()), nil
+	})
+}
+
+// Report is the agent's Transition: it writes only while the device's desired state for d still exists
+// at generation gen, checked after each read of the state record, so that a report racing with the
+// operator's Withdraw never counts a withdrawn device again.
+func (s *Store) Report(ctx context.Context, d fleet.DeploymentKey, device string, gen int64, p fleet.Phase, msg string) (bool, error) {
+	return s.transition(ctx, d, device, func(cur *fleet.State) (*fleet.State, error) {
+		e, err := s.Desired.Get(ctx, fleet.DesiredKey(device, d))
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read desired state: %w", err)
+		}
+		des, err := fleet.DecodeDesired(e.Value())
+		if err != nil || des.Generation != gen {
+			return nil, nil //nolint:nilerr // a newer (or unreadable) desired state: this report is moot
+		}
+		return fleet.Next(cur, gen, p, msg, time.Now()), nil
+	})
+}
+
+// StateOf is a device's current state record for deployment d, or nil.
+func (s *Store) StateOf(ctx context.Context, d fleet.DeploymentKey, device string) (*fleet.State, error) {
+	cur, _, err := s.read(ctx, fleet.StateKey(d, device))
+	return cur, err
+}
+
+func (s *Store) read(ctx context.Context, key string) (*fleet.State, uint64, error) {
+	e, err := s.State.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read %s: %w", key, err)
+	}
+	cur, err := fleet.DecodeState(e.Value())
+	if err != nil {
+		return nil, e.Revision(), nil // an unreadable record is replaced as if absent, keeping the CAS
+	}
+	return cur, e.Revision(), nil
+}
+
+func (s *Store) transition(ctx context.Context, d fleet.DeploymentKey, device string, next func(*fleet.State) (*fleet.State, error)) (bool, error) {
+	key := fleet.StateKey(d, device)
+	for attempt := 0; ; attempt++ {
+		cur, rev, err := s.read(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		n, err := next(cur)
+		if err != nil || n == nil {
+			return false, err
+		}
+		if rev == 0 {
+			_, err = s.State.Create(ctx, key, fleet.Encode(n))
+		} else {
+			_, err = s.State.Update(ctx, key, fleet.Encode(n), rev)
+		}
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return false, fmt.Errorf("write %s: %w", key, err)
+		}
+		if attempt >= 100 {
+			return false, fmt.Errorf("write %s: lost the compare-and-swap race %d times", key, attempt+1)
+		}
+	}
+}
+
+// putIfChanged puts value at key unless the key already holds exactly it.
+func putIfChanged(ctx context.Context, kv jetstream.KeyValue, key string, value []byte) (bool, error) {
+	e, err := kv.Get(ctx, key)
+	if err == nil && bytes.Equal(e.Value(), value) {
+		return false, nil
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, fmt.Errorf("read %s: %w", key, err)
+	}
+	if _, err := kv.Put(ctx, key, value); err != nil {
+		return false, fmt.Errorf("write %s: %w", key, err)
+	}
+	return true, nil
+}
+
+// each calls fn with the current value of every key matching filter ("" for all), and returns once the
+// watcher has delivered them all.
+func each(ctx context.Context, kv jetstream.KeyValue, filter string, fn func(jetstream.KeyValueEntry)) error {
+	var (
+		w   jetstream.KeyWatcher
+		err error
+	)
+	if filter == "" {
+		w, err = kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	} else {
+		w, err = kv.Watch(ctx, filter, jetstream.IgnoreDeletes())
+	}
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", kv.Bucket(), err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("watch %s: closed before its initial values", kv.Bucket())
+			}
+			if e == nil {
+				return nil
+			}
+			fn(e)
+		}
+	}
+}
