@@ -21,7 +21,9 @@ type controller struct {
 }
 
 // controllers lists the group's reconcilers, one entry per kind.
-var controllers = []controller{}
+var controllers = []controller{
+	{cache: redisConnectionCache, setup: setupRedisConnection},
+}
 
 // Group is the homelab API group as the manager sees it.
 func Group(opts Options) manager.Group {

@@ -1,0 +1,202 @@
+package homelab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/redis"
+)
+
+// redisSecretIndex indexes RedisConnections by the name of their Secret.
+const redisSecretIndex = "homelab.redisconnection.spec.secret"
+
+// How soon a RedisConnection is asked for PING again: a healthy server every few minutes (the check is a
+// read; an unchanged answer costs no write), an unreachable one sooner, one that refused the credentials
+// only when the Secret changes or after a while (a server-side ACL change sends no event).
+const (
+	redisHealthyRecheck     = 5 * time.Minute
+	redisUnreachableRecheck = 30 * time.Second
+	redisRefusedRecheck     = 5 * time.Minute
+)
+
+// redisConnectionParts are the RedisConnection's part conditions in the order Ready reports them.
+var redisConnectionParts = []string{homelabv1.ConditionSecret, homelabv1.ConditionServer}
+
+// redisConnectionReconciler asks each RedisConnection's server for PING with the credentials of its
+// Secret.
+type redisConnectionReconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	recorder  record.EventRecorder
+	status    *reconcile.StatusWriter
+	// ping is redis.Ping; a field so that nothing else is needed to reach a server.
+	ping func(context.Context, redis.Settings) (redis.Outcome, error)
+}
+
+// redisConnectionCache: RedisConnections read their Secret's metadata from the cache (to notice changes)
+// and its data from the API server.
+func redisConnectionCache(platform.Capabilities) []manager.CacheRule {
+	return []manager.CacheRule{{Object: &corev1.Secret{}, Scope: manager.All,
+		Why: "a RedisConnection's Secret is the user's; its metadata says when it changed, its data is read from the API server"}}
+}
+
+func setupRedisConnection(mgr ctrl.Manager, _ platform.Capabilities, opts Options) error {
+	r := &redisConnectionReconciler{
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
+		recorder: mgr.GetEventRecorderFor(manager.OperatorName),
+		status: &reconcile.StatusWriter{Client: mgr.GetClient(), FieldOwner: manager.FieldOwner + "/redisconnection",
+			Fields:     []string{"observedGeneration", "address"},
+			Conditions: append([]string{homelabv1.ConditionReady}, redisConnectionParts...)},
+		ping: redis.Ping,
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &homelabv1.RedisConnection{}, redisSecretIndex,
+		func(o client.Object) []string { return []string{o.(*homelabv1.RedisConnection).Spec.Secret} }); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("redisconnection").
+		For(&homelabv1.RedisConnection{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsForSecret)).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).
+		Complete(r)
+}
+
+// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=redisconnections,verbs=get;list;watch
+// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=redisconnections/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// redisScope is one RedisConnection reconcile's working state.
+type redisScope struct {
+	*reconcile.Session
+	conn     *homelabv1.RedisConnection
+	status   *homelabv1.RedisConnectionStatus
+	previous []metav1.Condition
+	settings *redis.Settings
+}
+
+// Reconcile reads the Secret, asks the server for PING and records the answer.
+func (r *redisConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	conn := &homelabv1.RedisConnection{}
+	if err := r.client.Get(ctx, req.NamespacedName, conn); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.status.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !conn.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // nothing of ours to undo: the operator made nothing
+	}
+	status := conn.Status.DeepCopy()
+	s := &redisScope{
+		Session:  &reconcile.Session{Owner: conn, Conditions: &status.Conditions, Client: r.client, Recorder: r.recorder},
+		conn:     conn,
+		status:   status,
+		previous: conn.Status.Conditions,
+	}
+	res, err := reconcile.Run(ctx, s, r.reconcileSecret, r.reconcileServer)
+	status.ObservedGeneration = conn.Generation
+	ready := reconcile.Summary(status.Conditions, redisConnectionParts, homelabv1.ReasonReady, "the server answers PING")
+	s.Set(homelabv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
+	if werr := r.status.Write(ctx, conn, status); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	return res, err
+}
+
+// reconcileSecret reads host, port, user and password from the user's Secret.
+func (r *redisConnectionReconciler) reconcileSecret(ctx context.Context, s *redisScope) (ctrl.Result, error) {
+	name := s.conn.Spec.Secret
+	var secret corev1.Secret
+	err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: s.conn.Namespace, Name: name}, &secret)
+	if apierrors.IsNotFound(err) {
+		msg := fmt.Sprintf("Secret %q named by spec.secret does not exist in namespace %q", name, s.conn.Namespace)
+		s.failOnce(homelabv1.ConditionSecret, homelabv1.ReasonSecretNotFound, msg)
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		s.Set(homelabv1.ConditionSecret, metav1.ConditionUnknown, homelabv1.ReasonSecretNotFound, "the Secret could not be read: "+err.Error())
+		return ctrl.Result{}, fmt.Errorf("read secret: %w", err)
+	}
+	settings, err := redis.FromSecret(secret.Data)
+	if err != nil {
+		s.failOnce(homelabv1.ConditionSecret, homelabv1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %q: %v", name, err))
+		return ctrl.Result{}, nil
+	}
+	s.settings = &settings
+	s.status.Address = settings.Address()
+	s.Set(homelabv1.ConditionSecret, metav1.ConditionTrue, homelabv1.ReasonReady, fmt.Sprintf("Secret %q names %s", name, settings.Address()))
+	return ctrl.Result{}, nil
+}
+
+// reconcileServer asks the server for PING. A server that is down is asked again soon, one that refused
+// the credentials later; both are Warning events once, when the condition turns.
+func (r *redisConnectionReconciler) reconcileServer(ctx context.Context, s *redisScope) (ctrl.Result, error) {
+	if s.settings == nil {
+		s.Drop(homelabv1.ConditionServer)
+		s.status.Address = ""
+		return ctrl.Result{}, nil
+	}
+	outcome, err := r.ping(ctx, *s.settings)
+	addr := s.settings.Address()
+	switch outcome {
+	case redis.OK:
+		if c := meta.FindStatusCondition(s.previous, homelabv1.ConditionServer); c == nil || c.Status != metav1.ConditionTrue {
+			s.Recorder.Eventf(s.conn, corev1.EventTypeNormal, homelabv1.ReasonConnected, "Redis at %s answers PING", addr)
+		}
+		s.Set(homelabv1.ConditionServer, metav1.ConditionTrue, homelabv1.ReasonConnected, fmt.Sprintf("Redis at %s answers PING", addr))
+		return ctrl.Result{RequeueAfter: redisHealthyRecheck}, nil
+	case redis.AuthenticationFailed:
+		s.failOnce(homelabv1.ConditionServer, homelabv1.ReasonAuthenticationFailed,
+			fmt.Sprintf("Redis at %s refused the Secret's credentials: %v", addr, err))
+		return ctrl.Result{RequeueAfter: redisRefusedRecheck}, nil
+	case redis.Unreachable:
+		s.failOnce(homelabv1.ConditionServer, homelabv1.ReasonUnreachable, fmt.Sprintf("Redis at %s: %v", addr, err))
+		return ctrl.Result{RequeueAfter: redisUnreachableRecheck}, nil
+	default:
+		s.failOnce(homelabv1.ConditionServer, homelabv1.ReasonServerError, fmt.Sprintf("Redis at %s: %v", addr, err))
+		return ctrl.Result{RequeueAfter: redisUnreachableRecheck}, nil
+	}
+}
+
+// failOnce sets a part False and emits a Warning event when the part was not already False for the same
+// reason: a periodic recheck that finds the same failure is neither a status write nor another event.
+func (s *redisScope) failOnce(condType, reason, msg string) {
+	if c := meta.FindStatusCondition(s.previous, condType); c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason {
+		s.Warn(reason, msg)
+	}
+	s.Set(condType, metav1.ConditionFalse, reason, msg)
+}
+
+// connectionsForSecret maps a Secret to the RedisConnections of its namespace that name it.
+func (r *redisConnectionReconciler) connectionsForSecret(ctx context.Context, o client.Object) []ctrl.Request {
+	var list homelabv1.RedisConnectionList
+	if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{redisSecretIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list RedisConnections for a Secret", "secret", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
+	}
+	return reqs
+}
