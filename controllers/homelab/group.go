@@ -11,6 +11,14 @@ import (
 type Options struct {
 	// MaxConcurrentReconciles is how many objects of each kind are reconciled at once.
 	MaxConcurrentReconciles int
+	// GatewayNamespace is where Domains' Certificates and Istio Gateways go (the namespace of the ingress
+	// gateway that serves them); domain.DefaultGatewayNamespace when empty.
+	GatewayNamespace string
+	// GatewaySelector picks the ingress gateway pods of Domains' Gateways; domain.DefaultGatewaySelector
+	// when empty.
+	GatewaySelector map[string]string
+	// AuthentikImage is the image of AuthentikServers' pods; authentik.DefaultImage when empty.
+	AuthentikImage string
 }
 
 // controller is one kind's reconciler as the group sees it: what it reads from the cache besides its own
@@ -23,6 +31,7 @@ type controller struct {
 // controllers lists the group's reconcilers, one entry per kind.
 var controllers = []controller{
 	{cache: redisConnectionCache, setup: setupRedisConnection},
+	{cache: domainCache, setup: setupDomain},
 }
 
 // Group is the homelab API group as the manager sees it.

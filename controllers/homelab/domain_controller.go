@@ -1,0 +1,236 @@
+package homelab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/apply"
+	"github.com/platform-operator/platform-operator/internal/domain"
+	"github.com/platform-operator/platform-operator/internal/istio"
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+)
+
+// domainParts are the Domain's part conditions in the order Ready reports them.
+var domainParts = []string{homelabv1.ConditionCertificate, homelabv1.ConditionGateway}
+
+// domainReconciler makes each Domain's Certificate and Gateway in the gateway namespace, and removes them
+// (with the certificate's Secret) when the Domain is deleted.
+type domainReconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	recorder  record.EventRecorder
+	caps      platform.Capabilities
+	applier   *apply.Applier
+	status    *reconcile.StatusWriter
+	// gatewayNamespace and gatewaySelector come from Options (defaults in internal/domain).
+	gatewayNamespace string
+	gatewaySelector  map[string]string
+}
+
+// domainCache: the Domain's children, which carry the operator's labels.
+func domainCache(caps platform.Capabilities) []manager.CacheRule {
+	var rules []manager.CacheRule
+	if caps.CertManager {
+		rules = append(rules, manager.CacheRule{Object: &cmv1.Certificate{}})
+	}
+	if caps.Istio {
+		rules = append(rules, manager.CacheRule{Object: &istio.Gateway{}})
+	}
+	return rules
+}
+
+func setupDomain(mgr ctrl.Manager, caps platform.Capabilities, opts Options) error {
+	r := &domainReconciler{
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
+		recorder: mgr.GetEventRecorderFor(manager.OperatorName), caps: caps,
+		applier: &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: manager.FieldOwner},
+		status: &reconcile.StatusWriter{Client: mgr.GetClient(), FieldOwner: manager.FieldOwner + "/domain",
+			Fields:     []string{"observedGeneration", "gateway", "certificateSecret"},
+			Conditions: append([]string{homelabv1.ConditionReady}, domainParts...)},
+		gatewayNamespace: opts.GatewayNamespace,
+		gatewaySelector:  opts.GatewaySelector,
+	}
+	if r.gatewayNamespace == "" {
+		r.gatewayNamespace = domain.DefaultGatewayNamespace
+	}
+	if len(r.gatewaySelector) == 0 {
+		r.gatewaySelector = domain.DefaultGatewaySelector()
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("domain").
+		For(&homelabv1.Domain{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
+	// The children live in another namespace: no owner reference, so they map back by label.
+	if caps.CertManager {
+		b = b.Watches(&cmv1.Certificate{}, handler.EnqueueRequestsFromMapFunc(domainForChild))
+	}
+	if caps.Istio {
+		b = b.Watches(&istio.Gateway{}, handler.EnqueueRequestsFromMapFunc(domainForChild))
+	}
+	return b.Complete(r)
+}
+
+// domainForChild maps a Certificate or Gateway the operator made for a Domain back to it.
+func domainForChild(_ context.Context, o client.Object) []ctrl.Request {
+	ns, name, ok := domain.Owner(o.GetLabels())
+	if !ok {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=domains,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=domains/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=domains/finalizers,verbs=update
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.istio.io,resources=gateways,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// domainScope is one Domain reconcile's working state.
+type domainScope struct {
+	*reconcile.Session
+	domain *homelabv1.Domain
+	status *homelabv1.DomainStatus
+}
+
+// Reconcile applies the Domain's Certificate and Gateway, or cleans them up when it is deleted.
+func (r *domainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	d := &homelabv1.Domain{}
+	if err := r.client.Get(ctx, req.NamespacedName, d); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.status.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !d.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, d)
+	}
+	// The finalizer goes on before anything is made in the gateway namespace, and only when something can
+	// be: a cluster without cert-manager and Istio gets no object there, so nothing to clean up.
+	if (r.caps.CertManager || r.caps.Istio) && !controllerutil.ContainsFinalizer(d, homelabv1.DomainFinalizer) {
+		patch := client.MergeFrom(d.DeepCopy())
+		controllerutil.AddFinalizer(d, homelabv1.DomainFinalizer)
+		if err := r.client.Patch(ctx, d, patch); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+
+	status := d.Status.DeepCopy()
+	s := &domainScope{
+		Session: &reconcile.Session{Owner: d, Conditions: &status.Conditions, Client: r.client,
+			Applier: r.applier, Recorder: r.recorder},
+		domain: d, status: status,
+	}
+	res, err := reconcile.Run(ctx, s, r.reconcileCertificate, r.reconcileGateway)
+	s.Announce()
+	status.ObservedGeneration = d.Generation
+	ready := reconcile.Summary(status.Conditions, domainParts, homelabv1.ReasonReady,
+		fmt.Sprintf("%s and *.%s are served over HTTPS", d.Spec.Hostname, d.Spec.Hostname))
+	s.Set(homelabv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
+	if werr := r.status.Write(ctx, d, status); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	return res, err
+}
+
+// reconcileCertificate asks cert-manager for the Domain's certificate in the gateway namespace.
+func (r *domainReconciler) reconcileCertificate(ctx context.Context, s *domainScope) (ctrl.Result, error) {
+	s.status.CertificateSecret = ""
+	if !r.caps.CertManager {
+		s.MissingAPI(homelabv1.ConditionCertificate, "a Domain needs cert-manager (cert-manager.io/v1 Certificate), which this cluster does not serve; install cert-manager, then restart the operator")
+		return ctrl.Result{}, nil
+	}
+	desired := domain.Certificate(s.domain, r.gatewayNamespace)
+	if res, ok, err := r.notOurs(ctx, s, &cmv1.Certificate{}, desired, homelabv1.ConditionCertificate); !ok {
+		return res, err
+	}
+	if ok, res, err := s.Apply(ctx, desired, homelabv1.ConditionCertificate); !ok {
+		return res, err
+	}
+	s.status.CertificateSecret = r.gatewayNamespace + "/" + desired.Spec.SecretName
+	ready, msg := false, "waiting for cert-manager to issue the certificate"
+	for _, c := range desired.Status.Conditions {
+		if c.Type == cmv1.CertificateConditionReady {
+			ready, msg = c.Status == cmmeta.ConditionTrue, "cert-manager: "+c.Message
+		}
+	}
+	if ready {
+		s.Set(homelabv1.ConditionCertificate, metav1.ConditionTrue, homelabv1.ReasonReady,
+			fmt.Sprintf("Certificate %s/%s is issued", desired.Namespace, desired.Name))
+	} else {
+		s.Set(homelabv1.ConditionCertificate, metav1.ConditionFalse, homelabv1.ReasonCertificatePending,
+			fmt.Sprintf("Certificate %s/%s: %s", desired.Namespace, desired.Name, msg))
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileGateway applies the Istio Gateway serving the Domain's hosts with the certificate.
+func (r *domainReconciler) reconcileGateway(ctx context.Context, s *domainScope) (ctrl.Result, error) {
+	s.status.Gateway = ""
+	if !r.caps.Istio {
+		s.MissingAPI(homelabv1.ConditionGateway, "a Domain needs Istio (networking.istio.io/v1 Gateway and VirtualService), which this cluster does not serve; install Istio, then restart the operator")
+		return ctrl.Result{}, nil
+	}
+	desired := domain.Gateway(s.domain, r.gatewayNamespace, r.gatewaySelector)
+	if res, ok, err := r.notOurs(ctx, s, &istio.Gateway{}, desired, homelabv1.ConditionGateway); !ok {
+		return res, err
+	}
+	if ok, res, err := s.Apply(ctx, desired, homelabv1.ConditionGateway); !ok {
+		return res, err
+	}
+	s.status.Gateway = domain.GatewayRef(s.domain, r.gatewayNamespace)
+	s.Set(homelabv1.ConditionGateway, metav1.ConditionTrue, homelabv1.ReasonApplied,
+		fmt.Sprintf("Gateway %s serves HTTPS with the certificate and redirects HTTP", s.status.Gateway))
+	return ctrl.Result{}, nil
+}
+
+// notOurs refuses to apply over an object of desired's name in the gateway namespace that the operator
+// made for another Domain (the apply path already refuses objects the operator did not make): the
+// gateway namespace is shared by the Domains of every namespace. ok is false when the part must wait.
+func (r *domainReconciler) notOurs(ctx context.Context, s *domainScope, live, desired client.Object, condType string) (ctrl.Result, bool, error) {
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, true, nil
+	}
+	if err != nil {
+		s.Set(condType, metav1.ConditionUnknown, homelabv1.ReasonApplyFailed, err.Error())
+		return ctrl.Result{}, false, err
+	}
+	if l := live.GetLabels(); manager.IsManaged(l) && !domain.BelongsTo(l, s.domain) {
+		msg := fmt.Sprintf("%s %s/%s already exists for Domain %s/%s; it is left untouched",
+			desired.GetObjectKind().GroupVersionKind().Kind, desired.GetNamespace(), desired.GetName(),
+			l[domain.NamespaceLabel], l[domain.NameLabel])
+		s.Set(condType, metav1.ConditionFalse, homelabv1.ReasonNameConflict, msg)
+		s.Warn(homelabv1.ReasonNameConflict, msg)
+		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, false, nil
+	}
+	return ctrl.Result{}, true, nil
+}
+
+// Event reasons of a Domain's clean-up.
+const eventDomainCleanedUp = "CleanedUp"
+
+// eventObject is what a clean-up event names.
+func eventObject(kind string, o client.Object) string {
+	return fmt.Sprintf("%s %s/%s", kind, o.GetNamespace(), o.GetName())
+}
+

@@ -1,0 +1,225 @@
+package homelab
+
+import (
+	"context"
+
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/domain"
+	"github.com/platform-operator/platform-operator/internal/istio"
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/scheme"
+)
+
+// testGatewayNamespace is the suite's gateway namespace (Options.GatewayNamespace).
+const testGatewayNamespace = "homelab-gateways"
+
+func init() {
+	suiteOptionHooks = append(suiteOptionHooks, func(o *Options) { o.GatewayNamespace = testGatewayNamespace })
+}
+
+// ensureGatewayNamespace creates the gateway namespace once.
+func ensureGatewayNamespace(ctx context.Context) {
+	err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testGatewayNamespace}})
+	if !apierrors.IsAlreadyExists(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+}
+
+func newDomain(ns, name, hostname string) *homelabv1.Domain {
+	return &homelabv1.Domain{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: homelabv1.DomainSpec{Hostname: hostname, Issuer: "letsencrypt"}}
+}
+
+// domainCondition is a Domain's condition of type t for its current generation (nil when absent).
+func domainCondition(c client.Client, ns, name, t string) func() *metav1.Condition {
+	return func() *metav1.Condition {
+		var d homelabv1.Domain
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil || d.Status.ObservedGeneration != d.Generation {
+			return nil
+		}
+		return meta.FindStatusCondition(d.Status.Conditions, t)
+	}
+}
+
+// issue marks a Certificate Ready, as cert-manager would once it signed it.
+func issue(ctx context.Context, key client.ObjectKey) {
+	Eventually(func() error {
+		var cert cmv1.Certificate
+		if err := k8s.Get(ctx, key, &cert); err != nil {
+			return err
+		}
+		cert.Status.Conditions = []cmv1.CertificateCondition{{Type: cmv1.CertificateConditionReady,
+			Status: cmmeta.ConditionTrue, Reason: "Ready", Message: "Certificate is up to date and has not expired",
+			LastTransitionTime: ptr.To(metav1.Now())}}
+		return k8s.Status().Update(ctx, &cert)
+	}).Should(Succeed())
+}
+
+var _ = Describe("Domain", func() {
+	BeforeEach(func(ctx SpecContext) { ensureGatewayNamespace(ctx) })
+
+	It("makes a Certificate and a Gateway in the gateway namespace, is Ready once the certificate is issued, and then writes nothing", func(ctx SpecContext) {
+		ns := newNamespace("domain")
+		d := newDomain(ns, "home", "home.example.com")
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		Eventually(domainCondition(k8s, ns, "home", homelabv1.ConditionGateway)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonApplied))
+		Expect(domainCondition(k8s, ns, "home", homelabv1.ConditionCertificate)()).To(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonCertificatePending))
+		Expect(domainCondition(k8s, ns, "home", homelabv1.ConditionReady)()).To(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonCertificatePending))
+
+		key := client.ObjectKey{Namespace: testGatewayNamespace, Name: domain.ChildName(d)}
+		var cert cmv1.Certificate
+		Expect(k8s.Get(ctx, key, &cert)).To(Succeed())
+		Expect(cert.Spec.DNSNames).To(Equal([]string{"home.example.com", "*.home.example.com"}))
+		Expect(cert.Spec.IssuerRef.Kind).To(Equal("ClusterIssuer"))
+		Expect(cert.Labels).To(HaveKeyWithValue(domain.NamespaceLabel, ns))
+		var gw istio.Gateway
+		Expect(k8s.Get(ctx, key, &gw)).To(Succeed())
+		Expect(gw.Spec.Servers).To(HaveLen(2))
+		Expect(gw.Spec.Servers[0].TLS.CredentialName).To(Equal(cert.Spec.SecretName))
+		Expect(gw.Spec.Servers[1].TLS.HTTPSRedirect).To(BeTrue())
+
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		Expect(d.Finalizers).To(ContainElement(homelabv1.DomainFinalizer))
+		Expect(d.Status.Gateway).To(Equal(testGatewayNamespace + "/" + domain.ChildName(d)))
+		Expect(d.Status.CertificateSecret).To(Equal(testGatewayNamespace + "/" + domain.TLSSecretName(d)))
+
+		issue(ctx, key)
+		Eventually(domainCondition(k8s, ns, "home", homelabv1.ConditionReady)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonReady))
+
+		// The Certificate's status changing again wakes the Domain; nothing it owns changed, so nothing is
+		// written, here or in the gateway namespace.
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		rv, before, gwBefore := d.ResourceVersion, writes.in(ns), writes.in(testGatewayNamespace)
+		Expect(k8s.Get(ctx, key, &cert)).To(Succeed())
+		cert.Status.Conditions[0].Message = "renewed"
+		Expect(k8s.Status().Update(ctx, &cert)).To(Succeed())
+		Consistently(func() int { return writes.in(ns) }).Should(Equal(before))
+		Expect(writes.in(testGatewayNamespace)).To(Equal(gwBefore))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		Expect(d.ResourceVersion).To(Equal(rv))
+	})
+
+	It("repairs a Gateway changed by hand", func(ctx SpecContext) {
+		ns := newNamespace("domain")
+		d := newDomain(ns, "home", "drift.example.com")
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		key := client.ObjectKey{Namespace: testGatewayNamespace, Name: domain.ChildName(d)}
+		var gw istio.Gateway
+		Eventually(func() error { return k8s.Get(ctx, key, &gw) }).Should(Succeed())
+		gw.Spec.Servers[0].Hosts = []string{"evil.example.com"}
+		Expect(k8s.Update(ctx, &gw)).To(Succeed())
+		Eventually(func() []string {
+			Expect(k8s.Get(ctx, key, &gw)).To(Succeed())
+			return gw.Spec.Servers[0].Hosts
+		}).Should(Equal([]string{"drift.example.com", "*.drift.example.com"}))
+	})
+
+	It("deletes its Certificate, the certificate's Secret and its Gateway when deleted, and nothing that is not its own", func(ctx SpecContext) {
+		ns := newNamespace("domain")
+		d := newDomain(ns, "home", "gone.example.com")
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		key := client.ObjectKey{Namespace: testGatewayNamespace, Name: domain.ChildName(d)}
+		Eventually(domainCondition(k8s, ns, "home", homelabv1.ConditionGateway)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonApplied))
+		// The Secret cert-manager writes, labelled through the Certificate's secretTemplate.
+		tls := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testGatewayNamespace, Name: domain.TLSSecretName(d), Labels: domain.Labels(d)},
+			Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": []byte("c"), "tls.key": []byte("k")}}
+		Expect(k8s.Create(ctx, tls)).To(Succeed())
+		// Another Domain's Gateway in the same namespace stays.
+		other := newDomain(ns, "other", "other.example.com")
+		Expect(k8s.Create(ctx, other)).To(Succeed())
+		otherKey := client.ObjectKey{Namespace: testGatewayNamespace, Name: domain.ChildName(other)}
+		Eventually(func() error { return k8s.Get(ctx, otherKey, &istio.Gateway{}) }).Should(Succeed())
+
+		Expect(k8s.Delete(ctx, d)).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &homelabv1.Domain{})) }).Should(BeTrue())
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &cmv1.Certificate{}))).To(BeTrue())
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &istio.Gateway{}))).To(BeTrue())
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(tls), &corev1.Secret{}))).To(BeTrue())
+		Expect(k8s.Get(ctx, otherKey, &istio.Gateway{})).To(Succeed())
+		Expect(k8s.Get(ctx, otherKey, &cmv1.Certificate{})).To(Succeed())
+	})
+
+	It("leaves alone an object of its child's name that it did not make, and still lets the Domain go", func(ctx SpecContext) {
+		ns := newNamespace("domain")
+		d := newDomain(ns, "home", "taken.example.com")
+		foreign := &cmv1.Certificate{ObjectMeta: metav1.ObjectMeta{Namespace: testGatewayNamespace, Name: domain.ChildName(d)},
+			Spec: cmv1.CertificateSpec{SecretName: "someone-else", DNSNames: []string{"taken.example.com"},
+				IssuerRef: cmmeta.ObjectReference{Name: "theirs"}}}
+		Expect(k8s.Create(ctx, foreign)).To(Succeed())
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		Eventually(domainCondition(k8s, ns, "home", homelabv1.ConditionCertificate)).Should(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonNameConflict))
+		Expect(k8s.Delete(ctx, d)).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &homelabv1.Domain{})) }).Should(BeTrue())
+		var still cmv1.Certificate
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(foreign), &still)).To(Succeed())
+		Expect(still.Spec.SecretName).To(Equal("someone-else"))
+	})
+})
+
+// A cluster without cert-manager and Istio: a Domain says which API is missing, holds no finalizer, and
+// goes when deleted.
+var _ = Describe("Domain on a cluster without cert-manager and Istio", Ordered, func() {
+	var (
+		env    *envtest.Environment
+		c      client.Client
+		cancel context.CancelFunc
+	)
+	BeforeAll(func() {
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(context.Background())
+		env = &envtest.Environment{CRDDirectoryPaths: crdPaths()[:1], ErrorIfCRDPathMissing: true}
+		plainCfg, err := env.Start()
+		Expect(err).NotTo(HaveOccurred())
+		c, err = client.New(plainCfg, client.Options{Scheme: scheme.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+		plainCaps, err := platform.Discover(plainCfg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(plainCaps).To(Equal(platform.Capabilities{}))
+		mgr, err := manager.New(plainCfg, ctrl.Options{
+			Metrics: metricsserver.Options{BindAddress: "0"},
+			// The suite's manager registered the same controller names in this process.
+			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		}, plainCaps, Group(suiteOptions()))
+		Expect(err).NotTo(HaveOccurred())
+		go func() {
+			defer GinkgoRecover()
+			Expect(mgr.Start(ctx)).To(Succeed())
+		}()
+		DeferCleanup(func() {
+			cancel()
+			Expect(env.Stop()).To(Succeed())
+		})
+	})
+
+	It("reports both missing APIs and holds no finalizer", func(ctx SpecContext) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "plain-"}}
+		Expect(c.Create(ctx, ns)).To(Succeed())
+		d := newDomain(ns.Name, "home", "home.example.com")
+		Expect(c.Create(ctx, d)).To(Succeed())
+		Eventually(domainCondition(c, ns.Name, "home", homelabv1.ConditionCertificate)).Should(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonAPINotAvailable))
+		Expect(domainCondition(c, ns.Name, "home", homelabv1.ConditionGateway)()).To(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonAPINotAvailable))
+		ready := domainCondition(c, ns.Name, "home", homelabv1.ConditionReady)()
+		Expect(ready).To(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonAPINotAvailable))
+		Expect(ready.Message).To(And(ContainSubstring("cert-manager"), ContainSubstring("Istio")))
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		Expect(d.Finalizers).To(BeEmpty())
+		Expect(c.Delete(ctx, d)).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(d), &homelabv1.Domain{})) }).Should(BeTrue())
+	})
+})
