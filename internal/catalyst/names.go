@@ -109,7 +109,7 @@ type Parts struct {
 	// ProjectNamespace is where the Project is looked up: spec.projectRef.namespace, or else the team
 	// label sanitized like a namespace part, or else the Environment's own namespace.
 	ProjectNamespace string
-	// Branch is the catalyst.dev/branch label, or else spec.source.branch.
+	// Branch is spec.source.branch, or else the catalyst.dev/branch label (which cannot hold a '/').
 	Branch string
 }
 
@@ -135,7 +135,7 @@ func PartsOf(env *catalystv1.Environment) Parts {
 	if SanitizePart(p.Environment) == "" {
 		p.Environment = env.Name
 	}
-	if p.Branch == "" {
+	if env.Spec.Source.Branch != "" {
 		p.Branch = env.Spec.Source.Branch
 	}
 	return p

@@ -93,9 +93,9 @@ func TestPartsOf(t *testing.T) {
 	}{
 		{"labels", env(map[string]string{
 			catalystv1.LabelTeam: "My Team", catalystv1.LabelProject: "my-project",
-			catalystv1.LabelEnvironment: "pr-123", catalystv1.LabelBranch: "feature/login",
+			catalystv1.LabelEnvironment: "pr-123", catalystv1.LabelBranch: "feature-login",
 		}, catalystv1.ProjectReference{Name: "my-project"}),
-			Parts{Team: "My Team", Project: "my-project", Environment: "pr-123", ProjectNamespace: "my-team", Branch: "feature/login"},
+			Parts{Team: "My Team", Project: "my-project", Environment: "pr-123", ProjectNamespace: "my-team", Branch: "spec/branch"},
 			"my-team-my-project-pr-123"},
 		{"no labels: the Environment's namespace holds the Project", env(nil, catalystv1.ProjectReference{Name: "web"}),
 			Parts{Team: "my-team-my-project", Project: "web", Environment: "pr-123", ProjectNamespace: "my-team-my-project", Branch: "spec/branch"},

@@ -37,12 +37,13 @@ func Project(ns, name string) *catalystv1.Project {
 }
 
 // Environment is a pull-request Environment of project (in team namespace team) living in namespace
-// ns, labelled the way the web application labels it.
+// ns, labelled the way the web application labels it, except that the branch label holds feature-login:
+// the reference's feature/login is not a valid label value, and the API server refuses it.
 func Environment(ns, name, team, project string) *catalystv1.Environment {
 	return &catalystv1.Environment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
 			catalystv1.LabelTeam: team, catalystv1.LabelProject: project,
-			catalystv1.LabelEnvironment: name, catalystv1.LabelBranch: "feature/login",
+			catalystv1.LabelEnvironment: name, catalystv1.LabelBranch: "feature-login",
 		}, Annotations: map[string]string{catalystv1.AnnotationEnvironmentID: "env-" + name}},
 		Spec: catalystv1.EnvironmentSpec{
 			ProjectRef: catalystv1.ProjectReference{Name: project},

@@ -1,0 +1,203 @@
+package catalyst
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/apply"
+	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+)
+
+// environmentFieldOwner is the field manager of the status the Environment controller writes.
+const environmentFieldOwner = manager.FieldOwner + "/environment"
+
+// EnvironmentReconciler gives each Environment a namespace of its own, locked down with a quota, limits and
+// a network policy, and an https Ingress; and deletes the namespace with the Environment.
+type EnvironmentReconciler struct {
+	// Defaults are what an environment gets when its Project says nothing.
+	Defaults catalyst.Defaults
+	// MaxConcurrentReconciles bounds the workers; 1 when zero.
+	MaxConcurrentReconciles int
+	// Capabilities are the optional APIs this cluster serves (cert-manager).
+	Capabilities platform.Capabilities
+
+	// Client reads from the manager's cache and writes to the API server; APIReader reads what the cache
+	// does not hold (namespaces the operator did not make). SetupWithManager fills both and Recorder.
+	Client    client.Client
+	APIReader client.Reader
+	// Recorder emits the events users see with kubectl describe.
+	Recorder record.EventRecorder
+
+	applier *apply.Applier
+	status  *reconcile.StatusWriter
+}
+
+// +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=environments,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=environments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=environments/finalizers,verbs=update
+// +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=projects,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies;ingresses,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile brings one Environment's namespace and what it holds in line with the Environment and its
+// Project, or deletes the namespace of a deleted Environment.
+func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	env := &catalystv1.Environment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.status.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !env.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, env)
+	}
+	if !controllerutil.ContainsFinalizer(env, catalystv1.Finalizer) {
+		// The namespace lives outside the Environment's namespace, so only a finalizer gets it deleted.
+		if err := addFinalizer(ctx, r.Client, env); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	s := r.newScope(env)
+	res, err := reconcile.Run(ctx, s,
+		r.reconcileProject,
+		r.reconcileNamespace,
+		r.reconcileIngress,
+		r.reconcileBuild,
+	)
+	s.Announce()
+	if werr := r.status.Write(ctx, env, s.summarize()); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	return res, err
+}
+
+// SetupWithManager registers the reconciler and its watches.
+func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
+	}
+	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
+	r.status = &reconcile.StatusWriter{
+		Client:     r.Client,
+		FieldOwner: environmentFieldOwner,
+		Fields:     []string{"phase", "url", "namespace", "observedGeneration"},
+		Conditions: environmentConditions,
+	}
+	toOwner := handler.EnqueueRequestsFromMapFunc(r.environmentForChild)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("environment").
+		// Status writes do not change the generation; label changes (which name the namespace) and the
+		// deletion timestamp do not either, but must wake the reconciler.
+		For(&catalystv1.Environment{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted))).
+		Watches(&catalystv1.Project{}, handler.EnqueueRequestsFromMapFunc(r.environmentsForProject),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(environmentForNamespace)).
+		Watches(&corev1.ResourceQuota{}, toOwner).
+		Watches(&corev1.LimitRange{}, toOwner).
+		Watches(&networkingv1.NetworkPolicy{}, toOwner).
+		Watches(&networkingv1.Ingress{}, toOwner).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
+	if r.Capabilities.CertManager {
+		b = b.Watches(&cmv1.Certificate{}, toOwner)
+	}
+	return b.Complete(r)
+}
+
+// deletionStarted passes the update that sets an object's deletion timestamp.
+var deletionStarted = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+}
+
+// environmentForNamespace maps a namespace the operator made to its Environment, by its owner annotation.
+func environmentForNamespace(_ context.Context, o client.Object) []ctrl.Request {
+	if !manager.IsManaged(o.GetLabels()) {
+		return nil
+	}
+	ns, name, ok := strings.Cut(o.GetAnnotations()[catalyst.OwnerAnnotation], "/")
+	if !ok || ns == "" || name == "" {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+// environmentForChild maps an object in an environment's namespace to the Environment, through the
+// namespace's owner annotation.
+func (r *EnvironmentReconciler) environmentForChild(ctx context.Context, o client.Object) []ctrl.Request {
+	if !manager.IsManaged(o.GetLabels()) {
+		return nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: o.GetNamespace()}, ns); err != nil {
+		return nil
+	}
+	return environmentForNamespace(ctx, ns)
+}
+
+// environmentsForProject maps a Project to the Environments that refer to it.
+func (r *EnvironmentReconciler) environmentsForProject(ctx context.Context, o client.Object) []ctrl.Request {
+	return environmentsOf(ctx, r.Client, o.GetNamespace()+"/"+o.GetName())
+}
+
+// environmentsOf lists, from the cache, the Environments of the Project namespace/name as requests.
+func environmentsOf(ctx context.Context, c client.Reader, key string) []ctrl.Request {
+	var list catalystv1.EnvironmentList
+	if err := c.List(ctx, &list, client.MatchingFields{projectIndex: key}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list environments of project", "project", key)
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// addFinalizer adds the catalyst finalizer with a merge patch of the finalizer list alone, guarded by
+// resourceVersion: the operator never applies the Environment or Project itself, so the web
+// application's labels and annotations (catalyst.dev/environment-id) are never touched.
+func addFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
+	base := obj.DeepCopyObject().(client.Object)
+	controllerutil.AddFinalizer(obj, catalystv1.Finalizer)
+	return c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// removeFinalizer removes the catalyst finalizer the same way.
+func removeFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
+	base := obj.DeepCopyObject().(client.Object)
+	controllerutil.RemoveFinalizer(obj, catalystv1.Finalizer)
+	return client.IgnoreNotFound(c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}

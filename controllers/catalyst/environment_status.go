@@ -1,0 +1,59 @@
+package catalyst
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+)
+
+// readyParts are the conditions Ready sums up, in the order it reports them. BuildReady and
+// DeploymentReady are reported but not summed: this version of the operator does neither.
+var readyParts = []string{catalystv1.ConditionNamespaceReady, catalystv1.ConditionIngressReady}
+
+// environmentConditions are the condition types the Environment status writer owns.
+var environmentConditions = []string{
+	catalystv1.ConditionReady, catalystv1.ConditionNamespaceReady, catalystv1.ConditionBuildReady,
+	catalystv1.ConditionDeploymentReady, catalystv1.ConditionIngressReady,
+}
+
+// failedReasons are the reasons that only the user (a spec, a Project, a cluster change) fixes: an
+// environment showing one is Failed until then.
+var failedReasons = map[string]bool{
+	catalystv1.ReasonProjectNotFound:   true,
+	catalystv1.ReasonNamespaceConflict: true,
+	catalystv1.ReasonNameConflict:      true,
+	catalystv1.ReasonApplyFailed:       true,
+	catalystv1.ReasonAPINotAvailable:   true,
+}
+
+// summarize fills Ready, the phase, the namespace and observedGeneration from what the steps found.
+func (s *environmentScope) summarize() *catalystv1.EnvironmentStatus {
+	s.status.ObservedGeneration = s.env.Generation
+	s.status.Namespace = s.namespace
+	ready := reconcile.Summary(s.status.Conditions, readyParts, catalystv1.ReasonReady,
+		"the namespace is locked down and the Ingress serves "+s.status.URL)
+	s.Set(catalystv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
+	s.status.Phase = Phase(s.status.Conditions)
+	return s.status
+}
+
+// Phase is the phase the conditions amount to: Failed when a part waits for the user, Pending until the
+// namespace is ready, Ready when Ready is True, Deploying in between. Building is not used: this version
+// of the operator builds nothing.
+func Phase(conds []metav1.Condition) catalystv1.Phase {
+	for _, t := range readyParts {
+		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status != metav1.ConditionTrue && failedReasons[c.Reason] {
+			return catalystv1.PhaseFailed
+		}
+	}
+	switch {
+	case !meta.IsStatusConditionTrue(conds, catalystv1.ConditionNamespaceReady):
+		return catalystv1.PhasePending
+	case meta.IsStatusConditionTrue(conds, catalystv1.ConditionReady):
+		return catalystv1.PhaseReady
+	default:
+		return catalystv1.PhaseDeploying
+	}
+}

@@ -1,0 +1,197 @@
+package catalyst
+
+import (
+	"context"
+	"fmt"
+
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+)
+
+// environmentScope carries one reconcile's working state from step to step.
+type environmentScope struct {
+	*reconcile.Session
+	env    *catalystv1.Environment
+	status *catalystv1.EnvironmentStatus
+	parts  catalyst.Parts
+
+	// settings are the Project's choices over the defaults; valid once project is set.
+	settings catalyst.Settings
+	// project is the environment's Project, nil when it was not found or is being deleted.
+	project *catalystv1.Project
+	// namespace is the environment's namespace once it is the environment's and locked down.
+	namespace string
+}
+
+func (r *EnvironmentReconciler) newScope(env *catalystv1.Environment) *environmentScope {
+	status := env.Status.DeepCopy()
+	return &environmentScope{
+		Session: &reconcile.Session{Owner: env, Conditions: &status.Conditions, Client: r.Client,
+			Applier: r.applier, Recorder: r.Recorder},
+		env: env, status: status, parts: catalyst.PartsOf(env),
+	}
+}
+
+// namespaceName is the namespace the environment has (status.namespace) or gets (derived from its parts).
+func (s *environmentScope) namespaceName() string {
+	if s.env.Status.Namespace != "" {
+		return s.env.Status.Namespace
+	}
+	return s.parts.Namespace()
+}
+
+// reconcileProject finds the environment's Project. A missing one is a user mistake: a condition and a
+// Warning event, and the reconciler waits for the Project to appear (its creation wakes it).
+func (r *EnvironmentReconciler) reconcileProject(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
+	key := client.ObjectKey{Namespace: s.parts.ProjectNamespace, Name: s.env.Spec.ProjectRef.Name}
+	p := &catalystv1.Project{}
+	err := r.Client.Get(ctx, key, p)
+	switch {
+	case apierrors.IsNotFound(err):
+		msg := fmt.Sprintf("Project %s named by spec.projectRef does not exist in namespace %s", key.Name, key.Namespace)
+		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionFalse, catalystv1.ReasonProjectNotFound, msg)
+		s.Warn(catalystv1.ReasonProjectNotFound, msg)
+		return ctrl.Result{}, nil
+	case err != nil:
+		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting, "the Project could not be read: "+err.Error())
+		return ctrl.Result{}, fmt.Errorf("read project %s: %w", key, err)
+	case !p.DeletionTimestamp.IsZero():
+		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionFalse, catalystv1.ReasonProjectDeleting,
+			fmt.Sprintf("Project %s/%s is being deleted, and its environments with it", key.Namespace, key.Name))
+		return ctrl.Result{}, nil
+	}
+	s.project = p
+	s.settings = catalyst.SettingsFor(p, r.Defaults)
+	return ctrl.Result{}, nil
+}
+
+// reconcileNamespace makes the environment's namespace and locks it down. A namespace of that name that
+// the operator did not make for this very Environment is never adopted, labelled or deleted: the
+// environment reports NamespaceConflict and is tried again after reconcile.ConflictRetry (the namespace in
+// the way is not the operator's, so its deletion sends no event the operator sees).
+func (r *EnvironmentReconciler) reconcileNamespace(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
+	if s.project == nil {
+		return ctrl.Result{}, nil
+	}
+	name := s.namespaceName()
+	conflict := func(why string) (ctrl.Result, error) {
+		msg := fmt.Sprintf("namespace %s %s; it is left untouched", name, why)
+		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionFalse, catalystv1.ReasonNamespaceConflict, msg)
+		s.Warn(catalystv1.ReasonNamespaceConflict, msg)
+		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
+	}
+	if catalyst.Reserved(name) {
+		return conflict("is reserved for the cluster (default, kube-*, openshift-*)")
+	}
+	live := &corev1.Namespace{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, live)
+	if apierrors.IsNotFound(err) {
+		// The cache holds only the operator's namespaces: one more read to be sure the name is free.
+		err = r.APIReader.Get(ctx, client.ObjectKey{Name: name}, live)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting, "the namespace could not be read: "+err.Error())
+		return ctrl.Result{}, fmt.Errorf("read namespace %s: %w", name, err)
+	case !catalyst.OwnedBy(live, s.env.UID):
+		return conflict(catalyst.OwnerOf(live))
+	case !live.DeletionTimestamp.IsZero():
+		// Ours, from before: its deletion event wakes the reconciler, which then makes it anew.
+		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionFalse, catalystv1.ReasonNamespaceTerminating,
+			fmt.Sprintf("namespace %s is being deleted; it is made again once it is gone", name))
+		return ctrl.Result{}, nil
+	}
+
+	children := []client.Object{
+		catalyst.Namespace(s.env, s.parts, name),
+		catalyst.ResourceQuota(s.env, name, s.settings.Quota),
+		catalyst.LimitRange(s.env, name, s.settings.Quota),
+		catalyst.NetworkPolicy(s.env, name, s.settings.IngressNamespace, s.settings.Egress),
+	}
+	for _, c := range children {
+		if ok, res, err := s.Apply(ctx, c, catalystv1.ConditionNamespaceReady); !ok {
+			return res, err
+		}
+	}
+	s.namespace = name
+	s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionTrue, catalystv1.ReasonApplied,
+		fmt.Sprintf("namespace %s with ResourceQuota, LimitRange and NetworkPolicy %s", name, catalyst.QuotaName))
+	return ctrl.Result{}, nil
+}
+
+// reconcileIngress applies the environment's Certificate and Ingress; status.url is set once the
+// certificate is issued.
+func (r *EnvironmentReconciler) reconcileIngress(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
+	s.status.URL = ""
+	if s.namespace == "" {
+		s.Set(catalystv1.ConditionIngressReady, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the namespace")
+		return ctrl.Result{}, nil
+	}
+	ns := s.namespace
+	host := catalyst.Host(ns, s.settings.Domain)
+	wantTLS := s.settings.Issuer.Name != ""
+	tls := wantTLS && r.Capabilities.CertManager
+	var cert *cmv1.Certificate
+	if tls {
+		cert = catalyst.Certificate(s.env, ns, host, s.settings)
+		if ok, res, err := s.Apply(ctx, cert, catalystv1.ConditionIngressReady); !ok {
+			return res, err
+		}
+	}
+	if ok, res, err := s.Apply(ctx, catalyst.Ingress(s.env, ns, host, s.settings, tls), catalystv1.ConditionIngressReady); !ok {
+		return res, err
+	}
+	switch {
+	case wantTLS && !tls:
+		s.MissingAPI(catalystv1.ConditionIngressReady, fmt.Sprintf(
+			"Ingress %s serves %s over plain http: issuer %s needs cert-manager, which this cluster does not serve",
+			catalyst.IngressName, host, s.settings.Issuer.Name))
+	case tls:
+		if ok, msg := certificateReady(cert); !ok {
+			s.Set(catalystv1.ConditionIngressReady, metav1.ConditionFalse, catalystv1.ReasonCertificatePending,
+				fmt.Sprintf("Certificate %s for %s: %s", catalyst.CertificateName, host, msg))
+			return ctrl.Result{}, nil
+		}
+		s.status.URL = catalyst.URL(host, true)
+		s.Set(catalystv1.ConditionIngressReady, metav1.ConditionTrue, catalystv1.ReasonReady,
+			fmt.Sprintf("Ingress %s serves %s with the certificate %s issued", catalyst.IngressName, host, catalyst.CertificateName))
+	default:
+		s.status.URL = catalyst.URL(host, false)
+		s.Set(catalystv1.ConditionIngressReady, metav1.ConditionTrue, catalystv1.ReasonApplied,
+			fmt.Sprintf("Ingress %s serves %s over plain http: no issuer is configured", catalyst.IngressName, host))
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileBuild reports builds and deployments, which this version of the operator does not do.
+func (r *EnvironmentReconciler) reconcileBuild(_ context.Context, s *environmentScope) (ctrl.Result, error) {
+	s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonNotImplemented,
+		"this version of the operator builds no images; the image for spec.source must be built by other means")
+	s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionUnknown, catalystv1.ReasonNotImplemented,
+		fmt.Sprintf("this version of the operator deploys no application; deploy it by other means as Service %s (port %s) in the environment's namespace",
+			catalyst.ServiceName, catalyst.ServicePort))
+	return ctrl.Result{}, nil
+}
+
+// certificateReady reads cert-manager's Ready condition.
+func certificateReady(c *cmv1.Certificate) (bool, string) {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == cmv1.CertificateConditionReady {
+			if cond.Status == cmmeta.ConditionTrue {
+				return true, "issued"
+			}
+			return false, "cert-manager: " + cond.Message
+		}
+	}
+	return false, "waiting for cert-manager to issue it"
+}

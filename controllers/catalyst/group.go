@@ -1,0 +1,100 @@
+package catalyst
+
+import (
+	"context"
+
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/platform"
+)
+
+// Options configure the catalyst controllers; main.go fills them from flags.
+type Options struct {
+	// Defaults are what an environment gets when its Project says nothing.
+	Defaults catalyst.Defaults
+	// MaxConcurrentReconciles is how many objects of each kind are reconciled at once; 1 when zero.
+	MaxConcurrentReconciles int
+}
+
+// Field indexes on Environments, shared by both reconcilers and the webhook.
+const (
+	// namespaceIndex indexes Environments by the namespace they get: the derived name, and
+	// status.namespace when it differs.
+	namespaceIndex = "catalyst.namespace"
+	// projectIndex indexes Environments by their Project's namespace/name.
+	projectIndex = "catalyst.project"
+)
+
+// Group is the catalyst API group as the manager sees it: the cache rules, the field indexes, both
+// reconcilers and the Environment webhook.
+func Group(opts Options) manager.Group {
+	return manager.Group{
+		Name:  "catalyst",
+		Cache: CacheRules,
+		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+			if err := indexEnvironments(mgr); err != nil {
+				return err
+			}
+			env := &EnvironmentReconciler{Defaults: opts.Defaults, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Capabilities: caps}
+			if err := env.SetupWithManager(mgr); err != nil {
+				return err
+			}
+			proj := &ProjectReconciler{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
+			if err := proj.SetupWithManager(mgr); err != nil {
+				return err
+			}
+			return ctrl.NewWebhookManagedBy(mgr).For(&catalystv1.Environment{}).
+				WithValidator(&EnvironmentValidator{Reader: mgr.GetClient()}).Complete()
+		},
+	}
+}
+
+// CacheRules are the kinds the catalyst controllers read besides Projects and Environments: only what the
+// operator made (namespaces and their contents carry its managed-by label). A namespace the operator did
+// not make is read from the API server, once, when an environment's name leads to it.
+func CacheRules(caps platform.Capabilities) []manager.CacheRule {
+	rules := []manager.CacheRule{
+		{Object: &corev1.Namespace{}},
+		{Object: &corev1.ResourceQuota{}},
+		{Object: &corev1.LimitRange{}},
+		{Object: &networkingv1.NetworkPolicy{}},
+		{Object: &networkingv1.Ingress{}},
+	}
+	if caps.CertManager {
+		rules = append(rules, manager.CacheRule{Object: &cmv1.Certificate{}})
+	}
+	return rules
+}
+
+func indexEnvironments(mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(context.Background(), &catalystv1.Environment{}, namespaceIndex, func(o client.Object) []string {
+		return namespacesOf(o.(*catalystv1.Environment))
+	}); err != nil {
+		return err
+	}
+	return idx.IndexField(context.Background(), &catalystv1.Environment{}, projectIndex, func(o client.Object) []string {
+		return []string{projectKey(o.(*catalystv1.Environment))}
+	})
+}
+
+// namespacesOf are the namespaces an environment has or would get.
+func namespacesOf(env *catalystv1.Environment) []string {
+	out := []string{catalyst.PartsOf(env).Namespace()}
+	if ns := env.Status.Namespace; ns != "" && ns != out[0] {
+		out = append(out, ns)
+	}
+	return out
+}
+
+// projectKey is the namespace/name of an environment's Project.
+func projectKey(env *catalystv1.Environment) string {
+	return catalyst.PartsOf(env).ProjectNamespace + "/" + env.Spec.ProjectRef.Name
+}

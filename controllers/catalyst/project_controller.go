@@ -1,0 +1,149 @@
+package catalyst
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+)
+
+// projectFieldOwner is the field manager of the status the Project controller writes.
+const projectFieldOwner = manager.FieldOwner + "/project"
+
+// ProjectReconciler counts each Project's Environments and, when the Project is deleted, deletes them
+// and holds the Project until they are gone.
+type ProjectReconciler struct {
+	// MaxConcurrentReconciles bounds the workers; 1 when zero.
+	MaxConcurrentReconciles int
+	// Client reads from the manager's cache and writes to the API server; SetupWithManager fills it
+	// and Recorder.
+	Client client.Client
+	// Recorder emits the events users see with kubectl describe.
+	Recorder record.EventRecorder
+
+	status *reconcile.StatusWriter
+}
+
+// +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=projects,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=projects/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=projects/finalizers,verbs=update
+// +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=environments,verbs=get;list;watch;delete
+
+// Reconcile records a Project's Environments, or deletes them with a deleted Project.
+func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	p := &catalystv1.Project{}
+	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.status.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	var envs catalystv1.EnvironmentList
+	if err := r.Client.List(ctx, &envs, client.MatchingFields{projectIndex: req.Namespace + "/" + req.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list environments: %w", err)
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, p, envs.Items)
+	}
+	if !controllerutil.ContainsFinalizer(p, catalystv1.Finalizer) {
+		if err := addFinalizer(ctx, r.Client, p); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	status := p.Status.DeepCopy()
+	status.ObservedGeneration = p.Generation
+	status.Environments = int32(len(envs.Items))
+	reconcile.Set(&status.Conditions, metav1.Condition{Type: catalystv1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: catalystv1.ReasonReady, ObservedGeneration: p.Generation,
+		Message: fmt.Sprintf("%d environment(s) refer to the project", len(envs.Items))})
+	return ctrl.Result{}, r.status.Write(ctx, p, status)
+}
+
+// finalize deletes a deleted Project's Environments and releases the Project once they are gone (each
+// Environment's own finalizer first deletes its namespace).
+func (r *ProjectReconciler) finalize(ctx context.Context, p *catalystv1.Project, envs []catalystv1.Environment) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(p, catalystv1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if len(envs) == 0 {
+		if err := removeFinalizer(ctx, r.Client, p); err != nil {
+			return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+		}
+		r.status.Forget(client.ObjectKeyFromObject(p))
+		return ctrl.Result{}, nil
+	}
+	var deleted []string
+	var errs []error
+	for i := range envs {
+		e := &envs[i]
+		if !e.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, e, client.Preconditions{UID: &e.UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("delete environment %s/%s: %w", e.Namespace, e.Name, err))
+			continue
+		}
+		deleted = append(deleted, e.Namespace+"/"+e.Name)
+	}
+	if len(deleted) > 0 {
+		r.Recorder.Eventf(p, corev1.EventTypeNormal, catalystv1.EventEnvironmentsDeleted,
+			"Deleted %d Environment(s) with the Project: %v", len(deleted), deleted)
+	}
+	status := p.Status.DeepCopy()
+	status.Environments = int32(len(envs))
+	reconcile.Set(&status.Conditions, metav1.Condition{Type: catalystv1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: catalystv1.ReasonDeleting, ObservedGeneration: p.Generation,
+		Message: fmt.Sprintf("the Project is being deleted: waiting for %d environment(s) to be gone", len(envs))})
+	if err := r.status.Write(ctx, p, status); err != nil {
+		errs = append(errs, err)
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// SetupWithManager registers the reconciler; Environments wake their Project.
+func (r *ProjectReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
+	}
+	r.status = &reconcile.StatusWriter{
+		Client: r.Client, FieldOwner: projectFieldOwner,
+		Fields: []string{"observedGeneration", "environments"}, Conditions: []string{catalystv1.ConditionReady},
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("project").
+		For(&catalystv1.Project{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted))).
+		Watches(&catalystv1.Environment{}, handler.EnqueueRequestsFromMapFunc(projectOfEnvironment)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
+		Complete(r)
+}
+
+// projectOfEnvironment maps an Environment to its Project. An Environment's delete event comes from the
+// cache, whose object still has the labels it had, so the Project it named is woken.
+func projectOfEnvironment(_ context.Context, o client.Object) []ctrl.Request {
+	env, ok := o.(*catalystv1.Environment)
+	if !ok {
+		return nil
+	}
+	ns, name, _ := strings.Cut(projectKey(env), "/")
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
