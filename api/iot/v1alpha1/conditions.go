@@ -5,7 +5,8 @@ const (
 	// ConditionReady is True when every selected device runs the current score.
 	ConditionReady = "Ready"
 	// ConditionProgressing is True while the current score is being rolled out and devices keep reaching
-	// it; False when the rollout is stuck (deadline, failures, no NATS) or complete.
+	// it, and once it is complete (reason RolloutComplete, as for apps/v1 Deployments); False when the
+	// rollout is held or stuck (paused, deadline, failures, an invalid selector, no NATS).
 	ConditionProgressing = "Progressing"
 	// ConditionAvailable is True when at least one selected device runs the current score and none of
 	// the devices given it failed more than rollout.batched.maxUnavailable allows.
@@ -22,7 +23,7 @@ const (
 	ReasonRollingOut = "RollingOut"
 	// ReasonWaitingForBatch is Progressing while a batch has not reached the success threshold.
 	ReasonWaitingForBatch = "WaitingForBatch"
-	// ReasonRolloutComplete is Progressing False once every selected device runs the current score.
+	// ReasonRolloutComplete is Progressing True once every selected device runs the current score.
 	ReasonRolloutComplete = "RolloutComplete"
 	// ReasonProgressDeadlineExceeded is Progressing False when no device reached the current score for
 	// longer than rollout.progressDeadlineSeconds.

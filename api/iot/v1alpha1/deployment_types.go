@@ -241,6 +241,12 @@ type DeploymentStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Published Devices"
 	PublishedDevices int32 `json:"publishedDevices,omitempty"`
 
+	// LastProgressTime is when the rollout of the current generation last moved: the generation was first
+	// seen, a device was given it, or one more device ran it. progressDeadlineSeconds counts from here.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Progress Time"
+	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
+
 	// RecentEvents are the newest fleet events of this deployment (device failures and recoveries),
 	// newest first, at most ten.
 	// +optional

@@ -127,6 +127,10 @@ func (in *DeploymentSpec) DeepCopy() *DeploymentSpec {
 func (in *DeploymentStatus) DeepCopyInto(out *DeploymentStatus) {
 	*out = *in
 	in.Aggregate.DeepCopyInto(&out.Aggregate)
+	if in.LastProgressTime != nil {
+		in, out := &in.LastProgressTime, &out.LastProgressTime
+		*out = (*in).DeepCopy()
+	}
 	if in.RecentEvents != nil {
 		in, out := &in.RecentEvents, &out.RecentEvents
 		*out = make([]FleetEvent, len(*in))

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/fleet"
@@ -174,4 +175,29 @@ func (d *Device) Start(ctx context.Context) {
 func (d *Device) Stop() {
 	d.cancel()
 	<-d.done
+}
+
+// Deployment is an iot Deployment running one service of image on the devices labelled fleet=<fleet>,
+// rolled out at once.
+func Deployment(ns, name, fleetLabel, image string) *iotv1.Deployment {
+	return &iotv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: iotv1.DeploymentSpec{
+			TargetSelector: metav1.LabelSelector{MatchLabels: map[string]string{"fleet": fleetLabel}},
+			Score: iotv1.Score{Type: iotv1.ScorePodmanV0, PodmanV0: &iotv1.PodmanV0Score{Services: []iotv1.Service{{
+				Name: "app", Image: image, Ports: []iotv1.Port{{ContainerPort: 8080}},
+			}}}},
+			Rollout: iotv1.Rollout{Strategy: iotv1.RolloutImmediate},
+		},
+	}
+}
+
+// StartFleet runs n simulated devices named <prefix>-0 ... labelled fleet=<fleetLabel>, each with its
+// own fake runtime.
+func StartFleet(ctx context.Context, st *store.Store, prefix, fleetLabel string, n int) []*Device {
+	out := make([]*Device, 0, n)
+	for i := range n {
+		out = append(out, StartDevice(ctx, st, fmt.Sprintf("%s-%d", prefix, i), map[string]string{"fleet": fleetLabel}, nil))
+	}
+	return out
 }

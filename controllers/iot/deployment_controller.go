@@ -1,0 +1,212 @@
+package iot
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/fleet"
+	"github.com/platform-operator/platform-operator/internal/fleet/store"
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+)
+
+// statusFieldOwner is the field manager of the status the Deployment controller writes.
+const statusFieldOwner = manager.FieldOwner + "/iotdeployment"
+
+// Finalizer holds a Deployment until its desired state is purged from NATS, which lives outside
+// Kubernetes.
+const Finalizer = "iot.nationtech.io/desired-state"
+
+// DefaultStatusInterval is the least time between two status writes of one Deployment caused by device
+// state changes.
+const DefaultStatusInterval = time.Second
+
+// purgeGiveUp is how long a deleted Deployment waits for NATS to purge its desired state before the
+// finalizer is removed anyway (with a Warning event): an unreachable NATS never holds a deletion forever.
+const purgeGiveUp = 10 * time.Minute
+
+// DeploymentReconciler publishes desired state for each iot Deployment and folds the fleet's counters
+// into its status.
+type DeploymentReconciler struct {
+	// Store is the fleet's NATS buckets; nil when the operator runs without a NATS URL, and then every
+	// Deployment says so in its conditions (reason NATSNotConfigured) and nothing is published.
+	Store *store.Store
+	// StatusInterval is the least time between two counter-driven status writes of one Deployment;
+	// DefaultStatusInterval when zero.
+	StatusInterval time.Duration
+	// MaxConcurrentReconciles bounds the workers; 1 when zero.
+	MaxConcurrentReconciles int
+
+	// Client reads from the manager's cache and writes to the API server; the manager's when nil, as is
+	// Recorder.
+	Client client.Client
+	// Recorder emits the events users see with kubectl describe.
+	Recorder record.EventRecorder
+
+	counters fleet.Counters
+	status   *reconcile.StatusWriter
+	wake     chan event.TypedGenericEvent[*iotv1.Deployment]
+	// devicesChanged is set by the device watch and cleared by the ticker that wakes every Deployment.
+	devicesChanged atomic.Bool
+	// reconciles counts finished reconciles (tests wait on it).
+	reconciles atomic.Int64
+	now        func() time.Time
+}
+
+// Group is the iot API group's contribution to the manager.
+func Group(r *DeploymentReconciler) manager.Group {
+	return manager.Group{
+		Name:  "iot",
+		Cache: func(platform.Capabilities) []manager.CacheRule { return nil },
+		Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error { return r.SetupWithManager(mgr) },
+	}
+}
+
+// +kubebuilder:rbac:groups=iot.nationtech.io,resources=iotdeployments,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=iot.nationtech.io,resources=iotdeployments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=iot.nationtech.io,resources=iotdeployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile publishes one Deployment's desired state to its devices and writes its status.
+func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	defer r.reconciles.Add(1)
+	d := &iotv1.Deployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.status.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !d.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, d)
+	}
+	if r.Store != nil && !r.counters.Live() {
+		// The counters are still on their first pass over the state bucket; the end of it wakes every
+		// Deployment again. A status from half the records would be wrong.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if r.Store != nil && !controllerutilContainsFinalizer(d) {
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Finalizers = append(d.Finalizers, Finalizer)
+		if err := r.Client.Patch(ctx, d, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	s := r.newScope(d)
+	res, err = reconcile.Run(ctx, s, r.reconcileDesiredState)
+	if werr := r.status.Write(ctx, d, s.summarize(r.clock())); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	return reconcile.Soonest(res, s.requeue), err
+}
+
+func controllerutilContainsFinalizer(d *iotv1.Deployment) bool {
+	for _, f := range d.Finalizers {
+		if f == Finalizer {
+			return true
+		}
+	}
+	return false
+}
+
+// finalize purges a deleted Deployment's desired state and state records from NATS, then lets it go.
+func (r *DeploymentReconciler) finalize(ctx context.Context, d *iotv1.Deployment) (ctrl.Result, error) {
+	if !controllerutilContainsFinalizer(d) {
+		return ctrl.Result{}, nil
+	}
+	key := fleet.DeploymentKey{Namespace: d.Namespace, Name: d.Name}
+	if r.Store != nil {
+		r.counters.Forget(key)
+		n, err := r.Store.PurgeDeployment(ctx, key)
+		if err != nil {
+			if r.clock().Sub(d.DeletionTimestamp.Time) < purgeGiveUp {
+				return ctrl.Result{}, err
+			}
+			r.Recorder.Eventf(d, "Warning", iotv1.ReasonNATSUnavailable,
+				"gave up purging the desired state from NATS after %s: %v; devices keep running it until an operator purges %s", purgeGiveUp, err, fleet.DesiredDeploymentFilter(key))
+		} else if n > 0 {
+			r.Recorder.Eventf(d, "Normal", iotv1.EventWithdrawn, "purged %d desired-state and state records from NATS", n)
+		}
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	var kept []string
+	for _, f := range d.Finalizers {
+		if f != Finalizer {
+			kept = append(kept, f)
+		}
+	}
+	d.Finalizers = kept
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, d, patch))
+}
+
+func (r *DeploymentReconciler) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
+// SetupWithManager registers the reconciler, and with a store the fleet watches: the counters' fold
+// over the state bucket, the device registry, and the ticker that turns counter changes into reconciles.
+func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
+	}
+	r.status = &reconcile.StatusWriter{
+		Client:     r.Client,
+		FieldOwner: statusFieldOwner,
+		Fields:     []string{"observedGeneration", "aggregate", "publishedDevices", "lastProgressTime", "recentEvents"},
+		Conditions: []string{iotv1.ConditionReady, iotv1.ConditionProgressing, iotv1.ConditionAvailable, iotv1.ConditionPaused},
+	}
+	r.wake = make(chan event.TypedGenericEvent[*iotv1.Deployment], 1024)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("iotdeployment").
+		// Status writes do not change the generation; counter changes arrive through the wake channel.
+		For(&iotv1.Deployment{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionPredicate()))).
+		WatchesRawSource(source.Channel(r.wake, &handler.TypedEnqueueRequestForObject[*iotv1.Deployment]{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
+	if r.Store != nil {
+		if err := mgr.Add(&fleetWatch{r: r}); err != nil {
+			return err
+		}
+	}
+	return b.Complete(r)
+}
+
+// deletionPredicate lets through the update that sets deletionTimestamp (the generation does not change
+// for an object with finalizers).
+func deletionPredicate() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}}
+}
+
+// wakeUp queues a reconcile of the Deployment named key.
+func (r *DeploymentReconciler) wakeUp(ctx context.Context, key types.NamespacedName) {
+	d := &iotv1.Deployment{}
+	d.Namespace, d.Name = key.Namespace, key.Name
+	select {
+	case r.wake <- event.TypedGenericEvent[*iotv1.Deployment]{Object: d}:
+	case <-ctx.Done():
+	}
+}

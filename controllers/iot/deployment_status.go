@@ -1,0 +1,169 @@
+package iot
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/fleet"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+)
+
+// scope carries one reconcile's working state from step to step.
+type scope struct {
+	*reconcile.Session
+	d      *iotv1.Deployment
+	key    fleet.DeploymentKey
+	status *iotv1.DeploymentStatus
+
+	natsMissing     bool
+	natsError       string
+	invalidSelector string
+	snapshot        fleet.Snapshot
+	progress        fleet.Progress
+	hold            fleet.Hold
+	stale           int
+	requeue         ctrl.Result
+}
+
+func (r *DeploymentReconciler) newScope(d *iotv1.Deployment) *scope {
+	status := d.Status.DeepCopy()
+	return &scope{
+		Session: &reconcile.Session{Owner: d, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
+		d:       d, key: fleet.DeploymentKey{Namespace: d.Namespace, Name: d.Name}, status: status,
+	}
+}
+
+// summarize computes the status from what the step found, at time now.
+func (s *scope) summarize(now time.Time) *iotv1.DeploymentStatus {
+	st := s.status
+	gen := s.d.Generation
+	if s.natsMissing {
+		msg := "the operator runs without --nats-url: nothing is published to devices"
+		for _, t := range []string{iotv1.ConditionProgressing, iotv1.ConditionAvailable, iotv1.ConditionReady} {
+			s.Set(t, metav1.ConditionFalse, iotv1.ReasonNATSNotConfigured, msg)
+		}
+		s.setPaused()
+		st.ObservedGeneration = gen
+		return st
+	}
+	if s.natsError == "" && s.invalidSelector == "" {
+		prev := st.Aggregate
+		st.Aggregate = fleet.Aggregate(s.snapshot, gen, s.progress.Matched, s.stale)
+		st.RecentEvents = fleet.Events(s.snapshot)
+		if int(st.PublishedDevices) != s.progress.Published || st.ObservedGeneration != gen ||
+			st.Aggregate.Succeeded > prev.Succeeded || st.LastProgressTime == nil {
+			t := metav1.NewTime(now.Truncate(time.Second))
+			st.LastProgressTime = &t
+		}
+		if st.ObservedGeneration == gen && prev.Failed == 0 && st.Aggregate.Failed > 0 && st.Aggregate.LastError != nil {
+			s.Warn(iotv1.EventDeviceFailed, fmt.Sprintf("device %s failed generation %d: %s", st.Aggregate.LastError.Device, gen, st.Aggregate.LastError.Message))
+		}
+		st.PublishedDevices = int32(min(s.progress.Published, 1<<31-1))
+	}
+	st.ObservedGeneration = gen
+	s.setPaused()
+	s.setProgressing(now)
+	s.setAvailable()
+	s.setReady()
+	return st
+}
+
+func (s *scope) setPaused() {
+	if s.d.Spec.Paused {
+		s.Set(iotv1.ConditionPaused, metav1.ConditionTrue, iotv1.ReasonPaused, "spec.paused holds the rollout; devices keep what they were given")
+		return
+	}
+	s.Set(iotv1.ConditionPaused, metav1.ConditionFalse, iotv1.ReasonResumed, "the rollout is not paused")
+}
+
+func (s *scope) setProgressing(now time.Time) {
+	a := s.status.Aggregate
+	p := s.progress
+	switch {
+	case s.invalidSelector != "":
+		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonInvalidSelector, "spec.targetSelector: "+s.invalidSelector)
+	case s.natsError != "":
+		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonNATSUnavailable, "NATS: "+s.natsError)
+	case s.d.Spec.Paused:
+		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonPaused, "the rollout is paused")
+	case p.Matched > 0 && int(a.Succeeded) == p.Matched:
+		s.Set(iotv1.ConditionProgressing, metav1.ConditionTrue, iotv1.ReasonRolloutComplete,
+			fmt.Sprintf("all %d selected devices run generation %d", p.Matched, s.d.Generation))
+	case s.hold == fleet.HoldFailures:
+		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonTooManyFailures,
+			fmt.Sprintf("%d devices failed generation %d, more than maxUnavailable allows; no further batch is published", a.Failed, s.d.Generation))
+	case s.deadlineExceeded(now):
+		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonProgressDeadlineExceeded,
+			fmt.Sprintf("no progress for more than %ds: %d of %d selected devices run generation %d", s.d.Spec.Rollout.ProgressDeadlineSeconds, a.Succeeded, p.Matched, s.d.Generation))
+	case s.hold == fleet.HoldBatch:
+		s.Set(iotv1.ConditionProgressing, metav1.ConditionTrue, iotv1.ReasonWaitingForBatch,
+			fmt.Sprintf("%d of %d devices given generation %d run it; the next batch waits for the success threshold", a.Succeeded, p.Published, s.d.Generation))
+	default:
+		s.Set(iotv1.ConditionProgressing, metav1.ConditionTrue, iotv1.ReasonRollingOut,
+			fmt.Sprintf("%d of %d selected devices run generation %d (%d given it)", a.Succeeded, p.Matched, s.d.Generation, p.Published))
+	}
+}
+
+// deadlineExceeded says whether the rollout went without progress for longer than its deadline, and
+// otherwise asks for a reconcile when it would.
+func (s *scope) deadlineExceeded(now time.Time) bool {
+	secs := s.d.Spec.Rollout.ProgressDeadlineSeconds
+	if secs <= 0 || s.status.LastProgressTime == nil || s.progress.Matched == 0 {
+		return false
+	}
+	left := s.status.LastProgressTime.Add(time.Duration(secs) * time.Second).Sub(now)
+	if left <= 0 {
+		return true
+	}
+	s.requeue = reconcile.Soonest(s.requeue, ctrl.Result{RequeueAfter: left + time.Second})
+	return false
+}
+
+func (s *scope) setAvailable() {
+	a := s.status.Aggregate
+	switch {
+	case s.invalidSelector != "" || s.natsError != "":
+		if c := s.find(iotv1.ConditionAvailable); c == nil {
+			s.Set(iotv1.ConditionAvailable, metav1.ConditionUnknown, iotv1.ReasonNATSUnavailable, "the fleet's state could not be read")
+		}
+	case s.progress.Matched == 0:
+		s.Set(iotv1.ConditionAvailable, metav1.ConditionFalse, iotv1.ReasonNoDevices, "the target selector selects no registered device")
+	case s.hold == fleet.HoldFailures:
+		s.Set(iotv1.ConditionAvailable, metav1.ConditionFalse, iotv1.ReasonTooManyFailures,
+			fmt.Sprintf("%d devices failed generation %d", a.Failed, s.d.Generation))
+	case a.Succeeded == 0:
+		s.Set(iotv1.ConditionAvailable, metav1.ConditionFalse, iotv1.ReasonNoneRunning, "no selected device runs the current generation yet")
+	default:
+		s.Set(iotv1.ConditionAvailable, metav1.ConditionTrue, iotv1.ReasonDevicesRunning,
+			fmt.Sprintf("%d of %d selected devices run generation %d", a.Succeeded, s.progress.Matched, s.d.Generation))
+	}
+}
+
+func (s *scope) find(t string) *metav1.Condition {
+	for i := range s.status.Conditions {
+		if s.status.Conditions[i].Type == t {
+			return &s.status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func (s *scope) setReady() {
+	prog, avail := s.find(iotv1.ConditionProgressing), s.find(iotv1.ConditionAvailable)
+	if prog != nil && prog.Reason == iotv1.ReasonRolloutComplete && !s.d.Spec.Paused {
+		s.Set(iotv1.ConditionReady, metav1.ConditionTrue, iotv1.ReasonReady, prog.Message)
+		return
+	}
+	switch {
+	case prog != nil && prog.Status != metav1.ConditionTrue:
+		s.Set(iotv1.ConditionReady, metav1.ConditionFalse, prog.Reason, prog.Message)
+	case avail != nil && avail.Status != metav1.ConditionTrue:
+		s.Set(iotv1.ConditionReady, metav1.ConditionFalse, avail.Reason, avail.Message)
+	case prog != nil:
+		s.Set(iotv1.ConditionReady, metav1.ConditionFalse, prog.Reason, prog.Message)
+	}
+}
