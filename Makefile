@@ -225,6 +225,10 @@ redis-server: ## Install Debian's redis-server for the homelab tests (apt-get, a
 build: manifests generate fmt vet ## Build the operator binary into bin/platform-operator (static, like the image).
 	CGO_ENABLED=0 go build -trimpath -o bin/platform-operator .
 
+.PHONY: fleet-agent
+fleet-agent: fmt vet ## Build the IoT fleet's on-device agent into bin/fleet-agent (static; GOARCH=arm64 for a Raspberry Pi).
+	CGO_ENABLED=0 go build -trimpath -o bin/fleet-agent ./cmd/fleet-agent
+
 .PHONY: run
 run: manifests generate fmt vet ## Run the operator on this machine against the cluster of the current kubeconfig (RUN_ARGS adds flags).
 	go run . $(RUN_ARGS)

@@ -273,3 +273,28 @@ func each(ctx context.Context, kv jetstream.KeyValue, filter string, fn func(jet
 		}
 	}
 }
+
+// Bind opens the buckets as the operator created them, without changing their configuration: what an
+// agent does, so that the heartbeat TTL stays the operator's. It fails while a bucket does not exist.
+func Bind(ctx context.Context, js jetstream.JetStream) (*Store, error) {
+	s := &Store{}
+	for _, b := range []struct {
+		name string
+		kv   *jetstream.KeyValue
+	}{{fleet.BucketDevices, &s.Devices}, {fleet.BucketDesired, &s.Desired}, {fleet.BucketState, &s.State}, {fleet.BucketHeartbeats, &s.Heartbeats}} {
+		kv, err := js.KeyValue(ctx, b.name)
+		if err != nil {
+			return nil, fmt.Errorf("bind bucket %s: %w", b.name, err)
+		}
+		*b.kv = kv
+	}
+	st, err := s.Heartbeats.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read bucket %s: %w", fleet.BucketHeartbeats, err)
+	}
+	s.HeartbeatTTL = st.TTL()
+	if s.HeartbeatTTL <= 0 {
+		s.HeartbeatTTL = DefaultHeartbeatTTL
+	}
+	return s, nil
+}

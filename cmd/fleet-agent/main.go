@@ -1,0 +1,125 @@
+// Command fleet-agent runs on an IoT device: it registers the device (labels and inventory) in the
+// fleet's NATS JetStream buckets, sends heartbeats, and runs with podman the containers the operator's
+// iot Deployments give the device, reporting each state transition (docs/iot.md).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/platform-operator/platform-operator/internal/fleet"
+	"github.com/platform-operator/platform-operator/internal/fleet/agent"
+	"github.com/platform-operator/platform-operator/internal/fleet/store"
+)
+
+func main() {
+	hostname, _ := os.Hostname()
+	url := flag.String("nats-url", nats.DefaultURL, "URL of the fleet's NATS server.")
+	creds := flag.String("nats-credentials-file", "", "NATS .creds file of this device; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead.")
+	id := flag.String("device-id", hostname, "This device's ID: 1-128 letters, digits, '-' or '_'. Defaults to the host name.")
+	labelFlag := flag.String("labels", "", "This device's labels, which Deployments select on: key=value pairs separated by commas.")
+	opts := zap.Options{Development: false}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	log := zap.New(zap.UseFlagOptions(&opts)).WithName("fleet-agent")
+
+	labels, err := parseLabels(*labelFlag)
+	if err != nil {
+		log.Error(err, "--labels")
+		os.Exit(2)
+	}
+	if err := fleet.ValidDeviceID(*id); err != nil {
+		log.Error(err, "--device-id")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, log, *url, *creds, fleet.DeviceInfo{ID: *id, Labels: labels, Inventory: inventory(hostname)}); err != nil {
+		log.Error(err, "agent stopped")
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, log logr.Logger, url, creds string, device fleet.DeviceInfo) error {
+	opts := []nats.Option{nats.Name("fleet-agent " + device.ID), nats.MaxReconnects(-1), nats.ReconnectWait(2 * time.Second),
+		nats.RetryOnFailedConnect(true)}
+	if creds != "" {
+		opts = append(opts, nats.UserCredentials(creds))
+	}
+	if u := os.Getenv("NATS_USER"); u != "" {
+		opts = append(opts, nats.UserInfo(u, os.Getenv("NATS_PASSWORD")))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	// The operator creates the buckets; wait for them (and for the server) as long as it takes.
+	var st *store.Store
+	for {
+		st, err = store.Bind(ctx, js)
+		if err == nil {
+			break
+		}
+		log.Info("waiting for the fleet's buckets", "reason", err.Error())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(5 * time.Second):
+		}
+	}
+	a := &agent.Agent{Device: device, Store: st, Runtime: &agent.Podman{}, Log: log}
+	log.Info("running", "device", device.ID, "labels", device.Labels)
+	return a.Run(ctx)
+}
+
+// parseLabels reads "k=v,k2=v2".
+func parseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("label %q is not key=value", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// inventory is what the device is: read from the Go runtime and /proc, each item best effort.
+func inventory(hostname string) fleet.Inventory {
+	inv := fleet.Inventory{Hostname: hostname, Arch: runtime.GOARCH, OS: runtime.GOOS, CPUs: runtime.NumCPU(), AgentVersion: agent.Version}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		inv.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+				if kb, err := strconv.ParseUint(f[1], 10, 64); err == nil {
+					inv.MemoryBytes = kb * 1024
+				}
+			}
+		}
+	}
+	return inv
+}
