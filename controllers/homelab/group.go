@@ -32,6 +32,9 @@ type controller struct {
 var controllers = []controller{
 	{cache: redisConnectionCache, setup: setupRedisConnection},
 	{cache: domainCache, setup: setupDomain},
+	// PostgresDatabase's Secret watch uses the index PostgresConnection's setup registers: keep this order.
+	{cache: postgresCacheRules, setup: setupPostgresConnection},
+	{setup: setupPostgresDatabase},
 }
 
 // Group is the homelab API group as the manager sees it.

@@ -2,6 +2,7 @@ package homelab
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -130,21 +131,35 @@ func newNamespace(prefix string) string {
 // writeCounter counts write requests per namespace, so a spec can count its own objects' writes while
 // objects of earlier specs settle in the background.
 type writeCounter struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu  sync.Mutex
+	n   map[string]int
+	log map[string][]string
 }
 
 func (w *writeCounter) add(obj any) {
-	ns := ""
-	if o, ok := obj.(interface{ GetNamespace() string }); ok {
+	ns, what := "", fmt.Sprintf("%T", obj)
+	if o, ok := obj.(interface {
+		GetNamespace() string
+		GetName() string
+	}); ok {
 		ns = o.GetNamespace()
+		what += " " + o.GetName()
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.n == nil {
-		w.n = map[string]int{}
+		w.n, w.log = map[string]int{}, map[string][]string{}
 	}
 	w.n[ns]++
+	w.log[ns] = append(w.log[ns], what)
+}
+
+// since lists the writes to objects in namespace ns after the first n (a value of in), for failure
+// messages: the kind and name of each.
+func (w *writeCounter) since(ns string, n int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.log[ns][min(n, len(w.log[ns])):]...)
 }
 
 // in is the number of write requests to objects in namespace ns so far.

@@ -1,0 +1,481 @@
+package homelab
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/apply"
+	"github.com/platform-operator/platform-operator/internal/authentik"
+	"github.com/platform-operator/platform-operator/internal/istio"
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+)
+
+// Indexes of AuthentikServers by the namespace/name of each dependency they reference.
+const (
+	authentikDomainIndex   = "homelab.authentikserver.spec.domain"
+	authentikDatabaseIndex = "homelab.authentikserver.spec.database"
+	authentikRedisIndex    = "homelab.authentikserver.spec.redis"
+)
+
+// authentikDependencies are the dependency conditions, in the order Ready reports them.
+var authentikDependencies = []string{homelabv1.ConditionDomain, homelabv1.ConditionDatabase, homelabv1.ConditionRedis}
+
+// authentikParts are the part conditions, after the dependencies, in the order Ready reports them.
+var authentikParts = []string{homelabv1.ConditionGeneratedSecret, homelabv1.ConditionServerDeployment,
+	homelabv1.ConditionWorkerDeployment, homelabv1.ConditionService, homelabv1.ConditionRoute}
+
+// authentikServerReconciler runs authentik for each AuthentikServer once its Domain, PostgresDatabase and
+// RedisConnection are Ready.
+type authentikServerReconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	recorder  record.EventRecorder
+	caps      platform.Capabilities
+	applier   *apply.Applier
+	status    *reconcile.StatusWriter
+	image     string
+}
+
+// authentikServerCache: the children (labelled), and Secrets as metadata (the generated one, to notice it
+// deleted).
+func authentikServerCache(caps platform.Capabilities) []manager.CacheRule {
+	rules := []manager.CacheRule{
+		{Object: &appsv1.Deployment{}},
+		{Object: &corev1.Service{}},
+		{Object: &corev1.Secret{}, Scope: manager.All,
+			Why: "Secrets are watched as metadata only; the generated authentik Secret's data is read from the API server"},
+	}
+	if caps.Istio {
+		rules = append(rules, manager.CacheRule{Object: &istio.VirtualService{}})
+	}
+	return rules
+}
+
+// dependencyKey is a reference ("name" or "namespace/name") as the namespace/name it names, seen from
+// namespace ns.
+func dependencyKey(ref, ns string) types.NamespacedName {
+	if before, after, ok := strings.Cut(ref, "/"); ok {
+		return types.NamespacedName{Namespace: before, Name: after}
+	}
+	return types.NamespacedName{Namespace: ns, Name: ref}
+}
+
+func setupAuthentikServer(mgr ctrl.Manager, caps platform.Capabilities, opts Options) error {
+	r := &authentikServerReconciler{
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
+		recorder: mgr.GetEventRecorderFor(manager.OperatorName), caps: caps,
+		applier: &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: manager.FieldOwner},
+		status: &reconcile.StatusWriter{Client: mgr.GetClient(), FieldOwner: manager.FieldOwner + "/authentikserver",
+			Fields: []string{"observedGeneration", "url", "secretName"},
+			Conditions: append(append([]string{homelabv1.ConditionReady}, authentikDependencies...),
+				authentikParts...)},
+		image: opts.AuthentikImage,
+	}
+	indexer := mgr.GetFieldIndexer()
+	for index, ref := range map[string]func(*homelabv1.AuthentikServer) string{
+		authentikDomainIndex:   func(a *homelabv1.AuthentikServer) string { return a.Spec.Domain },
+		authentikDatabaseIndex: func(a *homelabv1.AuthentikServer) string { return a.Spec.Database },
+		authentikRedisIndex:    func(a *homelabv1.AuthentikServer) string { return a.Spec.Redis },
+	} {
+		if err := indexer.IndexField(context.Background(), &homelabv1.AuthentikServer{}, index, func(o client.Object) []string {
+			a := o.(*homelabv1.AuthentikServer)
+			return []string{dependencyKey(ref(a), a.Namespace).String()}
+		}); err != nil {
+			return err
+		}
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("authentikserver").
+		For(&homelabv1.AuthentikServer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		// A dependency's status turning Ready (or not) is what the AuthentikServer waits for: every change
+		// of one maps to the AuthentikServers that reference it, through the indexes.
+		Watches(&homelabv1.Domain{}, handler.EnqueueRequestsFromMapFunc(r.dependents(authentikDomainIndex))).
+		Watches(&homelabv1.PostgresDatabase{}, handler.EnqueueRequestsFromMapFunc(r.dependents(authentikDatabaseIndex))).
+		Watches(&homelabv1.RedisConnection{}, handler.EnqueueRequestsFromMapFunc(r.dependents(authentikRedisIndex))).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(authentikForSecret)).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
+	if caps.Istio {
+		b = b.Owns(&istio.VirtualService{})
+	}
+	return b.Complete(r)
+}
+
+// dependents maps a dependency to the AuthentikServers, in any namespace, that reference it.
+func (r *authentikServerReconciler) dependents(index string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []ctrl.Request {
+		var list homelabv1.AuthentikServerList
+		key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()
+		if err := r.client.List(ctx, &list, client.MatchingFields{index: key}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "list AuthentikServers of a dependency", "dependency", key)
+			return nil
+		}
+		reqs := make([]ctrl.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
+	}
+}
+
+// authentikForSecret maps a Secret the operator made (the generated one) to the AuthentikServer of its
+// instance label, so that deleting it makes a new one. Other kinds' Secrets map to a name that is either
+// no AuthentikServer or one whose reconcile then finds nothing to do.
+func authentikForSecret(_ context.Context, o client.Object) []ctrl.Request {
+	l := o.GetLabels()
+	if !manager.IsManaged(l) || l[manager.InstanceLabel] == "" {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[manager.InstanceLabel]}}}
+}
+
+// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=authentikservers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=authentikservers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=domains;postgresdatabases;redisconnections,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=networking.istio.io,resources=virtualservices,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// authentikScope is one AuthentikServer reconcile's working state.
+type authentikScope struct {
+	*reconcile.Session
+	server *homelabv1.AuthentikServer
+	status *homelabv1.AuthentikServerStatus
+	// What the dependencies give, once Ready.
+	hostname, gateway, databaseSecret, redisSecret string
+	// waiting is false once every dependency is Ready.
+	waiting bool
+	// secretReady is true once the generated Secret holds every key.
+	secretReady bool
+}
+
+// Reconcile checks the dependencies, then makes authentik's parts.
+func (r *authentikServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	a := &homelabv1.AuthentikServer{}
+	if err := r.client.Get(ctx, req.NamespacedName, a); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.status.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !a.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // owner references hand every child to the garbage collector
+	}
+	status := a.Status.DeepCopy()
+	s := &authentikScope{
+		Session: &reconcile.Session{Owner: a, Conditions: &status.Conditions, Client: r.client,
+			Applier: r.applier, Recorder: r.recorder},
+		server: a, status: status,
+	}
+	res, err := reconcile.Run(ctx, s,
+		r.reconcileDomainDependency, r.reconcileDatabaseDependency, r.reconcileRedisDependency,
+		r.reconcileGeneratedSecret, r.reconcileDeployments, r.reconcileService, r.reconcileRoute)
+	s.Announce()
+	status.ObservedGeneration = a.Generation
+	ready := reconcile.Summary(status.Conditions, append(append([]string{}, authentikDependencies...), authentikParts...),
+		homelabv1.ReasonReady, "authentik is running at "+status.URL)
+	s.Set(homelabv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
+	if werr := r.status.Write(ctx, a, status); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	return res, err
+}
+
+// dependencyReady reads a dependency's Ready condition: it counts only when it describes the dependency's
+// current generation.
+func dependencyReady(conds []metav1.Condition, generation int64) (bool, string) {
+	c := meta.FindStatusCondition(conds, homelabv1.ConditionReady)
+	switch {
+	case c == nil || c.ObservedGeneration < generation:
+		return false, "it has not reported on its current spec yet"
+	case c.Status != metav1.ConditionTrue:
+		return false, fmt.Sprintf("it is not Ready (%s: %s)", c.Reason, c.Message)
+	default:
+		return true, ""
+	}
+}
+
+// missing records a dependency that does not exist.
+func (s *authentikScope) missing(condType, kind string, key types.NamespacedName, field string) {
+	s.waiting = true
+	msg := fmt.Sprintf("%s %s named by spec.%s does not exist; authentik waits for it", kind, key, field)
+	if c := meta.FindStatusCondition(*s.Conditions, condType); c == nil || c.Reason != homelabv1.ReasonMissingDependency {
+		s.Warn(homelabv1.ReasonMissingDependency, msg)
+	}
+	s.Set(condType, metav1.ConditionFalse, homelabv1.ReasonMissingDependency, msg)
+}
+
+// notReady records a dependency that exists but is not Ready.
+func (s *authentikScope) notReady(condType, kind string, key types.NamespacedName, why string) {
+	s.waiting = true
+	s.Set(condType, metav1.ConditionFalse, homelabv1.ReasonWaitingForDependency,
+		fmt.Sprintf("%s %s: %s; authentik waits for it", kind, key, why))
+}
+
+// sameNamespace refuses a database or redis reference to another namespace: the pods read its Secret.
+func (s *authentikScope) sameNamespace(condType, field string, key types.NamespacedName) bool {
+	if key.Namespace == s.server.Namespace {
+		return true
+	}
+	s.waiting = true
+	msg := fmt.Sprintf("spec.%s names %s in another namespace: authentik's pods read its Secret, and pods read Secrets only from their own namespace; create it in %q", field, key, s.server.Namespace)
+	if c := meta.FindStatusCondition(*s.Conditions, condType); c == nil || c.Reason != homelabv1.ReasonDependencyNotAllowed {
+		s.Warn(homelabv1.ReasonDependencyNotAllowed, msg)
+	}
+	s.Set(condType, metav1.ConditionFalse, homelabv1.ReasonDependencyNotAllowed, msg)
+	return false
+}
+
+// reconcileDomainDependency waits for the Domain: Ready, with a Gateway to attach the route to.
+func (r *authentikServerReconciler) reconcileDomainDependency(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+	key := dependencyKey(s.server.Spec.Domain, s.server.Namespace)
+	var d homelabv1.Domain
+	if err := r.client.Get(ctx, key, &d); apierrors.IsNotFound(err) {
+		s.missing(homelabv1.ConditionDomain, "Domain", key, "domain")
+		return ctrl.Result{}, nil
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("read Domain %s: %w", key, err)
+	}
+	if ok, why := dependencyReady(d.Status.Conditions, d.Generation); !ok {
+		s.notReady(homelabv1.ConditionDomain, "Domain", key, why)
+		return ctrl.Result{}, nil
+	}
+	s.hostname, s.gateway = d.Spec.Hostname, d.Status.Gateway
+	s.status.URL = "https://" + authentik.Host(d.Spec.Hostname) + "/"
+	s.Set(homelabv1.ConditionDomain, metav1.ConditionTrue, homelabv1.ReasonReady,
+		fmt.Sprintf("Domain %s is Ready: authentik is served as %s", key, authentik.Host(d.Spec.Hostname)))
+	return ctrl.Result{}, nil
+}
+
+// reconcileDatabaseDependency waits for the PostgresDatabase: Ready, with its Secret.
+func (r *authentikServerReconciler) reconcileDatabaseDependency(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+	key := dependencyKey(s.server.Spec.Database, s.server.Namespace)
+	if !s.sameNamespace(homelabv1.ConditionDatabase, "database", key) {
+		return ctrl.Result{}, nil
+	}
+	var db homelabv1.PostgresDatabase
+	if err := r.client.Get(ctx, key, &db); apierrors.IsNotFound(err) {
+		s.missing(homelabv1.ConditionDatabase, "PostgresDatabase", key, "database")
+		return ctrl.Result{}, nil
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("read PostgresDatabase %s: %w", key, err)
+	}
+	if ok, why := dependencyReady(db.Status.Conditions, db.Generation); !ok {
+		s.notReady(homelabv1.ConditionDatabase, "PostgresDatabase", key, why)
+		return ctrl.Result{}, nil
+	}
+	if db.Status.SecretName == "" {
+		s.notReady(homelabv1.ConditionDatabase, "PostgresDatabase", key, "it reports no Secret yet")
+		return ctrl.Result{}, nil
+	}
+	s.databaseSecret = db.Status.SecretName
+	s.Set(homelabv1.ConditionDatabase, metav1.ConditionTrue, homelabv1.ReasonReady,
+		fmt.Sprintf("PostgresDatabase %s is Ready; its Secret %s holds the credentials", key, db.Status.SecretName))
+	return ctrl.Result{}, nil
+}
+
+// reconcileRedisDependency waits for the RedisConnection: Ready (its server answers PING).
+func (r *authentikServerReconciler) reconcileRedisDependency(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+	key := dependencyKey(s.server.Spec.Redis, s.server.Namespace)
+	if !s.sameNamespace(homelabv1.ConditionRedis, "redis", key) {
+		return ctrl.Result{}, nil
+	}
+	var rc homelabv1.RedisConnection
+	if err := r.client.Get(ctx, key, &rc); apierrors.IsNotFound(err) {
+		s.missing(homelabv1.ConditionRedis, "RedisConnection", key, "redis")
+		return ctrl.Result{}, nil
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("read RedisConnection %s: %w", key, err)
+	}
+	if ok, why := dependencyReady(rc.Status.Conditions, rc.Generation); !ok {
+		s.notReady(homelabv1.ConditionRedis, "RedisConnection", key, why)
+		return ctrl.Result{}, nil
+	}
+	s.redisSecret = rc.Spec.Secret
+	s.Set(homelabv1.ConditionRedis, metav1.ConditionTrue, homelabv1.ReasonReady,
+		fmt.Sprintf("RedisConnection %s is Ready; its Secret %s holds the credentials", key, rc.Spec.Secret))
+	return ctrl.Result{}, nil
+}
+
+// hold marks a part as waiting for the dependencies, or returns false when they are all Ready. What runs
+// already is kept: a dependency that stops being Ready for a moment does not tear authentik down.
+func (s *authentikScope) hold(condType string) bool {
+	if !s.waiting {
+		return false
+	}
+	if c := meta.FindStatusCondition(*s.Conditions, condType); c == nil || c.Status != metav1.ConditionTrue {
+		s.Set(condType, metav1.ConditionFalse, homelabv1.ReasonWaitingForDependency,
+			"held until the Domain, the PostgresDatabase and the RedisConnection are all Ready")
+	}
+	return true
+}
+
+// reconcileGeneratedSecret makes the Secret with authentik's secret key and bootstrap credentials once,
+// and afterwards only adds a key that is missing: a value, once made, never changes (authentik signs
+// sessions with the secret key, and the bootstrap password is the admin's until they change it).
+func (r *authentikServerReconciler) reconcileGeneratedSecret(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+	if s.hold(homelabv1.ConditionGeneratedSecret) {
+		s.secretReady = false
+		return ctrl.Result{}, nil
+	}
+	name := authentik.SecretName(s.server)
+	var live corev1.Secret
+	err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: s.server.Namespace, Name: name}, &live)
+	switch {
+	case apierrors.IsNotFound(err):
+		data, err := authentik.Generate(nil, rand.Reader)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.client.Create(ctx, authentik.Secret(s.server, data)); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil // made meanwhile: read it next time
+			}
+			s.Set(homelabv1.ConditionGeneratedSecret, metav1.ConditionUnknown, homelabv1.ReasonApplyFailed, err.Error())
+			return ctrl.Result{}, fmt.Errorf("create Secret %s: %w", name, err)
+		}
+		s.Recorder.Eventf(s.server, corev1.EventTypeNormal, reconcile.EventCreated,
+			"Created Secret %s with a new secret key, bootstrap password and bootstrap token", name)
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("read Secret %s: %w", name, err)
+	case !metav1.IsControlledBy(&live, s.server):
+		msg := fmt.Sprintf("Secret %s already exists and was not made for this AuthentikServer; it is left untouched", name)
+		s.Set(homelabv1.ConditionGeneratedSecret, metav1.ConditionFalse, homelabv1.ReasonNameConflict, msg)
+		s.Warn(homelabv1.ReasonNameConflict, msg)
+		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
+	default:
+		missing, err := authentik.Generate(live.Data, rand.Reader)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if len(missing) > 0 {
+			patch := client.MergeFrom(live.DeepCopy())
+			if live.Data == nil {
+				live.Data = map[string][]byte{}
+			}
+			keys := make([]string, 0, len(missing))
+			for _, k := range authentik.SecretKeys {
+				if v, ok := missing[k]; ok {
+					live.Data[k] = v
+					keys = append(keys, k)
+				}
+			}
+			if err := r.client.Patch(ctx, &live, patch); err != nil {
+				return ctrl.Result{}, fmt.Errorf("add keys to Secret %s: %w", name, err)
+			}
+			s.Recorder.Eventf(s.server, corev1.EventTypeNormal, reconcile.EventUpdated,
+				"Added the missing keys %s to Secret %s; the other values are kept", strings.Join(keys, ", "), name)
+		}
+	}
+	s.secretReady = true
+	s.status.SecretName = name
+	s.Set(homelabv1.ConditionGeneratedSecret, metav1.ConditionTrue, homelabv1.ReasonSecretGenerated,
+		fmt.Sprintf("Secret %s holds the secret key, the bootstrap password and the bootstrap token", name))
+	return ctrl.Result{}, nil
+}
+
+// reconcileDeployments applies the server and the worker.
+func (r *authentikServerReconciler) reconcileDeployments(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+	held := s.hold(homelabv1.ConditionServerDeployment)
+	held = s.hold(homelabv1.ConditionWorkerDeployment) || held
+	if held {
+		return ctrl.Result{}, nil
+	}
+	if !s.secretReady {
+		for _, t := range []string{homelabv1.ConditionServerDeployment, homelabv1.ConditionWorkerDeployment} {
+			s.Set(t, metav1.ConditionFalse, homelabv1.ReasonWaitingForDependency, "held until the generated Secret exists")
+		}
+		return ctrl.Result{}, nil
+	}
+	in := authentik.Inputs{Image: r.image, DatabaseSecret: s.databaseSecret, RedisSecret: s.redisSecret}
+	var res ctrl.Result
+	var errs []error
+	for _, d := range []struct {
+		cond    string
+		desired *appsv1.Deployment
+	}{
+		{homelabv1.ConditionServerDeployment, authentik.ServerDeployment(s.server, in)},
+		{homelabv1.ConditionWorkerDeployment, authentik.WorkerDeployment(s.server, in)},
+	} {
+		ok, r, err := s.Apply(ctx, d.desired, d.cond)
+		res = reconcile.Soonest(res, r)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if !ok {
+			continue
+		}
+		if ok, msg := authentikDeploymentAvailable(d.desired); ok {
+			s.Set(d.cond, metav1.ConditionTrue, homelabv1.ReasonReady, msg)
+		} else {
+			s.Set(d.cond, metav1.ConditionFalse, homelabv1.ReasonDeploymentPending, msg)
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// authentikDeploymentAvailable says whether a Deployment runs its latest spec with an available pod.
+func authentikDeploymentAvailable(d *appsv1.Deployment) (bool, string) {
+	if d.Status.ObservedGeneration < d.Generation {
+		return false, fmt.Sprintf("Deployment %s: the Deployment controller has not seen the latest spec yet", d.Name)
+	}
+	if d.Status.UpdatedReplicas < 1 || d.Status.AvailableReplicas < 1 {
+		return false, fmt.Sprintf("Deployment %s: waiting for an available pod running the latest spec", d.Name)
+	}
+	return true, fmt.Sprintf("Deployment %s has an available pod", d.Name)
+}
+
+// reconcileService applies the Service in front of the server.
+func (r *authentikServerReconciler) reconcileService(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+	if s.hold(homelabv1.ConditionService) {
+		return ctrl.Result{}, nil
+	}
+	desired := authentik.Service(s.server)
+	if ok, res, err := s.Apply(ctx, desired, homelabv1.ConditionService); !ok {
+		return res, err
+	}
+	s.Set(homelabv1.ConditionService, metav1.ConditionTrue, homelabv1.ReasonApplied,
+		fmt.Sprintf("Service %s serves port %d", desired.Name, authentik.ServicePort))
+	return ctrl.Result{}, nil
+}
+
+// reconcileRoute serves authentik.<domain hostname> through the Domain's Gateway.
+func (r *authentikServerReconciler) reconcileRoute(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+	if !r.caps.Istio {
+		s.MissingAPI(homelabv1.ConditionRoute, "an AuthentikServer is served through an Istio VirtualService (networking.istio.io/v1), which this cluster does not serve; install Istio, then restart the operator")
+		return ctrl.Result{}, nil
+	}
+	if s.hold(homelabv1.ConditionRoute) {
+		return ctrl.Result{}, nil
+	}
+	desired := authentik.VirtualService(s.server, s.hostname, s.gateway)
+	if ok, res, err := s.Apply(ctx, desired, homelabv1.ConditionRoute); !ok {
+		return res, err
+	}
+	s.Set(homelabv1.ConditionRoute, metav1.ConditionTrue, homelabv1.ReasonApplied,
+		fmt.Sprintf("VirtualService %s serves %s through Gateway %s", desired.Name, authentik.Host(s.hostname), s.gateway))
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,443 @@
+package homelab
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/apply"
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/postgres"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+)
+
+// databaseConnectionIndex indexes PostgresDatabases by their connection, as "namespace/name".
+const databaseConnectionIndex = "homelab.postgresdatabase.spec.connection"
+
+// Event reasons of a PostgresDatabase besides the kit's Created, Updated and Deleted.
+const (
+	// EventPasswordRotated is a new password set on the role and written to the Secret.
+	EventPasswordRotated = "PasswordRotated"
+	// EventRetained is a deleted PostgresDatabase whose database and role stay (reclaimPolicy Retain).
+	EventRetained = "Retained"
+	// EventFinalizerReleased is a deleted PostgresDatabase let go by the release annotation.
+	EventFinalizerReleased = "FinalizerReleased"
+)
+
+// postgresDatabaseParts are the PostgresDatabase's part conditions, in the order Ready reports them.
+var postgresDatabaseParts = []string{homelabv1.ConditionConnection, homelabv1.ConditionDatabase, homelabv1.ConditionCredentials, homelabv1.ConditionCleanup}
+
+// PostgresDatabaseReconciler makes, for each PostgresDatabase, a role and a database on its connection's
+// server and a Secret with the role's credentials, and drops them when it is deleted.
+type PostgresDatabaseReconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads Secrets from the API server: only their metadata is cached.
+	APIReader client.Reader
+	// Recorder emits events.
+	Recorder record.EventRecorder
+
+	applier *apply.Applier
+	status  *reconcile.StatusWriter
+	// secrets reads Secrets from the API server (see setupPostgresDatabase).
+	secrets readThrough
+	// logins remembers, per PostgresDatabase uid, the role and password known to log in: an unchanged
+	// database then costs no login check and no password statement.
+	logins sync.Map
+}
+
+// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=postgresdatabases,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=postgresdatabases/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=postgresdatabases/finalizers,verbs=update
+// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=postgresconnections,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile brings one PostgresDatabase's role, database and Secret in line with its spec, or cleans up
+// after a deleted one.
+func (r *PostgresDatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	db := &homelabv1.PostgresDatabase{}
+	if err := r.Client.Get(ctx, req.NamespacedName, db); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.status.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := r.newScope(db)
+	if !db.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	if !controllerutil.ContainsFinalizer(db, homelabv1.PostgresDatabaseFinalizer) {
+		// Before anything exists on the server: nothing made there may outlive the object unnoticed.
+		patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(db, homelabv1.PostgresDatabaseFinalizer)
+		if err := r.Client.Patch(ctx, db, patch); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	res, err := reconcile.Run(ctx, s, r.reconcileConnection, r.reconcileDatabase, r.reconcileSecret)
+	s.Drop(homelabv1.ConditionCleanup)
+	s.Announce()
+	if werr := r.status.Write(ctx, db, s.summarize()); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	if err == nil && meta.IsStatusConditionTrue(*s.Conditions, homelabv1.ConditionReady) {
+		res = reconcile.Soonest(res, ctrl.Result{RequeueAfter: PostgresRecheck})
+	}
+	return res, err
+}
+
+// databaseScope is one reconcile of one PostgresDatabase.
+type databaseScope struct {
+	*reconcile.Session
+	db     *homelabv1.PostgresDatabase
+	before []metav1.Condition
+	name   string
+	owner  postgres.Owner
+
+	// conn and settings are the connection's, once it is Ready and allowed.
+	conn     *homelabv1.PostgresConnection
+	settings *postgres.Settings
+	// password is the role's password once the database step made sure the role has it.
+	password    string
+	rotation    string
+	newPassword bool
+	secretLive  *corev1.Secret
+	secretName  string
+}
+
+func (r *PostgresDatabaseReconciler) newScope(db *homelabv1.PostgresDatabase) *databaseScope {
+	conds := append([]metav1.Condition(nil), db.Status.Conditions...)
+	name := db.Spec.DatabaseName
+	if name == "" {
+		name = postgres.Name(db.Namespace, db.Name)
+	}
+	return &databaseScope{
+		Session: &reconcile.Session{Owner: db, Conditions: &conds, Client: r.Client, Applier: r.applier, Recorder: r.Recorder},
+		db:      db, before: db.Status.Conditions, name: name,
+		owner:    postgres.Owner{Kind: "PostgresDatabase", Namespace: db.Namespace, Name: db.Name, UID: string(db.UID)},
+		rotation: db.Annotations[homelabv1.AnnotationRotatePassword],
+	}
+}
+
+// fail records a part that is not ready, with a Warning event when the part's state changed.
+func (s *databaseScope) fail(condType string, status metav1.ConditionStatus, reason, msg string) {
+	c := metav1.Condition{Type: condType, Status: status, Reason: reason, Message: msg}
+	if changed(s.before, condType, c) {
+		s.Warn(reason, msg)
+	}
+	s.Set(condType, status, reason, msg)
+}
+
+// wait records a part that waits for an earlier one, without an event.
+func (s *databaseScope) wait(condType, msg string) {
+	s.Set(condType, metav1.ConditionUnknown, homelabv1.ReasonWaitingForDependency, msg)
+}
+
+// summarize is the status this reconcile found.
+func (s *databaseScope) summarize() *homelabv1.PostgresDatabaseStatus {
+	ready := reconcile.Summary(*s.Conditions, postgresDatabaseParts, homelabv1.ReasonReady,
+		fmt.Sprintf("database %s and its role are ready; credentials in Secret %s", s.name, s.secretName))
+	s.Set(homelabv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
+	return &homelabv1.PostgresDatabaseStatus{
+		ObservedGeneration: s.db.Generation, Conditions: *s.Conditions,
+		DatabaseName: s.name, SecretName: s.secretName,
+	}
+}
+
+// connectionKey is the "namespace/name" of db's connection.
+func connectionKey(db *homelabv1.PostgresDatabase) types.NamespacedName {
+	ns, name, err := postgres.ParseRef(db.Spec.Connection, db.Namespace)
+	if err != nil { // admission allows only name and namespace/name
+		return types.NamespacedName{Namespace: db.Namespace, Name: db.Spec.Connection}
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+// resolveConnection finds db's connection and its settings: the connection must exist, be Ready for its
+// current generation and let db's namespace use it. It says why not otherwise (a condition reason and
+// message).
+func (r *PostgresDatabaseReconciler) resolveConnection(ctx context.Context, db *homelabv1.PostgresDatabase) (*homelabv1.PostgresConnection, *postgres.Settings, string, string, error) {
+	key := connectionKey(db)
+	conn := &homelabv1.PostgresConnection{}
+	if err := r.Client.Get(ctx, key, conn); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, homelabv1.ReasonMissingDependency, fmt.Sprintf("PostgresConnection %s not found", key), nil
+		}
+		return nil, nil, homelabv1.ReasonWaitingForDependency, "", err
+	}
+	if conn.Namespace != db.Namespace && !slices.Contains(conn.Spec.AllowedNamespaces, db.Namespace) && !slices.Contains(conn.Spec.AllowedNamespaces, "*") {
+		return conn, nil, homelabv1.ReasonNotAllowed, fmt.Sprintf("PostgresConnection %s does not list namespace %q in spec.allowedNamespaces", key, db.Namespace), nil
+	}
+	ready := meta.FindStatusCondition(conn.Status.Conditions, homelabv1.ConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != conn.Generation {
+		msg := fmt.Sprintf("waiting for PostgresConnection %s to be ready", key)
+		if ready != nil && ready.Status == metav1.ConditionFalse {
+			msg += fmt.Sprintf(" (%s: %s)", ready.Reason, ready.Message)
+		}
+		return conn, nil, homelabv1.ReasonWaitingForDependency, msg, nil
+	}
+	settings, err := readConnectionSecret(ctx, r.APIReader, conn)
+	if err != nil {
+		// The connection was Ready with it a moment ago: it changed, and the connection will say so.
+		return conn, nil, homelabv1.ReasonWaitingForDependency, fmt.Sprintf("the Secret of PostgresConnection %s cannot be used: %v", key, err), nil
+	}
+	return conn, &settings, "", "", nil
+}
+
+// reconcileConnection finds the connection the database lives on.
+func (r *PostgresDatabaseReconciler) reconcileConnection(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
+	conn, settings, reason, msg, err := r.resolveConnection(ctx, s.db)
+	if err != nil {
+		s.wait(homelabv1.ConditionConnection, "the connection could not be read: "+err.Error())
+		return ctrl.Result{}, err
+	}
+	s.conn = conn
+	if settings == nil {
+		// The connection's own changes wake this database (watch through databaseConnectionIndex).
+		status := metav1.ConditionFalse
+		if reason == homelabv1.ReasonWaitingForDependency {
+			s.Set(homelabv1.ConditionConnection, status, reason, msg)
+			return ctrl.Result{}, nil
+		}
+		s.fail(homelabv1.ConditionConnection, status, reason, msg)
+		return ctrl.Result{}, nil
+	}
+	s.settings = settings
+	s.Set(homelabv1.ConditionConnection, metav1.ConditionTrue, homelabv1.ReasonReady,
+		fmt.Sprintf("PostgresConnection %s/%s is ready", conn.Namespace, conn.Name))
+	return ctrl.Result{}, nil
+}
+
+// reconcileDatabase decides the password (the Secret's, or a new one when there is none or a rotation is
+// asked for) and makes the server hold the role and database.
+func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
+	if s.settings == nil {
+		s.wait(homelabv1.ConditionDatabase, "waiting for the connection")
+		return ctrl.Result{}, nil
+	}
+	secretName := postgres.SecretName(s.db.Name)
+	live := &corev1.Secret{}
+	switch err := r.secrets.Get(ctx, types.NamespacedName{Namespace: s.db.Namespace, Name: secretName}, live); {
+	case apierrors.IsNotFound(err):
+		// None yet, or deleted: a new password.
+	case err != nil:
+		s.wait(homelabv1.ConditionDatabase, "the Secret could not be read: "+err.Error())
+		return ctrl.Result{}, err
+	default:
+		if c := apply.Conflict(live, postgres.Secret(s.db, *s.settings, s.name, "", ""), s.db); c != nil {
+			s.fail(homelabv1.ConditionCredentials, metav1.ConditionFalse, reconcile.ReasonNameConflict, c.Error())
+			s.wait(homelabv1.ConditionDatabase, "waiting for the Secret's name to be free")
+			return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
+		}
+		s.secretLive = live
+	}
+	password, kept := postgres.KeptPassword(s.secretLive, s.rotation)
+	if !kept {
+		p, err := postgres.NewPassword()
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		password, s.newPassword = p, true
+	}
+	login := s.settings.As(s.name, password, s.name)
+	setPassword := s.newPassword
+	if !setPassword && !r.loginKnown(s.db.UID, login) {
+		// Not seen working since the operator started: one login tells whether the role has it.
+		setPassword = postgres.CheckLogin(ctx, login) != nil
+	}
+
+	admin, err := postgres.Connect(ctx, *s.settings)
+	if err != nil {
+		reason, retry := connectFailure(err)
+		s.fail(homelabv1.ConditionDatabase, metav1.ConditionFalse, reason, fmt.Sprintf("cannot log in to %s:%d: %v", s.settings.Host, s.settings.Port, err))
+		return ctrl.Result{RequeueAfter: retry}, nil
+	}
+	defer func() { _ = admin.Close(ctx) }()
+	done, err := admin.Ensure(ctx, postgres.Database{Name: s.name, Owner: s.owner, Password: password, SetPassword: setPassword})
+	if len(done) > 0 {
+		r.Recorder.Eventf(s.db, corev1.EventTypeNormal, reconcile.EventUpdated, "On %s:%d: %s", s.settings.Host, s.settings.Port, strings.Join(done, "; "))
+	}
+	var claimed *postgres.ClaimedError
+	switch {
+	case errors.As(err, &claimed):
+		s.fail(homelabv1.ConditionDatabase, metav1.ConditionFalse, homelabv1.ReasonDatabaseClaimed, claimed.Error())
+		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
+	case err != nil:
+		reason, retry := homelabv1.ReasonSQLFailed, reconcile.RefusedRetry
+		if postgres.Classify(err) == postgres.FailureUnreachable {
+			reason, retry = homelabv1.ReasonUnreachable, PostgresUnreachableRetry
+		}
+		s.fail(homelabv1.ConditionDatabase, metav1.ConditionFalse, reason, fmt.Sprintf("on %s:%d: %v", s.settings.Host, s.settings.Port, err))
+		return ctrl.Result{RequeueAfter: retry}, nil
+	}
+	r.logins.Store(s.db.UID, loginDigest(login))
+	s.password = password
+	s.Set(homelabv1.ConditionDatabase, metav1.ConditionTrue, homelabv1.ReasonReady,
+		fmt.Sprintf("database %s owned by role %s on %s:%d", s.name, s.name, s.settings.Host, s.settings.Port))
+	return ctrl.Result{}, nil
+}
+
+// loginKnown says whether login is the one last seen working for the database with uid.
+func (r *PostgresDatabaseReconciler) loginKnown(uid types.UID, login postgres.Settings) bool {
+	v, ok := r.logins.Load(uid)
+	return ok && v.([sha256.Size]byte) == loginDigest(login)
+}
+
+// loginDigest identifies a login without keeping its password in memory in clear.
+func loginDigest(s postgres.Settings) [sha256.Size]byte {
+	return sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s\x00%s", s.Host, s.Port, s.User, s.Password)))
+}
+
+// reconcileSecret writes the role's credentials to the Secret <name>-postgres.
+func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
+	if s.password == "" {
+		if s.secretLive != nil {
+			s.secretName = s.secretLive.Name // it exists and is ours; it waits for the database
+		}
+		if c := meta.FindStatusCondition(*s.Conditions, homelabv1.ConditionCredentials); c == nil || c.Reason != reconcile.ReasonNameConflict {
+			s.wait(homelabv1.ConditionCredentials, "waiting for the database")
+		}
+		return ctrl.Result{}, nil
+	}
+	desired := postgres.Secret(s.db, *s.settings, s.name, s.password, s.rotation)
+	if s.secretLive != nil && secretHolds(s.secretLive, desired) {
+		// Unchanged, as read at the start of this reconcile: no apply, which would write the password back
+		// into a Secret deleted since (a deleted Secret asks for a new password, in the next reconcile).
+		s.secretName = desired.Name
+		s.Set(homelabv1.ConditionCredentials, metav1.ConditionTrue, homelabv1.ReasonReady,
+			fmt.Sprintf("Secret %s holds host, port, user, password, database and url", desired.Name))
+		return ctrl.Result{}, nil
+	}
+	applied, res, err := s.Apply(ctx, desired, homelabv1.ConditionCredentials)
+	if !applied {
+		return res, err
+	}
+	s.secretName = desired.Name
+	if s.newPassword && s.secretLive != nil {
+		r.Recorder.Eventf(s.db, corev1.EventTypeNormal, EventPasswordRotated, "Set a new password on role %s and in Secret %s", s.name, desired.Name)
+	}
+	s.Set(homelabv1.ConditionCredentials, metav1.ConditionTrue, homelabv1.ReasonReady,
+		fmt.Sprintf("Secret %s holds host, port, user, password, database and url", desired.Name))
+	return ctrl.Result{}, nil
+}
+
+func setupPostgresDatabase(mgr ctrl.Manager, _ platform.Capabilities, opts Options) error {
+	r := &PostgresDatabaseReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(manager.OperatorName),
+	}
+	// The applier reads Secrets from the API server: a typed read through the cache would start an
+	// informer holding every Secret's data.
+	r.secrets = readThrough{Client: r.Client, reader: r.APIReader}
+	r.applier = &apply.Applier{Client: r.secrets, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
+	r.status = &reconcile.StatusWriter{
+		Client:     r.Client,
+		FieldOwner: manager.FieldOwner + "/postgresdatabase",
+		Fields:     []string{"observedGeneration", "databaseName", "secretName"},
+		Conditions: append([]string{homelabv1.ConditionReady}, postgresDatabaseParts...),
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &homelabv1.PostgresDatabase{}, databaseConnectionIndex,
+		func(o client.Object) []string {
+			return []string{connectionKey(o.(*homelabv1.PostgresDatabase)).String()}
+		}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("postgresdatabase").
+		// Status writes change neither generation nor annotations; the rotate and release annotations do.
+		For(&homelabv1.PostgresDatabase{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&homelabv1.PostgresConnection{}, handler.EnqueueRequestsFromMapFunc(r.databasesForConnection)).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.databasesForSecret)).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).
+		Complete(r)
+}
+
+// databasesForConnection maps a connection to the databases that use it, in any namespace.
+func (r *PostgresDatabaseReconciler) databasesForConnection(ctx context.Context, o client.Object) []ctrl.Request {
+	var list homelabv1.PostgresDatabaseList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{databaseConnectionIndex: client.ObjectKeyFromObject(o).String()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list databases for connection", "connection", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// databasesForSecret maps a database's own Secret (labelled, since the Secret cache may keep no owner
+// references) to the database, and a connection's Secret to the databases using that connection.
+func (r *PostgresDatabaseReconciler) databasesForSecret(ctx context.Context, o client.Object) []ctrl.Request {
+	if l := o.GetLabels(); manager.IsManaged(l) && l[manager.InstanceLabel] != "" {
+		if o.GetName() == postgres.SecretName(l[manager.InstanceLabel]) {
+			return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[manager.InstanceLabel]}}}
+		}
+		return nil
+	}
+	conns, err := connectionsUsingSecret(ctx, r.Client, o)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list connections for secret", "secret", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	var reqs []ctrl.Request
+	for i := range conns {
+		reqs = append(reqs, r.databasesForConnection(ctx, &conns[i])...)
+	}
+	return reqs
+}
+
+// secretHolds says whether live already holds every field of desired.
+func secretHolds(live, desired *corev1.Secret) bool {
+	l, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+	if err != nil {
+		return false
+	}
+	d, err := apply.ToUnstructured(desired)
+	if err != nil {
+		return false
+	}
+	return apply.Contains(l, d.Object)
+}
+
+// readThrough is a client whose reads go to the API server and whose writes go through the manager's
+// client (and so through tests' write counters).
+type readThrough struct {
+	client.Client
+	reader client.Reader
+}
+
+// Get reads obj from the API server, with its kind set as the cache would set it (apply compares it).
+func (c readThrough) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := c.reader.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	if err != nil {
+		return err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return nil
+}

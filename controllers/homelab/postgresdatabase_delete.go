@@ -1,0 +1,89 @@
+package homelab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/postgres"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+)
+
+// cleanupRetry is how soon a blocked cleanup is tried again: soon at first, then at most every five
+// minutes, until the server answers or the release annotation lets the object go.
+func cleanupRetry(deleting time.Duration) time.Duration {
+	if deleting < 10*time.Minute {
+		return PostgresUnreachableRetry
+	}
+	return 5 * time.Minute
+}
+
+// reconcileDelete lets a deleted PostgresDatabase go once its database and role are dropped (Delete),
+// or at once (Retain, or the release annotation). A cleanup that cannot reach the server sets
+// Cleanup=False (CleanupBlocked) and retries; the Secret goes with the object (owner reference).
+func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
+	db := s.db
+	if !controllerutil.ContainsFinalizer(db, homelabv1.PostgresDatabaseFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	switch {
+	case db.Annotations[homelabv1.AnnotationReleaseFinalizer] == "true":
+		r.Recorder.Eventf(db, corev1.EventTypeWarning, EventFinalizerReleased,
+			"Released by the %s annotation: database and role %s are left on the server untouched", homelabv1.AnnotationReleaseFinalizer, s.name)
+		return ctrl.Result{}, r.releaseFinalizer(ctx, db)
+	case db.Spec.ReclaimPolicy == homelabv1.DatabaseReclaimRetain:
+		r.Recorder.Eventf(db, corev1.EventTypeNormal, EventRetained, "reclaimPolicy Retain: database and role %s stay on the server", s.name)
+		return ctrl.Result{}, r.releaseFinalizer(ctx, db)
+	}
+
+	dropped, kept, err := r.drop(ctx, s)
+	if err != nil {
+		msg := fmt.Sprintf("cannot drop database and role %s yet: %v. The operator retries; to let the PostgresDatabase go without touching the server, annotate it %s=true", s.name, err, homelabv1.AnnotationReleaseFinalizer)
+		s.fail(homelabv1.ConditionCleanup, metav1.ConditionFalse, homelabv1.ReasonCleanupBlocked, msg)
+		werr := r.status.Write(ctx, db, s.summarize())
+		return ctrl.Result{RequeueAfter: cleanupRetry(time.Since(db.DeletionTimestamp.Time))}, werr
+	}
+	switch {
+	case len(kept) > 0:
+		r.Recorder.Eventf(db, corev1.EventTypeWarning, homelabv1.ReasonDatabaseClaimed, "Left on the server: %s", strings.Join(kept, "; "))
+	case len(dropped) > 0:
+		r.Recorder.Eventf(db, corev1.EventTypeNormal, reconcile.EventDeleted, "On %s:%d: %s", s.settings.Host, s.settings.Port, strings.Join(dropped, "; "))
+	}
+	r.logins.Delete(db.UID)
+	return ctrl.Result{}, r.releaseFinalizer(ctx, db)
+}
+
+// drop drops the database and role on the connection's server. A connection that is missing, not Ready
+// or unreachable is an error: the caller retries.
+func (r *PostgresDatabaseReconciler) drop(ctx context.Context, s *databaseScope) (dropped, kept []string, err error) {
+	_, settings, _, msg, err := r.resolveConnection(ctx, s.db)
+	if err != nil {
+		return nil, nil, err
+	}
+	if settings == nil {
+		return nil, nil, errors.New(msg)
+	}
+	s.settings = settings
+	admin, err := postgres.Connect(ctx, *settings)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log in to %s:%d: %w", settings.Host, settings.Port, err)
+	}
+	defer func() { _ = admin.Close(ctx) }()
+	return admin.Drop(ctx, s.name, s.owner)
+}
+
+// releaseFinalizer removes the operator's finalizer; an object already gone is success.
+func (r *PostgresDatabaseReconciler) releaseFinalizer(ctx context.Context, db *homelabv1.PostgresDatabase) error {
+	patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(db, homelabv1.PostgresDatabaseFinalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, db, patch))
+}
