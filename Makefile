@@ -170,13 +170,13 @@ verify: ## Regenerate code, manifests, the OLM bundle and catalog, gofmt, tidy e
 	@echo "make verify: generated files, formatting and go.mod files are up to date."
 
 .PHONY: test
-test: manifests generate fmt vet $(TEST_DEPS) redis-server ## Run every test with the race detector: unit, golden, fuzz seeds, envtest, then the e2e suite; coverage goes to cover.out.
+test: manifests generate fmt vet $(TEST_DEPS) redis-server postgres ## Run every test with the race detector: unit, golden, fuzz seeds, envtest, then the e2e suite; coverage goes to cover.out.
 	$(run-unit-tests)
 	$(if $(wildcard $(E2E_DIR)),$(run-e2e-tests))
 	$(run-olm-tests)
 
 .PHONY: test-unit
-test-unit: manifests generate fmt vet controlplane-full build $(SCORECARD_TEST) redis-server ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
+test-unit: manifests generate fmt vet controlplane-full build $(SCORECARD_TEST) redis-server postgres ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
 	$(run-unit-tests)
 
 .PHONY: bench
@@ -205,7 +205,7 @@ echo "make: e2e suite passed in $$((SECONDS - start))s"
 endef
 
 .PHONY: demo
-demo: controlplane-full build ## Run the demo (hack/demo) on a local cluster until Ctrl-C (DEMO_ARGS adds flags, e.g. -exit-after=10s).
+demo: controlplane-full build postgres ## Run the demo (hack/demo) on a local cluster until Ctrl-C (DEMO_ARGS adds flags, e.g. -exit-after=10s).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./hack/demo $(DEMO_ARGS)
 
 # The homelab tests run a real Redis server on 127.0.0.1 (internal/redis/redistest): Debian's redis-server.
@@ -218,6 +218,17 @@ redis-server: ## Install Debian's redis-server for the homelab tests (apt-get, a
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server && \
 		{ invoke-rc.d redis-server stop >/dev/null 2>&1 || true; }; }
 	@test -x $(REDIS_SERVER) || { echo "redis-server: $(REDIS_SERVER) is still missing"; exit 1; }
+
+# The homelab tests and the demo run a real PostgreSQL server on 127.0.0.1 (internal/postgres/postgrestest):
+# Debian's postgresql package (initdb and postgres, run as its postgres system user). No default cluster is
+# made or started: the tests make their own in a temporary directory.
+POSTGRES_INITDB ?= $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb))
+.PHONY: postgres
+postgres: ## Install Debian's PostgreSQL server for the homelab tests and demo (apt-get, as root) unless initdb exists.
+	@test -n "$(POSTGRES_INITDB)" || command -v initdb >/dev/null || { \
+		mkdir -p /etc/postgresql-common && echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || { echo "postgres: initdb is still missing"; exit 1; }
 
 ##@ Build
 
