@@ -20,9 +20,12 @@ import (
 // DigestAnnotation holds a digest of the fields the operator applied to an object.
 const DigestAnnotation = manager.AnnotationDomain + "/applied-digest"
 
-// LegacyDigestAnnotation is where versions before the one annotation domain kept the digest. Nothing
-// reads it: an object carrying it lacks DigestAnnotation, so its next apply sends the new key, and server-
-// side apply removes the old one, which the same field owner applied (metadata only: no pod rolls).
+// LegacyDigestAnnotation is where versions before the one annotation domain kept the digest (the same
+// digest of the same fields). An object whose digest is still there, and that holds everything desired, is
+// unchanged: rewriting it only to move the key would cost a write per child at upgrade and, for a
+// Deployment, bump its generation (annotations count there), so the network would read as not available
+// until the Deployment controller caught up. The next real change sends DigestAnnotation, and server-side
+// apply removes the old key, which the same field owner applied.
 const LegacyDigestAnnotation = "platform-operator.io/applied-digest"
 
 // Result says what Apply did to the cluster.
@@ -141,7 +144,7 @@ func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Resu
 		if err != nil {
 			return "", err
 		}
-		if Contains(liveMap, want.Object) {
+		if Contains(liveMap, want.Object) || Contains(liveMap, underLegacyKey(liveObj, want).Object) {
 			return Unchanged, setLive(desired, liveMap)
 		}
 	}
@@ -152,6 +155,22 @@ func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Resu
 	}
 	// The apply request decoded the server's answer into want.
 	return result, setLive(desired, want.Object)
+}
+
+// underLegacyKey is want with its digest moved to LegacyDigestAnnotation when live carries that digest
+// there and none under DigestAnnotation; otherwise want itself.
+func underLegacyKey(live client.Object, want *unstructured.Unstructured) *unstructured.Unstructured {
+	have := live.GetAnnotations()
+	digest := want.GetAnnotations()[DigestAnnotation]
+	if _, current := have[DigestAnnotation]; current || have[LegacyDigestAnnotation] != digest {
+		return want
+	}
+	legacy := want.DeepCopy()
+	annotations := legacy.GetAnnotations()
+	delete(annotations, DigestAnnotation)
+	annotations[LegacyDigestAnnotation] = digest
+	legacy.SetAnnotations(annotations)
+	return legacy
 }
 
 // setLive overwrites obj with the object live holds.

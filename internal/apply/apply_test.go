@@ -1,11 +1,13 @@
 package apply
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -82,6 +84,36 @@ func TestConflict(t *testing.T) {
 				t.Errorf("conflict %v, want one saying %q", c, tt.why)
 			case c != nil && (c.Kind != "ConfigMap" || c.Name != "net-config"):
 				t.Errorf("conflict names %s %s", c.Kind, c.Name)
+			}
+		})
+	}
+}
+
+func TestUnderLegacyKey(t *testing.T) {
+	want := &unstructured.Unstructured{Object: map[string]any{}}
+	want.SetAnnotations(map[string]string{DigestAnnotation: "d1", "other": "x"})
+	tests := []struct {
+		name string
+		live map[string]string
+		want map[string]string
+	}{
+		{name: "digest under the legacy key", live: map[string]string{LegacyDigestAnnotation: "d1"},
+			want: map[string]string{LegacyDigestAnnotation: "d1", "other": "x"}},
+		{name: "another digest under the legacy key", live: map[string]string{LegacyDigestAnnotation: "d0"},
+			want: map[string]string{DigestAnnotation: "d1", "other": "x"}},
+		{name: "both keys", live: map[string]string{LegacyDigestAnnotation: "d1", DigestAnnotation: "d0"},
+			want: map[string]string{DigestAnnotation: "d1", "other": "x"}},
+		{name: "no digest", live: nil, want: map[string]string{DigestAnnotation: "d1", "other": "x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			live := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: tt.live}}
+			got := underLegacyKey(live, want).GetAnnotations()
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("annotations %v, want %v", got, tt.want)
+			}
+			if want.GetAnnotations()[DigestAnnotation] != "d1" {
+				t.Errorf("want itself was changed: %v", want.GetAnnotations())
 			}
 		})
 	}
