@@ -44,9 +44,12 @@ const purgeGiveUp = 10 * time.Minute
 // DeploymentReconciler publishes desired state for each iot Deployment and folds the fleet's counters
 // into its status.
 type DeploymentReconciler struct {
-	// Store is the fleet's NATS buckets; nil when the operator runs without a NATS URL, and then every
-	// Deployment says so in its conditions (reason NATSNotConfigured) and nothing is published.
+	// Store is the fleet's NATS buckets, when the caller connected already (tests).
 	Store *store.Store
+	// NATS, when Store is nil, is the server the reconciler connects to in the background, retrying until
+	// it answers; Deployments say NATSUnavailable meanwhile. With neither, every Deployment says
+	// NATSNotConfigured and nothing is published.
+	NATS *NATSOptions
 	// StatusInterval is the least time between two counter-driven status writes of one Deployment;
 	// DefaultStatusInterval when zero.
 	StatusInterval time.Duration
@@ -59,6 +62,7 @@ type DeploymentReconciler struct {
 	// Recorder emits the events users see with kubectl describe.
 	Recorder record.EventRecorder
 
+	store    atomic.Pointer[store.Store]
 	counters fleet.Counters
 	status   *reconcile.StatusWriter
 	wake     chan event.TypedGenericEvent[*iotv1.Deployment]
@@ -96,12 +100,13 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if !d.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, d)
 	}
-	if r.Store != nil && !r.counters.Live() {
+	st := r.store.Load()
+	if st != nil && !r.counters.Live() {
 		// The counters are still on their first pass over the state bucket; the end of it wakes every
 		// Deployment again. A status from half the records would be wrong.
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-	if r.Store != nil && !controllerutilContainsFinalizer(d) {
+	if st != nil && !controllerutilContainsFinalizer(d) {
 		patch := client.MergeFrom(d.DeepCopy())
 		d.Finalizers = append(d.Finalizers, Finalizer)
 		if err := r.Client.Patch(ctx, d, patch); err != nil {
@@ -109,7 +114,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 
-	s := r.newScope(d)
+	s := r.newScope(d, st)
 	res, err = reconcile.Run(ctx, s, r.reconcileDesiredState)
 	if werr := r.status.Write(ctx, d, s.summarize(r.clock())); werr != nil {
 		err = errors.Join(err, werr)
@@ -132,12 +137,15 @@ func (r *DeploymentReconciler) finalize(ctx context.Context, d *iotv1.Deployment
 		return ctrl.Result{}, nil
 	}
 	key := fleet.DeploymentKey{Namespace: d.Namespace, Name: d.Name}
-	if r.Store != nil {
-		r.counters.Forget(key)
-		n, err := r.Store.PurgeDeployment(ctx, key)
+	if st := r.store.Load(); st != nil || r.NATS != nil {
+		n, err := 0, errors.New("not connected to NATS yet")
+		if st != nil {
+			r.counters.Forget(key)
+			n, err = st.PurgeDeployment(ctx, key)
+		}
 		if err != nil {
 			if r.clock().Sub(d.DeletionTimestamp.Time) < purgeGiveUp {
-				return ctrl.Result{}, err
+				return ctrl.Result{RequeueAfter: natsRetry}, nil
 			}
 			r.Recorder.Eventf(d, "Warning", iotv1.ReasonNATSUnavailable,
 				"gave up purging the desired state from NATS after %s: %v; devices keep running it until an operator purges %s", purgeGiveUp, err, fleet.DesiredDeploymentFilter(key))
@@ -185,8 +193,14 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&iotv1.Deployment{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionPredicate()))).
 		WatchesRawSource(source.Channel(r.wake, &handler.TypedEnqueueRequestForObject[*iotv1.Deployment]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
-	if r.Store != nil {
+	switch {
+	case r.Store != nil:
+		r.store.Store(r.Store)
 		if err := mgr.Add(&fleetWatch{r: r}); err != nil {
+			return err
+		}
+	case r.NATS != nil:
+		if err := mgr.Add(&natsConnector{r: r}); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,8 @@ package iot
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/fleet"
@@ -201,4 +204,15 @@ var _ = Describe("iot Deployment", func() {
 		}, "service names must be unique"),
 		Entry("an image with whitespace", func(d *iotv1.Deployment) { d.Spec.Score.PodmanV0.Services[0].Image = "a b" }, "whitespace"),
 	)
+})
+
+var _ = Describe("the iot Deployment sample", func() {
+	It("is admitted as it stands", func(ctx SpecContext) {
+		data, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "iot_v1alpha1_deployment.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		d := &iotv1.Deployment{}
+		Expect(yaml.UnmarshalStrict(data, d)).To(Succeed())
+		d.Namespace = newNamespace()
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+	})
 })

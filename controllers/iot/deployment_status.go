@@ -9,6 +9,7 @@ import (
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/fleet"
+	"github.com/platform-operator/platform-operator/internal/fleet/store"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
@@ -18,6 +19,7 @@ type scope struct {
 	d      *iotv1.Deployment
 	key    fleet.DeploymentKey
 	status *iotv1.DeploymentStatus
+	store  *store.Store
 
 	natsMissing     bool
 	natsError       string
@@ -29,11 +31,11 @@ type scope struct {
 	requeue         ctrl.Result
 }
 
-func (r *DeploymentReconciler) newScope(d *iotv1.Deployment) *scope {
+func (r *DeploymentReconciler) newScope(d *iotv1.Deployment, st *store.Store) *scope {
 	status := d.Status.DeepCopy()
 	return &scope{
 		Session: &reconcile.Session{Owner: d, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
-		d:       d, key: fleet.DeploymentKey{Namespace: d.Namespace, Name: d.Name}, status: status,
+		d:       d, key: fleet.DeploymentKey{Namespace: d.Namespace, Name: d.Name}, status: status, store: st,
 	}
 }
 

@@ -20,9 +20,14 @@ const natsRetry = 5 * time.Second
 // reconcileDesiredState selects the devices, withdraws the Deployment from devices it no longer
 // selects, and gives the current generation to as many selected devices as the rollout allows now.
 func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if r.Store == nil {
+	st := s.store
+	if st == nil && r.NATS == nil {
 		s.natsMissing = true
 		return ctrl.Result{}, nil
+	}
+	if st == nil {
+		s.natsError = "connecting to " + r.NATS.URL
+		return ctrl.Result{RequeueAfter: natsRetry}, nil
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&s.d.Spec.TargetSelector)
 	if err != nil {
@@ -34,7 +39,7 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *sco
 	// One pass over the registry and the heartbeats: the selected devices, and which of them are alive.
 	// What this holds lives only for this reconcile; the operator keeps no device between reconciles.
 	var matched []string
-	if err := r.Store.EachDevice(ctx, func(d *fleet.DeviceInfo) {
+	if err := st.EachDevice(ctx, func(d *fleet.DeviceInfo) {
 		if sel.Matches(labels.Set(d.Labels)) {
 			matched = append(matched, d.ID)
 		}
@@ -43,11 +48,11 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *sco
 	}
 	slices.Sort(matched)
 	alive := map[string]bool{}
-	if err := r.Store.Alive(ctx, func(id string) { alive[id] = true }); err != nil {
+	if err := st.Alive(ctx, func(id string) { alive[id] = true }); err != nil {
 		return s.natsFailed(err)
 	}
 	desiredGen := map[string]int64{}
-	if err := r.Store.EachDesired(ctx, s.key, func(device string, d *fleet.Desired) { desiredGen[device] = d.Generation }); err != nil {
+	if err := st.EachDesired(ctx, s.key, func(device string, d *fleet.Desired) { desiredGen[device] = d.Generation }); err != nil {
 		return s.natsFailed(err)
 	}
 
@@ -57,7 +62,7 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *sco
 		if _, ok := slices.BinarySearch(matched, device); ok {
 			continue
 		}
-		if err := r.Store.Withdraw(ctx, device, s.key); err != nil {
+		if err := st.Withdraw(ctx, device, s.key); err != nil {
 			return s.natsFailed(err)
 		}
 		delete(desiredGen, device)
@@ -94,7 +99,7 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *sco
 		if desiredGen[device] == gen {
 			continue
 		}
-		if _, err := r.Store.Publish(ctx, device, s.key, desired); err != nil {
+		if _, err := st.Publish(ctx, device, s.key, desired); err != nil {
 			return s.natsFailed(err)
 		}
 		s.progress.Published++
@@ -106,7 +111,7 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *sco
 	}
 	if len(matched) > 0 {
 		// Heartbeats expire without an event the counters see: look again when one could have.
-		s.requeue = ctrl.Result{RequeueAfter: r.Store.HeartbeatTTL}
+		s.requeue = ctrl.Result{RequeueAfter: st.HeartbeatTTL}
 	}
 	return ctrl.Result{}, nil
 }

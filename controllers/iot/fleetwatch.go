@@ -27,7 +27,7 @@ func (w *fleetWatch) Start(ctx context.Context) error {
 	r := w.r
 	log := ctrl.LoggerFrom(ctx).WithName("fleet")
 	go func() {
-		if err := r.Store.Fold(ctx, &r.counters, func() {
+		if err := r.store.Load().Fold(ctx, &r.counters, func() {
 			log.Info("fleet counters in step with the state bucket", "recounts", r.counters.Recounts())
 			r.devicesChanged.Store(true)
 		}); err != nil {
@@ -71,7 +71,7 @@ func (w *fleetWatch) Start(ctx context.Context) error {
 // removed): selectors are evaluated again.
 func (w *fleetWatch) watchDevices(ctx context.Context) {
 	for ctx.Err() == nil {
-		kw, err := w.r.Store.Devices.WatchAll(ctx, jetstream.UpdatesOnly())
+		kw, err := w.r.store.Load().Devices.WatchAll(ctx, jetstream.UpdatesOnly())
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "watch the device registry")
 			select {
@@ -98,6 +98,35 @@ func (w *fleetWatch) follow(ctx context.Context, kw jetstream.KeyWatcher) {
 			if e != nil {
 				w.r.devicesChanged.Store(true)
 			}
+		}
+	}
+}
+
+// natsConnector connects to NATS in the background, retrying until the server answers, then runs the
+// fleet watch: the operator starts (and serves its other APIs) whether or not NATS is up.
+type natsConnector struct {
+	r *DeploymentReconciler
+}
+
+// NeedLeaderElection: only the leader talks to the fleet.
+func (c *natsConnector) NeedLeaderElection() bool { return true }
+
+// Start connects, then follows the fleet until ctx ends.
+func (c *natsConnector) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("fleet")
+	for {
+		st, closeNATS, err := Connect(ctx, *c.r.NATS, 10*time.Second)
+		if err == nil {
+			defer closeNATS()
+			c.r.store.Store(st)
+			log.Info("connected to NATS", "url", c.r.NATS.URL)
+			return (&fleetWatch{r: c.r}).Start(ctx)
+		}
+		log.Error(err, "connect to NATS; retrying", "url", c.r.NATS.URL)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(natsRetry):
 		}
 	}
 }
