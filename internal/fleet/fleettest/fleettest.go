@@ -29,14 +29,17 @@ type Server struct {
 	dir string
 }
 
-// StartServer starts a NATS server with JetStream storing under a new temporary directory. Stop it
-// with Shutdown.
-func StartServer() (*Server, error) {
+// StartServer starts a NATS server with JetStream storing under a new temporary directory, on a port
+// of its choosing. Stop it with Shutdown.
+func StartServer() (*Server, error) { return StartServerOn(-1) }
+
+// StartServerOn is StartServer on a given port of 127.0.0.1 (-1: any).
+func StartServerOn(port int) (*Server, error) {
 	dir, err := os.MkdirTemp("", "fleet-nats-")
 	if err != nil {
 		return nil, err
 	}
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true})
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true})
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/fleet"
+	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
+)
+
+// iotNATSURL is where the demo's NATS server listens. The operator process inherits NATS_URL from the
+// demo (--nats-url defaults to it) and connects in the background, so the server can start with the
+// scenario, after the operator.
+var iotNATSURL string
+
+// The iot scenario: the sample Deployment selects devices labelled site=lyon, tier=edge; the demo starts
+// a NATS server with JetStream on 127.0.0.1 and five simulated devices (the real agent, a fake container
+// runtime instead of podman, which this machine does not have), and the counters move to Succeeded.
+func init() {
+	port, err := freePort()
+	if err == nil {
+		iotNATSURL = "nats://127.0.0.1:" + strconv.Itoa(port)
+		_ = os.Setenv("NATS_URL", iotNATSURL)
+	}
+	register(Scenario{
+		Name:    "iot",
+		Title:   "Deployment, containers on a fleet of devices over NATS JetStream (iot.nationtech.io/v1alpha1)",
+		Samples: []string{"iot_v1alpha1_deployment.yaml"},
+		Follow:  iotv1.GroupVersion.WithKind("Deployment"),
+		Steps: func(obj client.Object) []Step {
+			return []Step{
+				Play(playFleet),
+				WaitFor("Waiting for the devices to run the score (the counters move from Pending to Succeeded)", ConditionTrue(iotv1.ConditionReady)),
+			}
+		},
+		Show: iotShow,
+		Kubectl: func(obj client.Object) []string {
+			return []string{"get iotdeployments", "describe iotdeployment " + obj.GetName()}
+		},
+	})
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// playFleet starts the NATS server and the simulated devices; both stop when the demo ends.
+func playFleet(ctx context.Context, e *Env, obj client.Object) error {
+	if iotNATSURL == "" {
+		return fmt.Errorf("no free port for NATS on 127.0.0.1")
+	}
+	port, _ := strconv.Atoi(iotNATSURL[len("nats://127.0.0.1:"):])
+	e.Step("Starting a NATS server with JetStream on %s, and five simulated devices", iotNATSURL)
+	srv, err := fleettest.StartServerOn(port)
+	if err != nil {
+		return err
+	}
+	nc, st, err := fleettest.Connect(ctx, srv.ClientURL(), 0)
+	if err != nil {
+		srv.Shutdown()
+		return err
+	}
+	labels := map[string]string{"site": "lyon", "tier": "edge"}
+	var devices []*fleettest.Device
+	for i := range 5 {
+		devices = append(devices, fleettest.StartDevice(ctx, st, fmt.Sprintf("pi-%d", i), labels, nil))
+	}
+	devices = append(devices, fleettest.StartDevice(ctx, st, "pi-paris", map[string]string{"site": "paris", "tier": "edge"}, nil))
+	go func() {
+		<-ctx.Done()
+		for _, d := range devices {
+			d.Stop()
+		}
+		nc.Close()
+		srv.Shutdown()
+	}()
+	e.Printf("devices pi-0 ... pi-4 (site=lyon, tier=edge) and pi-paris (site=paris): the real agent, with a fake "+
+		"container runtime standing in for podman, which this machine does not have")
+	e.Printf("the operator connects to NATS on its own (it retries every few seconds) and publishes the desired state")
+	return nil
+}
+
+// iotShow prints the Deployment like kubectl get, its conditions, the devices' desired state in NATS,
+// and its events.
+func iotShow(ctx context.Context, e *Env, obj client.Object) {
+	d := obj.(*iotv1.Deployment)
+	e.Step("iot Deployments (like kubectl get iotdeployments -n %s)", d.Namespace)
+	a := d.Status.Aggregate
+	ready := ""
+	if c := meta.FindStatusCondition(d.Status.Conditions, iotv1.ConditionReady); c != nil {
+		ready = string(c.Status)
+	}
+	e.Table([]string{"NAME", "MATCHED", "SUCCEEDED", "FAILED", "PENDING", "READY", "AGE"}, [][]string{{
+		d.Name, fmt.Sprint(a.MatchedDevices), fmt.Sprint(a.Succeeded), fmt.Sprint(a.Failed), fmt.Sprint(a.Pending), ready, Age(d.CreationTimestamp.Time),
+	}})
+	e.Conditions("Deployment", d, d.Status.Conditions)
+	if iotNATSURL != "" && e.OperatorRuns() {
+		iotShowDesired(ctx, e, d)
+	}
+	e.Events(ctx, e.Client, "Deployment", d)
+	if c := meta.FindStatusCondition(d.Status.Conditions, iotv1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+		e.Blank()
+		e.Printf("Ready is True: every selected device reported Running for generation %d; pi-paris was not selected.", d.Generation)
+	}
+}
+
+func iotShowDesired(ctx context.Context, e *Env, d *iotv1.Deployment) {
+	nc, st, err := fleettest.Connect(ctx, iotNATSURL, 0)
+	if err != nil {
+		e.Printf("(NATS: %v)", err)
+		return
+	}
+	defer nc.Close()
+	key := fleet.DeploymentKey{Namespace: d.Namespace, Name: d.Name}
+	e.Step("Desired state in bucket %s, and what each device reports in %s", fleet.BucketDesired, fleet.BucketState)
+	var rows [][]string
+	_ = st.EachDesired(ctx, key, func(device string, des *fleet.Desired) {
+		phase := "-"
+		if s, err := st.StateOf(ctx, key, device); err == nil && s != nil {
+			phase = fmt.Sprintf("%s (gen %d)", s.Phase, s.Generation)
+		}
+		rows = append(rows, []string{fleet.DesiredKey(device, key), fmt.Sprint(des.Generation), phase})
+	})
+	e.Table([]string{"KEY", "GENERATION", "STATE"}, rows)
+}
