@@ -31,6 +31,7 @@ type controller struct {
 // controllers lists the group's reconcilers, one entry per kind.
 var controllers = []controller{
 	{cache: redisConnectionCache, setup: setupRedisConnection},
+	{cache: authentikServerCache, setup: setupAuthentikServer},
 	{cache: domainCache, setup: setupDomain},
 	// PostgresDatabase's Secret watch uses the index PostgresConnection's setup registers: keep this order.
 	{cache: postgresCacheRules, setup: setupPostgresConnection},

@@ -1,0 +1,184 @@
+package homelab
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/authentik"
+	"github.com/platform-operator/platform-operator/internal/domain"
+	"github.com/platform-operator/platform-operator/internal/istio"
+	"github.com/platform-operator/platform-operator/internal/redis/redistest"
+)
+
+// authentikCondition is an AuthentikServer's condition of type t for its current generation.
+func authentikCondition(ns, name, t string) func() *metav1.Condition {
+	return func() *metav1.Condition {
+		var a homelabv1.AuthentikServer
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &a); err != nil || a.Status.ObservedGeneration != a.Generation {
+			return nil
+		}
+		return meta.FindStatusCondition(a.Status.Conditions, t)
+	}
+}
+
+func newAuthentikServer(ns, name string) *homelabv1.AuthentikServer {
+	return &homelabv1.AuthentikServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: homelabv1.AuthentikServerSpec{Domain: "home", Database: "sso-db", Redis: "cache"}}
+}
+
+// authentikDependencies makes, in namespace ns, the Domain "home" (its certificate issued), the
+// RedisConnection "cache" on server and the PostgresDatabase "sso-db" on the suite's PostgreSQL server, and
+// waits until each is Ready.
+func makeAuthentikDependencies(ctx context.Context, ns string, server *redistest.Server) {
+	d := newDomain(ns, "home", ns+".example.com")
+	Expect(k8s.Create(ctx, d)).To(Succeed())
+	Eventually(domainCondition(k8s, ns, "home", homelabv1.ConditionGateway)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonApplied))
+	issue(ctx, client.ObjectKey{Namespace: testGatewayNamespace, Name: domain.ChildName(d)})
+
+	Expect(k8s.Create(ctx, redisSecret(ns, "cache-credentials", server.Port, ""))).To(Succeed())
+	Expect(k8s.Create(ctx, newRedisConnection(ns, "cache", "cache-credentials"))).To(Succeed())
+
+	Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pg-admin"},
+		Data: pg.SecretData(pg.User, pg.Password)})).To(Succeed())
+	Expect(k8s.Create(ctx, &homelabv1.PostgresConnection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pg"},
+		Spec: homelabv1.PostgresConnectionSpec{Secret: "pg-admin"}})).To(Succeed())
+	Expect(k8s.Create(ctx, &homelabv1.PostgresDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sso-db"},
+		Spec: homelabv1.PostgresDatabaseSpec{Connection: "pg"}})).To(Succeed())
+
+	Eventually(domainCondition(k8s, ns, "home", homelabv1.ConditionReady)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonReady))
+	Eventually(redisCondition(ns, "cache", homelabv1.ConditionReady)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonReady))
+	Eventually(func() *metav1.Condition {
+		var db homelabv1.PostgresDatabase
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sso-db"}, &db); err != nil {
+			return nil
+		}
+		return meta.FindStatusCondition(db.Status.Conditions, homelabv1.ConditionReady)
+	}).Should(And(Not(BeNil()), WithTransform(func(c *metav1.Condition) metav1.ConditionStatus { return c.Status }, Equal(metav1.ConditionTrue))))
+}
+
+// expectAuthentikRunning checks the children of a = AuthentikServer ns/name whose dependencies are Ready.
+func expectAuthentikRunning(ctx context.Context, ns, name string) {
+	a := newAuthentikServer(ns, name)
+	for _, t := range []string{homelabv1.ConditionDomain, homelabv1.ConditionDatabase, homelabv1.ConditionRedis} {
+		Eventually(authentikCondition(ns, name, t)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonReady), t)
+	}
+	Eventually(authentikCondition(ns, name, homelabv1.ConditionRoute)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonApplied))
+
+	var secret corev1.Secret
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: authentik.SecretName(a)}, &secret)).To(Succeed())
+	for _, k := range authentik.SecretKeys {
+		Expect(secret.Data).To(HaveKeyWithValue(k, Not(BeEmpty())), k)
+	}
+	for _, dn := range []string{authentik.ServerName(a), authentik.WorkerName(a)} {
+		var d appsv1.Deployment
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: dn}, &d)).To(Succeed())
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			Expect(e.Value).To(BeEmpty(), e.Name)
+			Expect(e.ValueFrom.SecretKeyRef).NotTo(BeNil(), e.Name)
+			Expect(e.ValueFrom.SecretKeyRef.Name).To(BeElementOf(authentik.SecretName(a), "sso-db-postgres", "cache-credentials"), e.Name)
+		}
+	}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: authentik.ServiceName(a)}, &corev1.Service{})).To(Succeed())
+	var vs istio.VirtualService
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: authentik.VirtualServiceName(a)}, &vs)).To(Succeed())
+	Expect(vs.Spec.Hosts).To(Equal([]string{"authentik." + ns + ".example.com"}))
+	var d homelabv1.Domain
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "home"}, &d)).To(Succeed())
+	Expect(vs.Spec.Gateways).To(Equal([]string{d.Status.Gateway}))
+}
+
+// makeAvailable reports a Deployment available, as the Deployment controller would once its pod runs.
+func makeAvailable(ctx context.Context, key client.ObjectKey) {
+	Eventually(func() error {
+		var d appsv1.Deployment
+		if err := k8s.Get(ctx, key, &d); err != nil {
+			return err
+		}
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1,
+			ReadyReplicas: 1, AvailableReplicas: 1, Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable,
+				Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", LastTransitionTime: metav1.Now(), LastUpdateTime: metav1.Now()}}}
+		return k8s.Status().Update(ctx, &d)
+	}).Should(Succeed())
+}
+
+var _ = Describe("AuthentikServer", Ordered, func() {
+	var server *redistest.Server
+	BeforeAll(func(ctx SpecContext) {
+		ensureGatewayNamespace(ctx)
+		server = startRedis(redistest.Options{})
+	})
+
+	It("runs once its dependencies, made first, are Ready; is Ready with its pods; and then writes nothing", func(ctx SpecContext) {
+		ns := newNamespace("authentik")
+		makeAuthentikDependencies(ctx, ns, server)
+		Expect(k8s.Create(ctx, newAuthentikServer(ns, "sso"))).To(Succeed())
+		expectAuthentikRunning(ctx, ns, "sso")
+		Expect(authentikCondition(ns, "sso", homelabv1.ConditionReady)()).To(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonDeploymentPending))
+
+		a := newAuthentikServer(ns, "sso")
+		makeAvailable(ctx, client.ObjectKey{Namespace: ns, Name: authentik.ServerName(a)})
+		makeAvailable(ctx, client.ObjectKey{Namespace: ns, Name: authentik.WorkerName(a)})
+		Eventually(authentikCondition(ns, "sso", homelabv1.ConditionReady)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonReady))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(a), a)).To(Succeed())
+		Expect(a.Status.URL).To(Equal("https://authentik." + ns + ".example.com/"))
+		Expect(a.Status.SecretName).To(Equal(authentik.SecretName(a)))
+
+		// A dependency changing without changing anything authentik uses wakes it; nothing is written, and
+		// the generated Secret keeps its values.
+		var secret corev1.Secret
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: authentik.SecretName(a)}, &secret)).To(Succeed())
+		before, rv := writes.in(ns), a.ResourceVersion
+		var d homelabv1.Domain
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "home"}, &d)).To(Succeed())
+		d.Annotations = map[string]string{"touched": "yes"}
+		Expect(k8s.Update(ctx, &d)).To(Succeed())
+		Consistently(func() int { return writes.in(ns) }).Should(Equal(before))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(a), a)).To(Succeed())
+		Expect(a.ResourceVersion).To(Equal(rv))
+		var after corev1.Secret
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&secret), &after)).To(Succeed())
+		Expect(after.Data).To(Equal(secret.Data))
+		Expect(after.ResourceVersion).To(Equal(secret.ResourceVersion))
+	})
+
+	It("waits for dependencies created after it, then runs", func(ctx SpecContext) {
+		ns := newNamespace("authentik")
+		Expect(k8s.Create(ctx, newAuthentikServer(ns, "sso"))).To(Succeed())
+		for _, t := range []string{homelabv1.ConditionDomain, homelabv1.ConditionDatabase, homelabv1.ConditionRedis} {
+			Eventually(authentikCondition(ns, "sso", t)).Should(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonMissingDependency), t)
+		}
+		Expect(authentikCondition(ns, "sso", homelabv1.ConditionReady)()).To(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonMissingDependency))
+		Expect(authentikCondition(ns, "sso", homelabv1.ConditionGeneratedSecret)()).To(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonWaitingForDependency))
+		a := newAuthentikServer(ns, "sso")
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: authentik.SecretName(a)}, &corev1.Secret{}))).To(BeTrue())
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: authentik.ServerName(a)}, &appsv1.Deployment{}))).To(BeTrue())
+
+		// A Domain whose certificate is not issued yet exists but is not Ready.
+		d := newDomain(ns, "home", ns+".example.com")
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		Eventually(authentikCondition(ns, "sso", homelabv1.ConditionDomain)).Should(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonWaitingForDependency))
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: authentik.SecretName(a)}, &corev1.Secret{}))).To(BeTrue())
+
+		Expect(k8s.Delete(ctx, d)).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &homelabv1.Domain{})) }).Should(BeTrue())
+		makeAuthentikDependencies(ctx, ns, server)
+		expectAuthentikRunning(ctx, ns, "sso")
+	})
+
+	It("refuses a database in another namespace", func(ctx SpecContext) {
+		ns := newNamespace("authentik")
+		a := newAuthentikServer(ns, "sso")
+		a.Spec.Database = "elsewhere/sso-db"
+		Expect(k8s.Create(ctx, a)).To(Succeed())
+		Eventually(authentikCondition(ns, "sso", homelabv1.ConditionDatabase)).Should(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonDependencyNotAllowed))
+	})
+})
