@@ -87,7 +87,7 @@ func playFleet(ctx context.Context, e *Env, obj client.Object) error {
 		nc.Close()
 		srv.Shutdown()
 	}()
-	e.Printf("devices pi-0 ... pi-4 (site=lyon, tier=edge) and pi-paris (site=paris): the real agent, with a fake "+
+	e.Printf("devices pi-0 ... pi-4 (site=lyon, tier=edge) and pi-paris (site=paris): the real agent, with a fake " +
 		"container runtime standing in for podman, which this machine does not have")
 	e.Printf("the operator connects to NATS on its own (it retries every few seconds) and publishes the desired state")
 	return nil
