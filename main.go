@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"flag"
 	"os"
@@ -61,7 +60,7 @@ func main() {
 	flag.DurationVar(&resync, "sync-period", ircctrl.DefaultResync, "How often every network is reconciled even when nothing changed.")
 	flag.Float64Var(&qps, "kube-api-qps", 500, "Requests per second the operator sends the API server, all clients and resource types together (docs/performance.md).")
 	flag.IntVar(&burst, "kube-api-burst", 1000, "Requests the operator may send at once above --kube-api-qps.")
-	natsURL := flag.String("nats-url", "", "URL of the NATS server (JetStream) of the IoT fleet, e.g. nats://nats.iot:4222; empty runs the iot Deployment controller without NATS: each Deployment then says NATSNotConfigured (docs/iot.md).")
+	natsURL := flag.String("nats-url", os.Getenv("NATS_URL"), "URL of the NATS server (JetStream) of the IoT fleet, e.g. nats://nats.iot:4222 (default $NATS_URL); empty runs the iot Deployment controller without NATS: each Deployment then says NATSNotConfigured (docs/iot.md).")
 	natsCreds := flag.String("nats-credentials-file", "", "NATS .creds file (user JWT and nkey seed) for --nats-url, mounted from a Secret; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead.")
 	natsHeartbeatTTL := flag.Duration("nats-heartbeat-ttl", 30*time.Second, "How long an IoT device counts as alive after its agent's last heartbeat.")
 	homelabGatewayNS := flag.String("homelab-gateway-namespace", domain.DefaultGatewayNamespace, "Namespace of the Istio ingress gateway that serves homelab Domains: their Certificates and Gateways are made there (docs/homelab-services.md).")
@@ -104,14 +103,9 @@ func main() {
 
 	fleet := &iotctrl.DeploymentReconciler{MaxConcurrentReconciles: workers}
 	if *natsURL != "" {
-		st, closeNATS, err := iotctrl.Connect(context.Background(), iotctrl.NATSOptions{URL: *natsURL, CredentialsFile: *natsCreds,
-			User: os.Getenv("NATS_USER"), Password: os.Getenv("NATS_PASSWORD"), HeartbeatTTL: *natsHeartbeatTTL}, 30*time.Second)
-		if err != nil {
-			log.Error(err, "connect to the IoT fleet's NATS server")
-			os.Exit(1)
-		}
-		defer closeNATS()
-		fleet.Store = st
+		// Connected in the background, retried until NATS answers: the other APIs do not wait for it.
+		fleet.NATS = &iotctrl.NATSOptions{URL: *natsURL, CredentialsFile: *natsCreds,
+			User: os.Getenv("NATS_USER"), Password: os.Getenv("NATS_PASSWORD"), HeartbeatTTL: *natsHeartbeatTTL}
 	}
 
 	mgr, err := manager.New(cfg, ctrl.Options{
