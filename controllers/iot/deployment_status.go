@@ -130,7 +130,11 @@ func (s *scope) setAvailable() {
 	switch {
 	case s.invalidSelector != "" || s.natsError != "":
 		if c := s.find(iotv1.ConditionAvailable); c == nil {
-			s.Set(iotv1.ConditionAvailable, metav1.ConditionUnknown, iotv1.ReasonNATSUnavailable, "the fleet's state could not be read")
+			reason := iotv1.ReasonNATSUnavailable
+			if s.invalidSelector != "" {
+				reason = iotv1.ReasonInvalidSelector
+			}
+			s.Set(iotv1.ConditionAvailable, metav1.ConditionUnknown, reason, "the fleet's state could not be read")
 		}
 	case s.progress.Matched == 0:
 		s.Set(iotv1.ConditionAvailable, metav1.ConditionFalse, iotv1.ReasonNoDevices, "the target selector selects no registered device")

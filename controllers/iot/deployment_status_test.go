@@ -29,7 +29,7 @@ func TestSummarize(t *testing.T) {
 		{"NATS unreachable", func(s *scope) { s.natsError = "connecting" },
 			want{iotv1.ReasonNATSUnavailable, iotv1.ReasonNATSUnavailable, iotv1.ReasonNATSUnavailable}},
 		{"invalid selector", func(s *scope) { s.invalidSelector = "bad operator" },
-			want{iotv1.ReasonInvalidSelector, iotv1.ReasonInvalidSelector, iotv1.ReasonNATSUnavailable}},
+			want{iotv1.ReasonInvalidSelector, iotv1.ReasonInvalidSelector, iotv1.ReasonInvalidSelector}},
 		{"no devices", func(*scope) {}, want{iotv1.ReasonNoDevices, iotv1.ReasonRollingOut, iotv1.ReasonNoDevices}},
 		{"rolling out", func(s *scope) {
 			s.snapshot, s.progress = counts(1, 0), fleet.Progress{Matched: 3, Published: 3, Succeeded: 1}
