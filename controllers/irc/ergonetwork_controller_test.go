@@ -87,6 +87,11 @@ func markDeploymentAvailable(ctx context.Context, ns, name string) {
 	ExpectWithOffset(1, ergotest.MarkDeploymentAvailable(ctx, k8s, ns, name)).To(Succeed())
 }
 
+// markClaimBound plays the volume binder: Bound, or phase when given.
+func markClaimBound(ctx context.Context, ns, name string, phase ...corev1.PersistentVolumeClaimPhase) {
+	ExpectWithOffset(1, ergotest.MarkClaimBound(ctx, k8s, ns, name, phase...)).To(Succeed())
+}
+
 // markCertificateReady plays cert-manager.
 func markCertificateReady(ctx context.Context, ns, name string) {
 	ExpectWithOffset(1, ergotest.MarkCertificateReady(ctx, k8s, ns, name)).To(Succeed())
@@ -169,6 +174,13 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 		markCertificateReady(ctx, ns, "net")
 		eventuallyNetwork(ctx, ns, "net", haveCondition(ircv1.ConditionReady, metav1.ConditionFalse, ircv1.ReasonDeploymentPending))
 		markDeploymentAvailable(ctx, ns, "net")
+		By("waiting on the claim until it is bound, and reporting it lost")
+		got = eventuallyNetwork(ctx, ns, "net", haveCondition(ircv1.ConditionReady, metav1.ConditionFalse, ircv1.ReasonClaimPending))
+		Expect(condition(got, ircv1.ConditionStorage).Message).To(ContainSubstring("net-data is Pending"))
+		markClaimBound(ctx, ns, "net-data", corev1.ClaimLost)
+		got = eventuallyNetwork(ctx, ns, "net", haveCondition(ircv1.ConditionStorage, metav1.ConditionFalse, ircv1.ReasonClaimLost))
+		Expect(condition(got, ircv1.ConditionReady).Reason).To(Equal(ircv1.ReasonClaimLost))
+		markClaimBound(ctx, ns, "net-data")
 		got = eventuallyNetwork(ctx, ns, "net", haveCondition(ircv1.ConditionReady, metav1.ConditionTrue, ircv1.ReasonReady))
 		for _, t := range partConditions {
 			Expect(condition(got, t)).NotTo(BeNil(), t)
@@ -203,6 +215,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 		Eventually(get(ctx, &appsv1.Deployment{}, ns, "quiet")).Should(Succeed())
 		markCertificateReady(ctx, ns, "quiet")
 		markDeploymentAvailable(ctx, ns, "quiet")
+		markClaimBound(ctx, ns, "quiet-data")
 		eventuallyNetwork(ctx, ns, "quiet", haveCondition(ircv1.ConditionReady, metav1.ConditionTrue, ircv1.ReasonReady))
 
 		versions := func() map[string]string {
@@ -357,7 +370,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 			return nil
 		})
 		Expect(condition(got, ircv1.ConditionStorage).Message).To(ContainSubstring("once the claim is bound"))
-		Expect(condition(got, ircv1.ConditionStorage).Status).To(Equal(metav1.ConditionTrue))
+		Expect(condition(got, ircv1.ConditionStorage).Reason).To(Equal(ircv1.ReasonClaimPending))
 		Expect(get(ctx, pvc, ns, "pvc-data")()).To(Succeed())
 		Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
 		// Play the volume binder, which envtest does not run.

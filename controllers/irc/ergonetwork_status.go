@@ -13,12 +13,15 @@ import (
 )
 
 // partConditions are the per-part condition types in the order Ready reports them.
+//
+// The claim comes after the Deployment: with a WaitForFirstConsumer storage class (the usual default) it
+// binds only once the Deployment's pod is scheduled, so while both wait the Deployment is the one to read.
 var partConditions = []string{
 	ircv1.ConditionOperCredentials,
-	ircv1.ConditionStorage,
 	ircv1.ConditionCertificate,
 	ircv1.ConditionConfig,
 	ircv1.ConditionDeployment,
+	ircv1.ConditionStorage,
 	ircv1.ConditionService,
 	ircv1.ConditionRoute,
 }

@@ -104,8 +104,33 @@ func (r *ErgoNetworkReconciler) reconcileStorage(ctx context.Context, s *scope) 
 	for _, n := range notes {
 		msg += "; " + n
 	}
-	s.Set(ircv1.ConditionStorage, metav1.ConditionTrue, ircv1.ReasonApplied, msg)
+	// desired now holds the live claim (see apply.Applier.Apply): a new one is Pending.
+	status, reason := claimState(desired.Status.Phase)
+	if reason != ircv1.ReasonApplied {
+		msg = fmt.Sprintf("PersistentVolumeClaim %s is %s: %s", desired.Name, phaseOrPending(desired.Status.Phase), msg)
+	}
+	s.Set(ircv1.ConditionStorage, status, reason, msg)
 	return ctrl.Result{}, nil
+}
+
+// claimState is StorageReady's status and reason for a claim in phase: only a bound claim holds ergo's
+// datastore. The claim's own status change wakes the reconciler (its watch), so nothing polls.
+func claimState(phase corev1.PersistentVolumeClaimPhase) (metav1.ConditionStatus, string) {
+	switch phase {
+	case corev1.ClaimBound:
+		return metav1.ConditionTrue, ircv1.ReasonApplied
+	case corev1.ClaimLost:
+		return metav1.ConditionFalse, ircv1.ReasonClaimLost
+	default:
+		return metav1.ConditionFalse, ircv1.ReasonClaimPending
+	}
+}
+
+func phaseOrPending(p corev1.PersistentVolumeClaimPhase) corev1.PersistentVolumeClaimPhase {
+	if p == "" {
+		return corev1.ClaimPending
+	}
+	return p
 }
 
 // keepImmutableClaimFields makes desired carry what the existing claim cannot change: its storage class,

@@ -45,8 +45,10 @@ var _ = Describe("the claim's reclaim policy", func() {
 		Expect(pvc.OwnerReferences).To(BeEmpty())
 		Expect(pvc.Annotations).To(HaveKeyWithValue(ergo.RetainedForAnnotation, string(n.UID)))
 		Expect(pvc.Labels).To(HaveKeyWithValue("app.kubernetes.io/instance", "keep"))
-		got := eventuallyNetwork(ctx, ns, "keep", haveCondition(ircv1.ConditionStorage, metav1.ConditionTrue, ircv1.ReasonApplied))
+		got := eventuallyNetwork(ctx, ns, "keep", haveCondition(ircv1.ConditionStorage, metav1.ConditionFalse, ircv1.ReasonClaimPending))
 		Expect(condition(got, ircv1.ConditionStorage).Message).To(ContainSubstring("reclaimPolicy Retain"))
+		Expect(ergotest.MarkClaimBound(ctx, k8s, ns, "keep-data")).To(Succeed())
+		eventuallyNetwork(ctx, ns, "keep", haveCondition(ircv1.ConditionStorage, metav1.ConditionTrue, ircv1.ReasonApplied))
 
 		update(ctx, ns, "keep", func(n *ircv1.ErgoNetwork) { n.Spec.Storage.ReclaimPolicy = ircv1.ReclaimDelete })
 		Eventually(func(g Gomega) {
@@ -73,6 +75,8 @@ var _ = Describe("the claim's reclaim policy", func() {
 
 		second := ergotest.MinimalNetwork(ns, "again") // Delete: the new network takes the claim over for good
 		Expect(k8s.Create(ctx, second)).To(Succeed())
+		// The kept claim is still bound to its volume: the new network is not waiting on a new one.
+		Expect(ergotest.MarkClaimBound(ctx, k8s, ns, "again-data")).To(Succeed())
 		eventuallyNetwork(ctx, ns, "again", haveCondition(ircv1.ConditionStorage, metav1.ConditionTrue, ircv1.ReasonApplied))
 		Eventually(func(g Gomega) {
 			pvc := claim("again-data")

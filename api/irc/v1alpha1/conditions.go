@@ -50,6 +50,12 @@ const (
 	ReasonCertificatePending = "CertificatePending"
 	// ReasonDeploymentPending is a Deployment whose pod is not available with the latest spec yet.
 	ReasonDeploymentPending = "DeploymentPending"
+	// ReasonClaimPending is a datastore claim not bound to a volume yet (with a WaitForFirstConsumer
+	// storage class, it binds once ergo's pod is scheduled).
+	ReasonClaimPending = "ClaimPending"
+	// ReasonClaimLost is a datastore claim whose volume is gone: ergo's accounts and channels are lost
+	// with it unless the volume is restored.
+	ReasonClaimLost = "ClaimLost"
 )
 
 // Event reasons besides the condition reasons and the kit's Created, Updated and Deleted.

@@ -137,3 +137,20 @@ func MarkDeploymentAvailable(ctx context.Context, c client.Client, ns, name stri
 		return c.Status().Update(ctx, d)
 	})
 }
+
+// MarkClaimBound plays the volume binder, which envtest does not run: it binds the claim with the spec's
+// requested size, or sets phase (Lost, Pending) when given one.
+func MarkClaimBound(ctx context.Context, c client.Client, ns, name string, phase ...corev1.PersistentVolumeClaimPhase) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
+			return err
+		}
+		pvc.Status.Phase = corev1.ClaimBound
+		if len(phase) > 0 {
+			pvc.Status.Phase = phase[0]
+		}
+		pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: *pvc.Spec.Resources.Requests.Storage()}
+		return c.Status().Update(ctx, pvc)
+	})
+}
