@@ -169,7 +169,9 @@ var _ = Describe("AuthentikServer", Ordered, func() {
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: authentik.SecretName(a)}, &corev1.Secret{}))).To(BeTrue())
 
 		Expect(k8s.Delete(ctx, d)).To(Succeed())
-		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &homelabv1.Domain{})) }).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &homelabv1.Domain{}))
+		}).Should(BeTrue())
 		makeAuthentikDependencies(ctx, ns, server)
 		expectAuthentikRunning(ctx, ns, "sso")
 	})

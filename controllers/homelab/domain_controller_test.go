@@ -147,7 +147,9 @@ var _ = Describe("Domain", func() {
 		Eventually(func() error { return k8s.Get(ctx, otherKey, &istio.Gateway{}) }).Should(Succeed())
 
 		Expect(k8s.Delete(ctx, d)).To(Succeed())
-		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &homelabv1.Domain{})) }).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &homelabv1.Domain{}))
+		}).Should(BeTrue())
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &cmv1.Certificate{}))).To(BeTrue())
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &istio.Gateway{}))).To(BeTrue())
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(tls), &corev1.Secret{}))).To(BeTrue())
@@ -165,7 +167,9 @@ var _ = Describe("Domain", func() {
 		Expect(k8s.Create(ctx, d)).To(Succeed())
 		Eventually(domainCondition(k8s, ns, "home", homelabv1.ConditionCertificate)).Should(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonNameConflict))
 		Expect(k8s.Delete(ctx, d)).To(Succeed())
-		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &homelabv1.Domain{})) }).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &homelabv1.Domain{}))
+		}).Should(BeTrue())
 		var still cmv1.Certificate
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(foreign), &still)).To(Succeed())
 		Expect(still.Spec.SecretName).To(Equal("someone-else"))
@@ -220,6 +224,8 @@ var _ = Describe("Domain on a cluster without cert-manager and Istio", Ordered, 
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
 		Expect(d.Finalizers).To(BeEmpty())
 		Expect(c.Delete(ctx, d)).To(Succeed())
-		Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(d), &homelabv1.Domain{})) }).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(d), &homelabv1.Domain{}))
+		}).Should(BeTrue())
 	})
 })

@@ -122,11 +122,11 @@ func TestClassify(t *testing.T) {
 		want Outcome
 	}{
 		{nil, OK},
-		{errors.New("WRONGPASS invalid username-password pair or user is disabled."), AuthenticationFailed},
-		{errors.New("NOAUTH Authentication required."), AuthenticationFailed},
+		{replyError("WRONGPASS invalid username-password pair or user is disabled."), AuthenticationFailed},
+		{replyError("NOAUTH Authentication required."), AuthenticationFailed},
 		{context.DeadlineExceeded, Unreachable},
 		{fmt.Errorf("dial: %w", &netOpError), Unreachable},
-		{errors.New("ERR unknown command 'PING'"), ServerError},
+		{replyError("ERR unknown command 'PING'"), ServerError},
 	}
 	for _, tt := range tests {
 		if got := Classify(tt.err); got != tt.want {
@@ -136,3 +136,8 @@ func TestClassify(t *testing.T) {
 }
 
 var netOpError = net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+
+// replyError is an error reply as a Redis server words it (capitals and all).
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
