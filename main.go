@@ -45,6 +45,10 @@ func main() {
 		resync                 time.Duration
 		qps                    float64
 		burst                  int
+		enableWebhooks         bool
+		webhookHost            string
+		webhookPort            int
+		webhookCertDir         string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 turns it off.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
@@ -60,6 +64,10 @@ func main() {
 	flag.DurationVar(&resync, "sync-period", ircctrl.DefaultResync, "How often every network is reconciled even when nothing changed.")
 	flag.Float64Var(&qps, "kube-api-qps", 500, "Requests per second the operator sends the API server, all clients and resource types together (docs/performance.md).")
 	flag.IntVar(&burst, "kube-api-burst", 1000, "Requests the operator may send at once above --kube-api-qps.")
+	flag.BoolVar(&enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks (docs/webhooks.md); they need tls.crt and tls.key in --webhook-cert-dir. false serves none: for a cluster whose webhook configurations do not point at this process.")
+	flag.StringVar(&webhookHost, "webhook-host", "", "Address the webhook server listens on; empty listens on every interface.")
+	flag.IntVar(&webhookPort, "webhook-port", webhook.DefaultPort, "Port of the admission webhook server (HTTPS).")
+	flag.StringVar(&webhookCertDir, "webhook-cert-dir", manager.DefaultWebhookCertDir, "Directory holding the webhook server's tls.crt and tls.key, reread when they change (OLM and config/default mount them here).")
 	natsURL := flag.String("nats-url", os.Getenv("NATS_URL"), "URL of the NATS server (JetStream) of the IoT fleet, e.g. nats://nats.iot:4222 (default $NATS_URL); empty runs the iot Deployment controller without NATS: each Deployment then says NATSNotConfigured (docs/iot.md).")
 	natsCreds := flag.String("nats-credentials-file", "", "NATS .creds file (user JWT and nkey seed) for --nats-url, mounted from a Secret; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead.")
 	natsHeartbeatTTL := flag.Duration("nats-heartbeat-ttl", 30*time.Second, "How long an IoT device counts as alive after its agent's last heartbeat.")
@@ -101,6 +109,14 @@ func main() {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
+	webhookServer, err := manager.WebhookServer(enableWebhooks, webhook.Options{
+		Host: webhookHost, Port: webhookPort, CertDir: webhookCertDir, TLSOpts: tlsOpts,
+	})
+	if err != nil {
+		log.Error(err, "webhook server")
+		os.Exit(1)
+	}
+
 	fleet := &iotctrl.DeploymentReconciler{MaxConcurrentReconciles: workers}
 	if *natsURL != "" {
 		// Connected in the background, retried until NATS answers: the other APIs do not wait for it.
@@ -110,7 +126,7 @@ func main() {
 
 	mgr, err := manager.New(cfg, ctrl.Options{
 		Metrics:                       metricsOpts,
-		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
+		WebhookServer:                 webhookServer,
 		HealthProbeBindAddress:        probeAddr,
 		PprofBindAddress:              pprofAddr,
 		LeaderElection:                leaderElect,
@@ -151,6 +167,14 @@ func main() {
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		log.Error(err, "add ready check")
+		os.Exit(1)
+	}
+	if disabled, ok := webhookServer.(*manager.DisabledWebhookServer); ok {
+		log.Info("admission webhooks are not served (--enable-webhooks=false)", "paths", disabled.Paths())
+	} else if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		// Ready only once the webhook server answers TLS, which the API server calls as soon as the pod is
+		// ready. GetWebhookServer adds the server to the manager even before a group registers a webhook.
+		log.Error(err, "add webhook ready check")
 		os.Exit(1)
 	}
 

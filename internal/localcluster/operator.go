@@ -65,6 +65,12 @@ type OperatorOptions struct {
 	ReadyTimeout time.Duration
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL. Default: DefaultOperatorStopTimeout.
 	StopTimeout time.Duration
+	// WebhookManifests, when set, is a file of webhook configurations (config/webhook/manifests.yaml)
+	// that StartOperator installs once the process is ready, rewritten to call its webhook server and
+	// scoped to its WATCH_NAMESPACE (LocalWebhookConfigurations), and Stop deletes. Without it the
+	// process still serves its webhooks (every process gets a certificate and a port, as a pod does), but
+	// the API server does not call them.
+	WebhookManifests string
 }
 
 // LeaderElection is the operator's leader election: a zero duration leaves the operator's default.
@@ -77,7 +83,8 @@ type LeaderElection struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
-// Operator is one running platform-operator process, its endpoints on 127.0.0.1.
+// Operator is one running platform-operator process, its endpoints on 127.0.0.1 (its webhook server's
+// too: WebhookAddr).
 type Operator struct {
 	*Child
 	// Name is OperatorOptions.Name.
@@ -95,10 +102,14 @@ type Operator struct {
 
 	secureMetrics bool
 	stopTimeout   time.Duration
+
+	operatorWebhooks
 }
 
-// StartOperator starts the operator with its probe and metrics endpoints (and pprof's) on free 127.0.0.1
-// ports and waits until /readyz answers 200. When the operator exits first or is not ready in time, it
+// StartOperator starts the operator with its probe, metrics and webhook endpoints (and pprof's) on free
+// 127.0.0.1 ports, the webhook server with a certificate of its own (WebhookCerts), and waits until
+// /readyz answers 200; with WebhookManifests it then installs the webhook configurations that call this
+// process and waits until the API server does. When the operator exits first or is not ready in time, it
 // stops the process and says where its log is, with the log's last lines.
 func StartOperator(ctx context.Context, o OperatorOptions) (*Operator, error) {
 	if o.ReadyTimeout == 0 {
@@ -111,7 +122,7 @@ func StartOperator(ctx context.Context, o OperatorOptions) (*Operator, error) {
 	if o.Pprof {
 		n = 3
 	}
-	ports, err := FreePorts(n)
+	ports, err := FreePorts(n + 1) // the last one serves the webhooks
 	if err != nil {
 		return nil, err
 	}
@@ -130,6 +141,17 @@ func StartOperator(ctx context.Context, o OperatorOptions) (*Operator, error) {
 	if op.LogPath == "" && o.LogDir != "" {
 		op.LogPath = filepath.Join(o.LogDir, "operator-"+cmp.Or(o.Name, "operator")+".log")
 	}
+	webhookArgs, err := op.prepareWebhooks(addr(n))
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			_ = op.removeWebhookCerts()
+		}
+	}()
+	o.Args = append(webhookArgs, o.Args...)
 	op.Args = operatorArgs(o, op.ProbeAddr, op.MetricsAddr, op.PprofAddr)
 
 	var out io.WriteCloser
@@ -165,6 +187,12 @@ func StartOperator(ctx context.Context, o OperatorOptions) (*Operator, error) {
 		return nil, errors.Join(err, stopErr)
 	}
 	op.ReadyAfter = time.Since(op.StartedAt)
+	if o.WebhookManifests != "" {
+		if err := op.installWebhooks(ctx, o); err != nil {
+			return nil, errors.Join(err, op.Stop())
+		}
+	}
+	started = true
 	return op, nil
 }
 
@@ -246,8 +274,11 @@ func CreateLog(path, binary string, args []string) (*os.File, error) {
 	return f, nil
 }
 
-// Stop sends SIGTERM, waits up to OperatorOptions.StopTimeout, then kills; see Child.Stop.
-func (o *Operator) Stop() error { return o.Child.Stop(o.stopTimeout) }
+// Stop deletes the webhook configurations installed for the process, sends SIGTERM, waits up to
+// OperatorOptions.StopTimeout, then kills (see Child.Stop), and removes the webhook certificate.
+func (o *Operator) Stop() error {
+	return errors.Join(o.stopWebhooks(), o.Child.Stop(o.stopTimeout), o.removeWebhookCerts())
+}
 
 // Addresses are the host:port addresses the operator listens on.
 func (o *Operator) Addresses() []string {
@@ -255,7 +286,7 @@ func (o *Operator) Addresses() []string {
 	if o.PprofAddr != "" {
 		addrs = append(addrs, o.PprofAddr)
 	}
-	return addrs
+	return append(addrs, o.WebhookAddr)
 }
 
 // CheckStopped proves, after Stop or Kill, that the process has exited and none of its addresses

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,9 @@ func fakeOperator(args []string) int {
 	fs.Duration("leader-elect-renew-deadline", 10*time.Second, "")
 	fs.Duration("leader-elect-retry-period", 2*time.Second, "")
 	workers := fs.Int("max-concurrent-reconciles", 8, "")
+	webhookHost := fs.String("webhook-host", "", "")
+	webhookPort := fs.Int("webhook-port", 9443, "")
+	webhookCertDir := fs.String("webhook-cert-dir", "", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -89,6 +93,10 @@ func fakeOperator(args []string) int {
 	}))
 	if *pprofAddr != "" {
 		serve(*pprofAddr, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "pprof") }))
+	}
+	if err := serveFakeWebhooks(net.JoinHostPort(*webhookHost, strconv.Itoa(*webhookPort)), *webhookCertDir); err != nil {
+		fmt.Println(err)
+		return 2
 	}
 	fmt.Println("serving")
 	term := make(chan os.Signal, 1)
@@ -147,8 +155,8 @@ func TestStartOperator(t *testing.T) {
 			t.Errorf("address %s is not on 127.0.0.1", a)
 		}
 	}
-	if len(op.Addresses()) != 3 {
-		t.Errorf("Addresses() = %v, want probe, metrics and pprof", op.Addresses())
+	if len(op.Addresses()) != 4 {
+		t.Errorf("Addresses() = %v, want probe, metrics, pprof and webhooks", op.Addresses())
 	}
 
 	m, err := op.Scrape(t.Context())
@@ -222,7 +230,7 @@ func TestStartOperatorOutput(t *testing.T) {
 	if !strings.Contains(out.String(), "serving\n") || !strings.Contains(out.String(), "SIGTERM: stopping") {
 		t.Errorf("Output got %q", out.String())
 	}
-	if op.PprofAddr != "" || len(op.Addresses()) != 2 {
+	if op.PprofAddr != "" || len(op.Addresses()) != 3 {
 		t.Errorf("PprofAddr = %q, Addresses() = %v: want no pprof", op.PprofAddr, op.Addresses())
 	}
 }
