@@ -87,9 +87,14 @@ func (w *fleetWatch) watchDevices(ctx context.Context) {
 }
 
 func (w *fleetWatch) follow(ctx context.Context, kw jetstream.KeyWatcher) {
+	reconnected := w.r.store.Load().Reconnected()
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-reconnected:
+			// Changes during the outage were missed: look at every Deployment again, and watch anew.
+			w.r.devicesChanged.Store(true)
 			return
 		case e, ok := <-kw.Updates():
 			if !ok {

@@ -112,9 +112,13 @@ func (a *Agent) watch(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = w.Stop() }()
+	reconnected := a.Store.Reconnected()
 	for {
 		select {
 		case <-ctx.Done():
+			return nil
+		case <-reconnected:
+			// Watch again: every current desired state comes again and is applied idempotently.
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -26,7 +27,8 @@ import (
 // Server is an in-process NATS server with JetStream, listening on 127.0.0.1.
 type Server struct {
 	*server.Server
-	dir string
+	dir  string
+	opts *server.Options
 }
 
 // StartServer starts a NATS server with JetStream storing under a new temporary directory, on a port
@@ -39,7 +41,8 @@ func StartServerOn(port int) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true})
+	opts := &server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true}
+	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
@@ -48,7 +51,26 @@ func StartServerOn(port int) (*Server, error) {
 		s.Shutdown()
 		return nil, errors.Join(errors.New("NATS server not ready in 10s"), os.RemoveAll(dir))
 	}
-	return &Server{Server: s, dir: dir}, nil
+	return &Server{Server: s, dir: dir, opts: opts}, nil
+}
+
+// Restart stops the server and starts it again on the same port with the same storage, as a NATS
+// restart in production: clients reconnect, JetStream keeps every bucket.
+func (s *Server) Restart() error {
+	opts := *s.opts
+	opts.Port = s.Addr().(*net.TCPAddr).Port
+	s.Server.Shutdown()
+	s.WaitForShutdown()
+	ns, err := server.NewServer(&opts)
+	if err != nil {
+		return err
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return errors.New("NATS server not ready in 10s after a restart")
+	}
+	s.Server = ns
+	return nil
 }
 
 // Shutdown stops the server and removes its storage.

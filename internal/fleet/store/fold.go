@@ -44,10 +44,13 @@ func (s *Store) foldOnce(ctx context.Context, c *fleet.Counters, synced func()) 
 		return fmt.Errorf("watch %s: %w", fleet.BucketState, err)
 	}
 	defer func() { _ = w.Stop() }()
+	reconnected := s.Reconnected()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-reconnected:
+			return fmt.Errorf("%w: reconnected to NATS", fleet.ErrGap) // recount at once
 		case e, ok := <-w.Updates():
 			if !ok {
 				return errors.New("state watch closed")

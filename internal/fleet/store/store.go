@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/platform-operator/platform-operator/internal/fleet"
@@ -23,6 +25,34 @@ type Store struct {
 	Devices, Desired, State, Heartbeats jetstream.KeyValue
 	// HeartbeatTTL is the heartbeat bucket's TTL.
 	HeartbeatTTL time.Duration
+
+	mu         sync.Mutex
+	reconnects chan struct{}
+}
+
+// watchReconnects makes Reconnected work: the connection's reconnect handler (which it takes over)
+// closes the current channel. A watch restarted then resumes at once instead of waiting for its
+// consumer's missed heartbeats after a NATS restart.
+func (s *Store) watchReconnects(js jetstream.JetStream) {
+	s.reconnects = make(chan struct{})
+	if nc := js.Conn(); nc != nil {
+		nc.SetReconnectHandler(func(*nats.Conn) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			close(s.reconnects)
+			s.reconnects = make(chan struct{})
+		})
+	}
+}
+
+// Reconnected is closed when the connection next reconnects to NATS (never for a Store made by hand).
+func (s *Store) Reconnected() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reconnects == nil {
+		s.reconnects = make(chan struct{})
+	}
+	return s.reconnects
 }
 
 // Open opens the buckets, creating any that is missing (or updating its configuration). heartbeatTTL is
@@ -39,6 +69,7 @@ func Open(ctx context.Context, js jetstream.JetStream, heartbeatTTL time.Duratio
 		return kv, nil
 	}
 	s := &Store{HeartbeatTTL: heartbeatTTL}
+	s.watchReconnects(js)
 	var err error
 	if s.Devices, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketDevices, Description: "fleet contract v1: device records"}); err != nil {
 		return nil, err
@@ -278,6 +309,7 @@ func each(ctx context.Context, kv jetstream.KeyValue, filter string, fn func(jet
 // agent does, so that the heartbeat TTL stays the operator's. It fails while a bucket does not exist.
 func Bind(ctx context.Context, js jetstream.JetStream) (*Store, error) {
 	s := &Store{}
+	s.watchReconnects(js)
 	for _, b := range []struct {
 		name string
 		kv   *jetstream.KeyValue

@@ -187,3 +187,64 @@ func lastSeq(ctx context.Context, t *testing.T, st *store.Store) uint64 {
 	}
 	return s.(*jetstream.KeyValueBucketStatus).StreamInfo().State.LastSeq
 }
+
+// TestCountersSurviveANATSRestart: the server restarts (same port, same storage) under a running fleet;
+// agents and the operator's fold reconnect, and the counters stay equal to a recount.
+func TestCountersSurviveANATSRestart(t *testing.T) {
+	srv, err := fleettest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nc, st, err := fleettest.Connect(ctx, srv.ClientURL(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	counters := &fleet.Counters{}
+	go func() { _ = st.Fold(ctx, counters, nil) }()
+	d := fleet.DeploymentKey{Namespace: "t2", Name: "web"}
+	devices := fleettest.StartFleet(ctx, st, "r", "x", 3)
+	defer func() {
+		for _, dev := range devices {
+			dev.Stop()
+		}
+	}()
+	publish := func(gen int64, image string) {
+		t.Helper()
+		for _, dev := range devices {
+			for {
+				_, err := st.Publish(ctx, dev.Info.ID, d, fleet.Desired{Generation: gen, Score: score(image)})
+				if err == nil {
+					break
+				}
+				time.Sleep(50 * time.Millisecond) // the client is reconnecting
+			}
+		}
+	}
+	publish(1, "img:1")
+	eventually(t, "3 devices running generation 1", func() bool { return counters.Snapshot(d).ByGeneration[1].Running == 3 })
+
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	publish(2, "img:2")
+	t.Logf("published after %s", time.Since(t0))
+	eventually(t, "3 devices running generation 2 after the restart", func() bool {
+		s := counters.Snapshot(d)
+		return s.ByGeneration[2].Running == 3 && len(s.ByGeneration) == 1
+	})
+	t.Logf("converged after %s", time.Since(t0))
+	fresh := &fleet.Counters{}
+	synced := make(chan struct{}, 1)
+	ctx2, cancel2 := context.WithCancel(ctx)
+	defer cancel2()
+	go func() { _ = st.Fold(ctx2, fresh, func() { synced <- struct{}{} }) }()
+	<-synced
+	if got, want := fmt.Sprint(fresh.Snapshot(d).ByGeneration), fmt.Sprint(counters.Snapshot(d).ByGeneration); got != want {
+		t.Errorf("after the restart: recount %s, live counters %s", got, want)
+	}
+}
