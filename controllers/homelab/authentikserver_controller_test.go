@@ -2,6 +2,7 @@ package homelab
 
 import (
 	"context"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -184,3 +185,34 @@ var _ = Describe("AuthentikServer", Ordered, func() {
 		Eventually(authentikCondition(ns, "sso", homelabv1.ConditionDatabase)).Should(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonDependencyNotAllowed))
 	})
 })
+
+// Admission: what the CRDs refuse, before any controller sees it (dry-run creates against the API server).
+var _ = DescribeTable("admission of RedisConnection, Domain and AuthentikServer",
+	func(ctx SpecContext, obj client.Object, wantRefusal string) {
+		obj.SetNamespace("default")
+		err := k8s.Create(ctx, obj, client.DryRunAll)
+		if wantRefusal == "" {
+			Expect(err).NotTo(HaveOccurred())
+			return
+		}
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring(wantRefusal))
+	},
+	Entry("a RedisConnection", newRedisConnection("", "cache", "cache-redis"), ""),
+	Entry("a RedisConnection without a Secret", newRedisConnection("", "cache", ""), "spec.secret"),
+	Entry("a RedisConnection naming an invalid Secret", newRedisConnection("", "cache", "Cache_Redis"), "spec.secret"),
+	Entry("a Domain", newDomain("", "home", "home.example.com"), ""),
+	Entry("a Domain with a single-label hostname", newDomain("", "home", "localhost"), "hostname must be a lowercase DNS name"),
+	Entry("a Domain with a wildcard hostname", newDomain("", "home", "*.example.com"), "hostname must be a lowercase DNS name"),
+	Entry("a Domain with an uppercase hostname", newDomain("", "home", "Home.Example.com"), "hostname must be a lowercase DNS name"),
+	Entry("a Domain with a hostname too long for authentik.<hostname>", newDomain("", "home", strings.Repeat("a.", 122)+"com"), "spec.hostname"),
+	Entry("a Domain without an issuer", &homelabv1.Domain{ObjectMeta: metav1.ObjectMeta{Name: "home"},
+		Spec: homelabv1.DomainSpec{Hostname: "home.example.com"}}, "spec.issuer"),
+	Entry("an AuthentikServer", newAuthentikServer("", "sso"), ""),
+	Entry("an AuthentikServer with namespace/name references", &homelabv1.AuthentikServer{ObjectMeta: metav1.ObjectMeta{Name: "sso"},
+		Spec: homelabv1.AuthentikServerSpec{Domain: "infra/home", Database: "default/db", Redis: "default/cache"}}, ""),
+	Entry("an AuthentikServer with a malformed reference", &homelabv1.AuthentikServer{ObjectMeta: metav1.ObjectMeta{Name: "sso"},
+		Spec: homelabv1.AuthentikServerSpec{Domain: "a/b/c", Database: "db", Redis: "cache"}}, "spec.domain"),
+	Entry("an AuthentikServer whose name cannot prefix its children", &homelabv1.AuthentikServer{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 44)},
+		Spec: homelabv1.AuthentikServerSpec{Domain: "home", Database: "db", Redis: "cache"}}, "metadata.name must start with a letter"),
+)
