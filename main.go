@@ -98,7 +98,7 @@ func main() {
 		log.Error(err, "discover cluster APIs")
 		os.Exit(1)
 	}
-	log.Info("cluster APIs", "certManager", caps.CertManager, "routes", caps.Routes, "openShift", caps.OpenShift)
+	log.Info("cluster APIs", "certManager", caps.CertManager, "routes", caps.Routes, "istio", caps.Istio, "openShift", caps.OpenShift)
 
 	var tlsOpts []func(*tls.Config)
 	if !http2 {
