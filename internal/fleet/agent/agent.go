@@ -68,6 +68,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.heartbeats(ctx)
 	}()
 	defer func() { <-beats }()
+	if nc := a.Store.Conn(); nc != nil {
+		sub, err := a.serveLogs(ctx, nc)
+		if err != nil {
+			a.Log.Error(err, "serve log requests")
+		} else if sub != nil {
+			defer func() { _ = sub.Unsubscribe() }()
+		}
+	}
 	for ctx.Err() == nil {
 		if err := a.watch(ctx); err != nil && ctx.Err() == nil {
 			a.Log.Error(err, "watch desired state")

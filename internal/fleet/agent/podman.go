@@ -160,3 +160,24 @@ func ServiceHash(svc iotv1.Service) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
 }
+
+// Logs streams the newest tail lines of each of the deployment's containers (podman logs --tail),
+// container by container, each line prefixed with its container's name.
+func (p *Podman) Logs(ctx context.Context, d fleet.DeploymentKey, tail int, line func(string) error) error {
+	names, err := p.containers(ctx, d)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		out, err := p.run(ctx, "logs", "--tail", fmt.Sprint(tail), n)
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+			if err := line(n + " | " + l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -74,6 +74,8 @@ func (f *fakePodman) run(_ context.Context, args ...string) (string, error) {
 			}
 		}
 		return "", nil
+	case "logs":
+		return "first\nsecond\n", nil
 	case "ps":
 		var names []string
 		for n := range f.containers {
@@ -108,6 +110,16 @@ func TestPodmanApplyIsIdempotentAndReplacesChangedServices(t *testing.T) {
 	}
 	if !slices.Contains(f.calls, "pull img:2") || f.containers["iot-shop-web-a"] != ServiceHash(score.PodmanV0.Services[0]) {
 		t.Errorf("the changed service was not replaced: %v %v", f.calls, f.containers)
+	}
+	var lines []string
+	if err := p.Logs(ctx, web, 2, func(l string) error { lines = append(lines, l); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(lines, ",") != "iot-shop-web-a | first,iot-shop-web-a | second" {
+		t.Errorf("Logs = %q", lines)
+	}
+	if !slices.Contains(f.calls, "logs --tail") {
+		t.Errorf("Logs did not ask podman for the tail: %v", f.calls)
 	}
 	if err := p.Remove(ctx, web); err != nil || len(f.containers) != 0 {
 		t.Errorf("Remove left %v (%v)", f.containers, err)

@@ -105,6 +105,7 @@ type FakeRuntime struct {
 	mu      sync.Mutex
 	Fail    map[string]string
 	running map[fleet.DeploymentKey]iotv1.Score
+	logs    map[fleet.DeploymentKey][]string
 	applies int
 }
 
@@ -133,6 +134,35 @@ func (f *FakeRuntime) Applies() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.applies
+}
+
+// AppendLog adds lines to the deployment's log, keeping the newest agent.DefaultLogLines.
+func (f *FakeRuntime) AppendLog(d fleet.DeploymentKey, lines ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.logs == nil {
+		f.logs = map[fleet.DeploymentKey][]string{}
+	}
+	l := append(f.logs[d], lines...)
+	if over := len(l) - agent.DefaultLogLines; over > 0 {
+		l = append(l[:0:0], l[over:]...)
+	}
+	f.logs[d] = l
+}
+
+// Logs serves the newest tail lines of the deployment's log.
+func (f *FakeRuntime) Logs(_ context.Context, d fleet.DeploymentKey, tail int, line func(string) error) error {
+	f.mu.Lock()
+	l := f.logs[d]
+	l = l[max(len(l)-tail, 0):]
+	l = append([]string(nil), l...)
+	f.mu.Unlock()
+	for _, s := range l {
+		if err := line(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Remove forgets the deployment's score.

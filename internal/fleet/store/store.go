@@ -28,14 +28,19 @@ type Store struct {
 
 	mu         sync.Mutex
 	reconnects chan struct{}
+	nc         *nats.Conn
 }
+
+// Conn is the connection the store uses (nil for a Store made by hand).
+func (s *Store) Conn() *nats.Conn { return s.nc }
 
 // watchReconnects makes Reconnected work: the connection's reconnect handler (which it takes over)
 // closes the current channel. A watch restarted then resumes at once instead of waiting for its
 // consumer's missed heartbeats after a NATS restart.
 func (s *Store) watchReconnects(js jetstream.JetStream) {
 	s.reconnects = make(chan struct{})
-	if nc := js.Conn(); nc != nil {
+	s.nc = js.Conn()
+	if nc := s.nc; nc != nil {
 		nc.SetReconnectHandler(func(*nats.Conn) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
