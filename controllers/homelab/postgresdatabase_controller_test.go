@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -251,8 +252,11 @@ var _ = Describe("PostgresDatabase", func() {
 		user, _ := newOperatorLogin("CREATEROLE CREATEDB")
 		conn := newConnection(ns, "main", pg.SecretData(user, "wrong"))
 		expectCondition(conn, homelabv1.ConditionReady, metav1.ConditionFalse, homelabv1.ReasonAuthenticationFailed)
-		cond := expectCondition(db, homelabv1.ConditionConnection, metav1.ConditionFalse, homelabv1.ReasonWaitingForDependency)
-		Expect(cond.Message).To(ContainSubstring("AuthenticationFailed"))
+		expectCondition(db, homelabv1.ConditionConnection, metav1.ConditionFalse, homelabv1.ReasonWaitingForDependency)
+		// The connection's own status change wakes the database, whose message then says why it waits.
+		Eventually(func() string {
+			return meta.FindStatusCondition(conditionsOf(db), homelabv1.ConditionConnection).Message
+		}).Should(ContainSubstring("AuthenticationFailed"))
 
 		// The password is fixed in the connection's Secret: the connection, then the database, follow.
 		secret := &corev1.Secret{}
