@@ -177,6 +177,27 @@ var _ = Describe("AuthentikServer", Ordered, func() {
 		expectAuthentikRunning(ctx, ns, "sso")
 	})
 
+	It("adds a key removed from the generated Secret and keeps the other values", func(ctx SpecContext) {
+		ns := newNamespace("authentik")
+		makeAuthentikDependencies(ctx, ns, server)
+		a := newAuthentikServer(ns, "sso")
+		Expect(k8s.Create(ctx, a)).To(Succeed())
+		Eventually(authentikCondition(ns, "sso", homelabv1.ConditionGeneratedSecret)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonSecretGenerated))
+		var secret corev1.Secret
+		key := client.ObjectKey{Namespace: ns, Name: authentik.SecretName(a)}
+		Expect(k8s.Get(ctx, key, &secret)).To(Succeed())
+		kept := secret.DeepCopy().Data
+		delete(secret.Data, authentik.BootstrapTokenKey)
+		Expect(k8s.Update(ctx, &secret)).To(Succeed())
+		Eventually(func() []byte {
+			Expect(k8s.Get(ctx, key, &secret)).To(Succeed())
+			return secret.Data[authentik.BootstrapTokenKey]
+		}).ShouldNot(BeEmpty())
+		Expect(secret.Data[authentik.SecretKeyKey]).To(Equal(kept[authentik.SecretKeyKey]))
+		Expect(secret.Data[authentik.BootstrapPasswordKey]).To(Equal(kept[authentik.BootstrapPasswordKey]))
+		Expect(secret.Data[authentik.BootstrapTokenKey]).NotTo(Equal(kept[authentik.BootstrapTokenKey]))
+	})
+
 	It("refuses a database in another namespace", func(ctx SpecContext) {
 		ns := newNamespace("authentik")
 		a := newAuthentikServer(ns, "sso")
