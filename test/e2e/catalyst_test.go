@@ -1,0 +1,191 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
+)
+
+// The catalyst scenarios run their operator for the whole cluster (WATCH_NAMESPACE empty, OLM's
+// AllNamespaces install mode): an Environment's namespace is one the operator makes, outside any
+// namespace a scoped operator could be given. kube-controller-manager's namespace controller empties and
+// removes the namespaces the operator deletes, as in a real cluster.
+
+// catalystTeam is a scenario's team: the team namespace holds Project "web", a second namespace the
+// Environments.
+type catalystTeam struct{ name, envNS string }
+
+func newCatalystTeam(ctx context.Context) catalystTeam {
+	GinkgoHelper()
+	t := catalystTeam{name: newNamespace(ctx, nil)}
+	t.envNS = t.name + "-web"
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: t.envNS}})).To(Succeed())
+	Expect(k8s.Create(ctx, catalysttest.Project(t.name, "web"))).To(Succeed())
+	return t
+}
+
+func (t catalystTeam) environment(name string) *catalystv1.Environment {
+	return catalysttest.Environment(t.envNS, name, t.name, "web")
+}
+
+func getEnvironment(ctx context.Context, env *catalystv1.Environment) (*catalystv1.Environment, error) {
+	got := &catalystv1.Environment{}
+	return got, k8s.Get(ctx, client.ObjectKeyFromObject(env), got)
+}
+
+// environmentReady waits for the environment's namespace, plays cert-manager for its Certificate, and
+// waits for phase Ready; it returns the namespace.
+func environmentReady(ctx context.Context, env *catalystv1.Environment) string {
+	GinkgoHelper()
+	var ns string
+	Eventually(ctx, func(g Gomega) {
+		got, err := getEnvironment(ctx, env)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.Status.Namespace).NotTo(BeEmpty(), "no namespace yet: %+v", got.Status.Conditions)
+		ns = got.Status.Namespace
+	}).Should(Succeed())
+	markCertificateReady(ctx, ns, catalyst.CertificateName)
+	Eventually(ctx, func(g Gomega) {
+		got, err := getEnvironment(ctx, env)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.Status.Phase).To(Equal(catalystv1.PhaseReady), "conditions: %+v", got.Status.Conditions)
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, catalystv1.ConditionReady)).To(BeTrue())
+	}).Should(Succeed())
+	return ns
+}
+
+// gone passes when obj no longer exists.
+func gone(ctx context.Context, obj client.Object) func(Gomega) {
+	return func(g Gomega) {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s still exists (get: %v)", describe(obj), err)
+	}
+}
+
+// namespaceBeforeEnvironment waits for both the environment and its namespace to go, failing if the
+// environment is ever gone while its namespace still exists.
+func namespaceBeforeEnvironment(ctx context.Context, env *catalystv1.Environment, ns string) {
+	GinkgoHelper()
+	Eventually(ctx, func(g Gomega) {
+		_, envErr := getEnvironment(ctx, env)
+		nsErr := k8s.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		if apierrors.IsNotFound(envErr) {
+			Expect(apierrors.IsNotFound(nsErr)).To(BeTrue(), "Environment %s is gone while namespace %s still exists (%v)", env.Name, ns, nsErr)
+		}
+		g.Expect(apierrors.IsNotFound(envErr)).To(BeTrue(), "Environment %s still exists", env.Name)
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+}
+
+var _ = Describe("catalyst Environment", func() {
+	It("catalyst: an Environment becomes Ready in a locked-down namespace, and deleting it removes the namespace and then the Environment", func(ctx SpecContext) {
+		startOperator("catalyst", operatorConfig{})
+		t := newCatalystTeam(ctx)
+		env := t.environment("pr-123")
+		Expect(k8s.Create(ctx, env)).To(Succeed())
+		ns := environmentReady(ctx, env)
+		Expect(ns).To(Equal(catalyst.NamespaceName(t.name, "web", "pr-123")))
+
+		got, err := getEnvironment(ctx, env)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Status.URL).To(Equal("https://" + ns + ".preview.example.com"))
+		Expect(got.Annotations).To(HaveKeyWithValue(catalystv1.AnnotationEnvironmentID, "env-pr-123"))
+
+		By("the namespace carries the labels, the quota, the limits and the policy")
+		n := &corev1.Namespace{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: ns}, n)).To(Succeed())
+		Expect(n.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
+		Expect(n.Labels).To(HaveKeyWithValue(catalystv1.LabelBranch, "feature-login"))
+		rq := &corev1.ResourceQuota{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalyst.QuotaName}, rq)).To(Succeed())
+		Expect(rq.Spec.Hard.Name(corev1.ResourceRequestsCPU, "").String()).To(Equal("1"))
+		Expect(rq.Spec.Hard.Name(corev1.ResourceLimitsMemory, "").String()).To(Equal("2Gi"))
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalyst.QuotaName}, &corev1.LimitRange{})).To(Succeed())
+		np := &networkingv1.NetworkPolicy{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalyst.NetworkPolicyName}, np)).To(Succeed())
+		Expect(np.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress))
+		ing := &networkingv1.Ingress{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalyst.IngressName}, ing)).To(Succeed())
+		Expect(ing.Spec.TLS).To(HaveLen(1))
+
+		By("deleting the Environment (background, as kubectl does)")
+		Expect(k8s.Delete(ctx, env, client.PropagationPolicy("Background"))).To(Succeed())
+		namespaceBeforeEnvironment(ctx, env, ns)
+	})
+
+	It("catalyst deletion: deleting the Project first, or removing the labels, does not block deletion", func(ctx SpecContext) {
+		startOperator("catalyst-deletion", operatorConfig{})
+		t := newCatalystTeam(ctx)
+		unlabelled, viaProject := t.environment("unlabelled"), t.environment("via-project")
+		Expect(k8s.Create(ctx, unlabelled)).To(Succeed())
+		Expect(k8s.Create(ctx, viaProject)).To(Succeed())
+		unlabelledNS, viaProjectNS := environmentReady(ctx, unlabelled), environmentReady(ctx, viaProject)
+
+		By("removing the labels of one Environment, then deleting it")
+		got, err := getEnvironment(ctx, unlabelled)
+		Expect(err).NotTo(HaveOccurred())
+		got.Labels = nil
+		Expect(k8s.Update(ctx, got)).To(Succeed())
+		Expect(k8s.Delete(ctx, got)).To(Succeed())
+		namespaceBeforeEnvironment(ctx, unlabelled, unlabelledNS)
+
+		By("deleting the Project: it deletes its Environment and waits for it")
+		project := &catalystv1.Project{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: t.name, Name: "web"}, project)).To(Succeed())
+		Expect(k8s.Delete(ctx, project)).To(Succeed())
+		namespaceBeforeEnvironment(ctx, viaProject, viaProjectNS)
+		Eventually(ctx, gone(ctx, project)).Should(Succeed())
+	})
+
+	It("catalyst safety: a pre-existing namespace is never touched", func(ctx SpecContext) {
+		startOperator("catalyst-safety", operatorConfig{})
+		t := newCatalystTeam(ctx)
+		theirs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: catalyst.NamespaceName(t.name, "web", "taken"), Labels: map[string]string{"owner": "someone-else"}}}
+		Expect(k8s.Create(ctx, theirs)).To(Succeed())
+		DeferCleanup(func() {
+			cctx, cancel := suiteContext()
+			defer cancel()
+			Expect(client.IgnoreNotFound(k8s.Delete(cctx, theirs))).To(Succeed())
+		})
+		env := t.environment("taken")
+		Expect(k8s.Create(ctx, env)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			got, err := getEnvironment(ctx, env)
+			g.Expect(err).NotTo(HaveOccurred())
+			c := meta.FindStatusCondition(got.Status.Conditions, catalystv1.ConditionNamespaceReady)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(catalystv1.ReasonNamespaceConflict))
+			g.Expect(got.Status.Phase).To(Equal(catalystv1.PhaseFailed))
+		}).Should(Succeed())
+
+		untouched := func(g Gomega) {
+			n := &corev1.Namespace{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(theirs), n)).To(Succeed())
+			g.Expect(n.ResourceVersion).To(Equal(theirs.ResourceVersion), "the namespace was changed")
+			g.Expect(n.DeletionTimestamp).To(BeNil())
+		}
+		Consistently(ctx, untouched).Should(Succeed())
+		Expect(k8s.Delete(ctx, env)).To(Succeed())
+		Eventually(ctx, gone(ctx, env)).Should(Succeed())
+		Consistently(ctx, untouched).Should(Succeed())
+		var objs corev1.ResourceQuotaList
+		Expect(k8s.List(ctx, &objs, client.InNamespace(theirs.Name))).To(Succeed())
+		Expect(objs.Items).To(BeEmpty(), fmt.Sprintf("nothing was made in %s", theirs.Name))
+	})
+})
