@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +81,9 @@ func startOperator(name string, cfg operatorConfig) *operator {
 		SecureMetrics:  cfg.secureMetrics,
 		Pprof:          cfg.pprof,
 		StopTimeout:    operatorStopTimeout,
+		// The API server calls this process's admission webhooks (in its namespace) from the moment it is
+		// ready until it stops (docs/webhooks.md).
+		WebhookManifests: filepath.Join(repoRoot, "config", "webhook", "manifests.yaml"),
 	})
 	Expect(err).NotTo(HaveOccurred(), "start operator %s", name)
 	op := &operator{lo}
