@@ -300,6 +300,8 @@ func startOperator(ctx context.Context, p Printer, o options, kubeconfig string)
 		Kubeconfig:  kubeconfig,
 		Args:        []string{"--zap-encoder=console"}, // a log meant for people, not for a log pipeline
 		StopTimeout: operatorStopTimeout,
+		// The admission webhooks, called by the API server as in a deployed operator (docs/webhooks.md).
+		WebhookManifests: filepath.Join(o.root, "config", "webhook", "manifests.yaml"),
 	}
 	p.Step("Starting the operator: %s", rel(o.root, bin))
 	if o.operatorLog == "-" {
@@ -315,6 +317,8 @@ func startOperator(ctx context.Context, p Printer, o options, kubeconfig string)
 	p.Printf("command line: %s %s", rel(o.root, bin), strings.Join(op.Args, " "))
 	p.Printf("ready (pid %d, http://%s/readyz answered) after %s; metrics at http://%s/metrics",
 		op.PID(), op.ProbeAddr, secs(op.ReadyAfter), op.MetricsAddr)
+	p.Printf("admission webhooks at https://%s, called by the API server through %d webhook configuration(s)",
+		op.WebhookAddr, len(op.Webhooks))
 	return op, nil
 }
 
