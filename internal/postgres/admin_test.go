@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -18,6 +19,8 @@ import (
 var server *postgrestest.Server
 
 func TestMain(m *testing.M) {
+	// Flags first: m.Run exits on a bad flag, which would leave the server's directory behind.
+	flag.Parse()
 	s, err := postgrestest.Start(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
