@@ -75,9 +75,17 @@ func playPostgresServer(ctx context.Context, e *Env, obj client.Object) error {
 	postgresServer.Lock()
 	postgresServer.s = s
 	postgresServer.Unlock()
-	// The run's context ends when the demo stops: so does the server.
+	// The server stops with the operator, which the demo stops before the cluster (so the server is gone,
+	// and its directory removed, before the demo exits), or when the run ends, whichever comes first.
+	var operatorDone <-chan struct{}
+	if e.operator != nil {
+		operatorDone = e.operator.Done()
+	}
 	go func() {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-operatorDone:
+		}
 		_ = s.Stop()
 	}()
 	e.Printf("PostgreSQL listens on %s:%d (data and statement log in a temporary directory, removed on stop)", s.Host, s.Port)
