@@ -1,0 +1,83 @@
+package homelab
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+)
+
+func TestConnectFailure(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		wantReason string
+		wantRetry  time.Duration
+	}{
+		{"wrong password", &pgconn.PgError{Code: "28P01"}, homelabv1.ReasonAuthenticationFailed, reconcile.RefusedRetry},
+		{"no pg_hba entry", &pgconn.PgError{Code: "28000"}, homelabv1.ReasonAuthenticationFailed, reconcile.RefusedRetry},
+		{"refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, homelabv1.ReasonUnreachable, PostgresUnreachableRetry},
+		{"timeout", context.DeadlineExceeded, homelabv1.ReasonUnreachable, PostgresUnreachableRetry},
+		{"no such database", &pgconn.PgError{Code: "3D000"}, homelabv1.ReasonServerError, reconcile.RefusedRetry},
+	}
+	for _, tt := range tests {
+		reason, retry := connectFailure(tt.err)
+		if reason != tt.wantReason || retry != tt.wantRetry {
+			t.Errorf("%s: connectFailure = %s, %s; want %s, %s", tt.name, reason, retry, tt.wantReason, tt.wantRetry)
+		}
+	}
+}
+
+func TestCleanupRetry(t *testing.T) {
+	for _, tt := range []struct {
+		deleting, want time.Duration
+	}{
+		{0, PostgresUnreachableRetry},
+		{9 * time.Minute, PostgresUnreachableRetry},
+		{10 * time.Minute, 5 * time.Minute},
+		{48 * time.Hour, 5 * time.Minute},
+	} {
+		if got := cleanupRetry(tt.deleting); got != tt.want {
+			t.Errorf("cleanupRetry(%s) = %s, want %s", tt.deleting, got, tt.want)
+		}
+	}
+}
+
+func TestChanged(t *testing.T) {
+	before := []metav1.Condition{{Type: "Server", Status: metav1.ConditionFalse, Reason: "Unreachable", Message: "old"}}
+	tests := []struct {
+		name string
+		c    metav1.Condition
+		want bool
+	}{
+		{"same failure, new message", metav1.Condition{Type: "Server", Status: metav1.ConditionFalse, Reason: "Unreachable", Message: "new"}, false},
+		{"another reason", metav1.Condition{Type: "Server", Status: metav1.ConditionFalse, Reason: "AuthenticationFailed"}, true},
+		{"another status", metav1.Condition{Type: "Server", Status: metav1.ConditionTrue, Reason: "Unreachable"}, true},
+		{"no condition before", metav1.Condition{Type: "Secret", Status: metav1.ConditionFalse, Reason: "SecretNotFound"}, true},
+	}
+	for _, tt := range tests {
+		if got := changed(before, tt.c.Type, tt.c); got != tt.want {
+			t.Errorf("%s: changed = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestConnectionKey(t *testing.T) {
+	for ref, want := range map[string]types.NamespacedName{
+		"db":         {Namespace: "apps", Name: "db"},
+		"homelab/db": {Namespace: "homelab", Name: "db"},
+	} {
+		db := &homelabv1.PostgresDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: "apps"}, Spec: homelabv1.PostgresDatabaseSpec{Connection: ref}}
+		if got := connectionKey(db); got != want {
+			t.Errorf("connectionKey(%q) = %s, want %s", ref, got, want)
+		}
+	}
+}
