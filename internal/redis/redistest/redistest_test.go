@@ -18,8 +18,8 @@ func TestStartStop(t *testing.T) {
 	}
 	_ = conn.Close()
 	s.Stop()
-	if s.cmd.ProcessState == nil || !s.cmd.ProcessState.Exited() && s.cmd.ProcessState.ExitCode() == 0 {
-		t.Errorf("process state after Stop: %v", s.cmd.ProcessState)
+	if s.cmd.ProcessState == nil {
+		t.Error("Stop returned before the server process was reaped")
 	}
 	if conn, err := net.DialTimeout("tcp", s.Addr(), time.Second); err == nil {
 		_ = conn.Close()
