@@ -235,6 +235,29 @@ var _ = Describe("Environment", func() {
 		}).Should(Succeed())
 	})
 
+	It("keeps its namespace, untouched, when its Project goes missing", func(ctx SpecContext) {
+		t := newTeam(ctx)
+		env := t.environment("orphan")
+		Expect(k8s.Create(ctx, env)).To(Succeed())
+		ns := t.namespaceOf("orphan")
+		Eventually(func(g Gomega) { g.Expect(getEnv(ctx, env).Status.Namespace).To(Equal(ns)) }).Should(Succeed())
+
+		got := getEnv(ctx, env)
+		got.Spec.ProjectRef.Name = "gone"
+		Expect(k8s.Update(ctx, got)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getEnv(ctx, env)
+			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+			g.Expect(condition(g, got, catalystv1.ConditionNamespaceReady).Reason).To(Equal(catalystv1.ReasonProjectNotFound))
+			g.Expect(got.Status.Phase).To(Equal(catalystv1.PhaseFailed))
+			g.Expect(got.Status.URL).To(BeEmpty())
+			g.Expect(got.Status.Namespace).To(Equal(ns), "the namespace is still the environment's")
+		}).Should(Succeed())
+		n := &corev1.Namespace{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: ns}, n)).To(Succeed())
+		Expect(n.DeletionTimestamp).To(BeNil())
+	})
+
 	It("deletes its namespace with it and is released only once the namespace is gone, labels removed or not", func(ctx SpecContext) {
 		t := newTeam(ctx)
 		for _, removeLabels := range []bool{false, true} {

@@ -32,6 +32,10 @@ var failedReasons = map[string]bool{
 func (s *environmentScope) summarize() *catalystv1.EnvironmentStatus {
 	s.status.ObservedGeneration = s.env.Generation
 	s.status.Namespace = s.namespace
+	if s.project == nil {
+		// Without its Project the environment's namespace is left as it is, and still the environment's.
+		s.status.Namespace = s.env.Status.Namespace
+	}
 	ready := reconcile.Summary(s.status.Conditions, readyParts, catalystv1.ReasonReady,
 		"the namespace is locked down and the Ingress serves "+s.status.URL)
 	s.Set(catalystv1.ConditionReady, ready.Status, ready.Reason, ready.Message)

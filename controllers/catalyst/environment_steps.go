@@ -133,7 +133,11 @@ func (r *EnvironmentReconciler) reconcileNamespace(ctx context.Context, s *envir
 // certificate is issued.
 func (r *EnvironmentReconciler) reconcileIngress(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
 	s.status.URL = ""
-	if s.namespace == "" {
+	switch {
+	case s.project == nil:
+		s.Set(catalystv1.ConditionIngressReady, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the Project")
+		return ctrl.Result{}, nil
+	case s.namespace == "":
 		s.Set(catalystv1.ConditionIngressReady, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the namespace")
 		return ctrl.Result{}, nil
 	}
