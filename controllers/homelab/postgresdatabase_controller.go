@@ -89,14 +89,6 @@ func (r *PostgresDatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if !db.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	if !controllerutil.ContainsFinalizer(db, homelabv1.PostgresDatabaseFinalizer) {
-		// Before anything exists on the server: nothing made there may outlive the object unnoticed.
-		patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(db, homelabv1.PostgresDatabaseFinalizer)
-		if err := r.Client.Patch(ctx, db, patch); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-	}
 	res, err := reconcile.Run(ctx, s, r.reconcileConnection, r.reconcileDatabase, r.reconcileSecret)
 	s.Drop(homelabv1.ConditionCleanup)
 	s.Announce()
@@ -269,6 +261,16 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *d
 		setPassword = postgres.CheckLogin(ctx, login) != nil
 	}
 
+	if !controllerutil.ContainsFinalizer(s.db, homelabv1.PostgresDatabaseFinalizer) {
+		// Before anything exists on the server, and only then: a database whose connection never became
+		// Ready made nothing there, and is deleted without waiting for a server.
+		patch := client.MergeFromWithOptions(s.db.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(s.db, homelabv1.PostgresDatabaseFinalizer)
+		if err := r.Client.Patch(ctx, s.db, patch); err != nil {
+			s.wait(homelabv1.ConditionDatabase, "the finalizer could not be added: "+err.Error())
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
 	admin, err := postgres.Connect(ctx, *s.settings)
 	if err != nil {
 		reason, retry := connectFailure(err)

@@ -28,7 +28,8 @@ func cleanupRetry(deleting time.Duration) time.Duration {
 }
 
 // reconcileDelete lets a deleted PostgresDatabase go once its database and role are dropped (Delete),
-// or at once (Retain, or the release annotation). A cleanup that cannot reach the server sets
+// or at once (Retain, or the release annotation). One without the finalizer never reached the server
+// (the finalizer is added just before the first statement) and goes at once. A cleanup that cannot reach the server sets
 // Cleanup=False (CleanupBlocked) and retries; the Secret goes with the object (owner reference).
 func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
 	db := s.db
