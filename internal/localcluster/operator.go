@@ -71,6 +71,10 @@ type OperatorOptions struct {
 	// process still serves its webhooks (every process gets a certificate and a port, as a pod does), but
 	// the API server does not call them.
 	WebhookManifests string
+	// NoWebhookFlags gives the process no webhook port, host or certificate: for a binary from before the
+	// operator served webhooks (test/olm's previous release), whose flag parsing would refuse them. It
+	// cannot go with WebhookManifests.
+	NoWebhookFlags bool
 }
 
 // LeaderElection is the operator's leader election: a zero duration leaves the operator's default.
@@ -141,8 +145,12 @@ func StartOperator(ctx context.Context, o OperatorOptions) (*Operator, error) {
 	if op.LogPath == "" && o.LogDir != "" {
 		op.LogPath = filepath.Join(o.LogDir, "operator-"+cmp.Or(o.Name, "operator")+".log")
 	}
-	webhookArgs, err := op.prepareWebhooks(addr(n))
-	if err != nil {
+	var webhookArgs []string
+	if o.NoWebhookFlags {
+		if o.WebhookManifests != "" {
+			return nil, errors.New("OperatorOptions: WebhookManifests needs the webhook flags NoWebhookFlags leaves out")
+		}
+	} else if webhookArgs, err = op.prepareWebhooks(addr(n)); err != nil {
 		return nil, err
 	}
 	started := false
@@ -286,7 +294,10 @@ func (o *Operator) Addresses() []string {
 	if o.PprofAddr != "" {
 		addrs = append(addrs, o.PprofAddr)
 	}
-	return append(addrs, o.WebhookAddr)
+	if o.WebhookAddr != "" {
+		addrs = append(addrs, o.WebhookAddr)
+	}
+	return addrs
 }
 
 // CheckStopped proves, after Stop or Kill, that the process has exited and none of its addresses

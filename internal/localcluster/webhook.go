@@ -329,15 +329,19 @@ func InstallWebhooks(ctx context.Context, c client.Client, objs []client.Object)
 // waitWebhookProbe polls until the API server refuses a dry-run ConfigMap because the probe webhook of
 // configuration name answered 404: the call went through TLS with the configured CA to the server.
 func waitWebhookProbe(ctx context.Context, c client.Client, name string) error {
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	var last error
+	last := errors.New("no answer yet")
 	for {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			GenerateName: "webhook-probe-", Namespace: metav1.NamespaceDefault,
 			Labels: map[string]string{WebhookProbeLabel: name},
 		}}
 		err := c.Create(ctx, cm, client.DryRunAll)
+		if ctx.Err() != nil {
+			// Whatever the request says now is about the deadline, not the webhook.
+			return fmt.Errorf("webhook configuration %s is not in force: %w (%w)", name, last, ctx.Err())
+		}
 		switch {
 		case err == nil:
 			last = errors.New("the API server does not call it yet")

@@ -612,3 +612,74 @@ func eventually(t *testing.T, f func() error) error {
 		}
 	}
 }
+
+func TestStartOperatorNoWebhookFlags(t *testing.T) {
+	o := fakeOptions(t, "")
+	o.NoWebhookFlags = true
+	op, err := StartOperator(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = op.Stop() })
+	for _, a := range op.Args {
+		if strings.HasPrefix(a, "--webhook-") {
+			t.Errorf("argument %s given with NoWebhookFlags", a)
+		}
+	}
+	if op.WebhookAddr != "" || op.WebhookCerts != nil || len(op.Addresses()) != 2 {
+		t.Errorf("WebhookAddr %q, WebhookCerts %v, Addresses %v: want no webhook server", op.WebhookAddr, op.WebhookCerts, op.Addresses())
+	}
+
+	o = fakeOptions(t, "")
+	o.NoWebhookFlags, o.WebhookManifests = true, writeFile(t, manifestsYAML)
+	if op, err := StartOperator(t.Context(), o); err == nil || !strings.Contains(err.Error(), "NoWebhookFlags") {
+		if op != nil {
+			_ = op.Stop()
+		}
+		t.Errorf("NoWebhookFlags with WebhookManifests: %v, want an error", err)
+	}
+}
+
+func TestStartOperatorServesWebhooks(t *testing.T) {
+	op, err := StartOperator(t.Context(), fakeOptions(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = op.Stop()
+		}
+	})
+	// The fake operator serves fakeWebhookPath with the certificate StartOperator wrote: a client that
+	// trusts only the CA reaches it at WebhookAddr.
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(op.WebhookCerts.CA)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+	}}
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1","namespace":"ns","name":"n","object":{}}}`
+	resp, err := hc.Post("https://"+op.WebhookAddr+fakeWebhookPath, "application/json", strings.NewReader(review))
+	if err != nil {
+		t.Fatalf("the webhook server at %s with the CA: %v", op.WebhookAddr, err)
+	}
+	var got admissionv1.AdmissionReview
+	err = json.NewDecoder(resp.Body).Decode(&got)
+	_ = resp.Body.Close()
+	if err != nil || got.Response == nil || got.Response.UID != "u-1" || got.Response.Allowed {
+		t.Errorf("review answer %+v (%v), want a refusal of u-1", got.Response, err)
+	}
+	if _, err := os.Stat(filepath.Join(op.WebhookCerts.Dir, WebhookCertFile)); err != nil {
+		t.Error(err)
+	}
+	if err := op.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped = true
+	if _, err := os.Stat(op.WebhookCerts.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after Stop, the certificate directory: %v, want it gone", err)
+	}
+	if err := op.CheckStopped(); err != nil {
+		t.Error(err)
+	}
+}
