@@ -152,6 +152,31 @@ var _ = Describe("catalyst Environment", func() {
 		Eventually(ctx, gone(ctx, project)).Should(Succeed())
 	})
 
+	It("catalyst webhook: the API server calls the operator's webhook, which refuses an Environment whose namespace another has", func(ctx SpecContext) {
+		startOperator("catalyst-webhook", operatorConfig{})
+		t := newCatalystTeam(ctx)
+		first := t.environment("pr-7")
+		Expect(k8s.Create(ctx, first)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			got, err := getEnvironment(ctx, first)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Status.Namespace).NotTo(BeEmpty())
+		}).Should(Succeed())
+
+		By("an Environment of another name, in another namespace, whose labels name the same namespace")
+		other := newNamespace(ctx, nil)
+		twin := catalysttest.Environment(other, "copy", t.name, "web")
+		twin.Labels[catalystv1.LabelEnvironment] = "PR_7" // sanitized: pr-7
+		err := k8s.Create(ctx, twin)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want the webhook's refusal, got %v", err)
+		Expect(err.Error()).To(ContainSubstring("already belongs to Environment " + t.envNS + "/pr-7"))
+		Expect(err.Error()).To(ContainSubstring(`admission webhook "venvironment.catalyst.catalyst.dev" denied the request`))
+
+		By("one that names another namespace is admitted")
+		twin.Labels[catalystv1.LabelEnvironment] = "pr-8"
+		Expect(k8s.Create(ctx, twin)).To(Succeed())
+	})
+
 	It("catalyst safety: a pre-existing namespace is never touched", func(ctx SpecContext) {
 		startOperator("catalyst-safety", operatorConfig{})
 		t := newCatalystTeam(ctx)
