@@ -340,7 +340,7 @@ var _ = Describe("PostgresDatabase", func() {
 		Expect([]bool{role, database}).To(Equal([]bool{true, true}), "the release annotation touched the server")
 	})
 
-	It("is refused at admission with a reserved database name, and databaseName and connection cannot change", func() {
+	It("is refused at admission with a reserved or malformed database name, an unknown reclaimPolicy, and databaseName and connection cannot change", func() {
 		ns := newNamespace("pgdb")
 		bad := &homelabv1.PostgresDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
 			Spec: homelabv1.PostgresDatabaseSpec{Connection: "main", DatabaseName: "pg_catalog_x"}}
@@ -351,8 +351,26 @@ var _ = Describe("PostgresDatabase", func() {
 		bad.Spec.DatabaseName = ""
 		Expect(k8s.Create(ctx, bad)).To(MatchError(ContainSubstring("spec.connection")))
 
+		for _, tt := range []struct {
+			edit func(*homelabv1.PostgresDatabase)
+			want string
+		}{
+			{func(d *homelabv1.PostgresDatabase) { d.Spec.ReclaimPolicy = "Keep" }, "spec.reclaimPolicy"},
+			{func(d *homelabv1.PostgresDatabase) { d.Spec.DatabaseName = "Upper" }, "spec.databaseName"},
+			{func(d *homelabv1.PostgresDatabase) { d.Spec.DatabaseName = strings.Repeat("a", 64) }, "spec.databaseName"},
+			{func(d *homelabv1.PostgresDatabase) { d.Name = strings.Repeat("a", 245) }, "metadata.name must be at most 244"},
+		} {
+			d := &homelabv1.PostgresDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
+				Spec: homelabv1.PostgresDatabaseSpec{Connection: "main"}}
+			tt.edit(d)
+			Expect(k8s.Create(ctx, d)).To(MatchError(ContainSubstring(tt.want)))
+		}
+		badConn := &homelabv1.PostgresConnection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
+			Spec: homelabv1.PostgresConnectionSpec{Secret: "s", AllowedNamespaces: []string{"Not_A_Namespace"}}}
+		Expect(k8s.Create(ctx, badConn)).To(MatchError(ContainSubstring("spec.allowedNamespaces")))
+
 		db := newDatabase(ns, "fixed", "main")
-		// The controller adds its finalizer meanwhile: each update starts from a fresh read.
+		// The controller writes status meanwhile: each update starts from a fresh read.
 		update := func(edit func(*homelabv1.PostgresDatabase)) func() error {
 			return func() error {
 				if err := k8s.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {

@@ -36,7 +36,9 @@ type PostgresConnectionSpec struct {
 	// Secret is the name of a Secret in the connection's namespace holding the keys host, port, user and
 	// password (and optionally sslmode: disable, allow, prefer, require, verify-ca or verify-full, default
 	// prefer; and database: the database the operator connects to, default postgres). The user needs
-	// CREATEROLE and CREATEDB (or superuser). The Secret is the user's: it is read, never changed.
+	// CREATEROLE and CREATEDB (or superuser). The Secret is the user's: it is read, never changed. It must
+	// be in the connection's own namespace: a reference into another namespace would let whoever may
+	// create a PostgresConnection use any Secret in the cluster.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
