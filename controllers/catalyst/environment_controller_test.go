@@ -153,13 +153,15 @@ var _ = Describe("Environment", func() {
 		}).Should(Succeed())
 		Expect(getEnv(ctx, env).Annotations).To(HaveKeyWithValue(catalystv1.AnnotationEnvironmentID, "env-pr-123"))
 
-		By("an unchanged environment costs no write, even when woken")
+		By("an unchanged environment, and its Project, cost no write, even when woken")
+		// Touching the Environment wakes both reconcilers: the Environment's, and its Project's.
 		Eventually(func(g Gomega) {
-			before := writes.in(t.envNS, ns)
+			before := writes.in(t.envNS, ns, t.projectNS)
 			touch(ctx, env)
-			g.Consistently(func() int { return writes.in(t.envNS, ns) - before }).WithTimeout(time.Second).Should(BeZero())
+			g.Consistently(func() int { return writes.in(t.envNS, ns, t.projectNS) - before }).WithTimeout(time.Second).Should(BeZero())
 		}).Should(Succeed())
 		Expect(writes.in(t.envNS, ns)).To(BeNumerically(">=", 8), "creating the environment's children must have been counted here")
+		Expect(writes.in(t.projectNS)).To(BeNumerically(">=", 2), "the Project's finalizer and status must have been counted here")
 	})
 
 	It("never adopts a namespace it did not make: NamespaceConflict, a Warning event, and deletion leaves it alone", func(ctx SpecContext) {
