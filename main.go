@@ -21,8 +21,8 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	catalystctrl "github.com/platform-operator/platform-operator/controllers/catalyst"
-	iotctrl "github.com/platform-operator/platform-operator/controllers/iot"
 	homelabctrl "github.com/platform-operator/platform-operator/controllers/homelab"
+	iotctrl "github.com/platform-operator/platform-operator/controllers/iot"
 	ircctrl "github.com/platform-operator/platform-operator/controllers/irc"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/domain"
