@@ -20,6 +20,9 @@ import (
 // DefaultHeartbeatTTL is how long a device's heartbeat key lives: an agent sends one every third of it.
 const DefaultHeartbeatTTL = 30 * time.Second
 
+// StateHistory is how many records per key the state bucket keeps (the most JetStream allows).
+const StateHistory = 64
+
 // Store reads and writes the fleet's buckets.
 type Store struct {
 	Devices, Desired, State, Heartbeats jetstream.KeyValue
@@ -82,7 +85,9 @@ func Open(ctx context.Context, js jetstream.JetStream, heartbeatTTL time.Duratio
 	if s.Desired, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketDesired, Description: "fleet contract v1: desired state per device and deployment"}); err != nil {
 		return nil, err
 	}
-	if s.State, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketState, Description: "fleet contract v1: device state per deployment"}); err != nil {
+	// History keeps superseded state records a while: a watch that lags behind a burst of transitions
+	// still finds each revision in the stream instead of a gap (which would cost a recount).
+	if s.State, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketState, History: StateHistory, Description: "fleet contract v1: device state per deployment"}); err != nil {
 		return nil, err
 	}
 	if s.Heartbeats, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketHeartbeats, TTL: heartbeatTTL, Description: "fleet contract v1: device liveness"}); err != nil {
