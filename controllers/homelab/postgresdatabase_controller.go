@@ -47,7 +47,8 @@ const (
 )
 
 // postgresDatabaseParts are the PostgresDatabase's part conditions, in the order Ready reports them.
-var postgresDatabaseParts = []string{homelabv1.ConditionConnection, homelabv1.ConditionDatabase, homelabv1.ConditionCredentials, homelabv1.ConditionCleanup}
+// Cleanup, present only while a deleted object waits, comes first: it is what the user must act on then.
+var postgresDatabaseParts = []string{homelabv1.ConditionCleanup, homelabv1.ConditionConnection, homelabv1.ConditionDatabase, homelabv1.ConditionCredentials}
 
 // PostgresDatabaseReconciler makes, for each PostgresDatabase, a role and a database on its connection's
 // server and a Secret with the role's credentials, and drops them when it is deleted.
@@ -316,8 +317,13 @@ func loginDigest(s postgres.Settings) [sha256.Size]byte {
 // reconcileSecret writes the role's credentials to the Secret <name>-postgres.
 func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
 	if s.password == "" {
-		if s.secretLive != nil {
-			s.secretName = s.secretLive.Name // it exists and is ours; it waits for the database
+		// The Secret of an earlier reconcile still serves applications while the database waits: keep
+		// naming it while it exists (its metadata is cached).
+		name := postgres.SecretName(s.db.Name)
+		live := &metav1.PartialObjectMetadata{}
+		live.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.db.Namespace, Name: name}, live); err == nil && manager.IsManaged(live.Labels) && live.Labels[manager.InstanceLabel] == s.db.Name {
+			s.secretName = name
 		}
 		if c := meta.FindStatusCondition(*s.Conditions, homelabv1.ConditionCredentials); c == nil || c.Reason != reconcile.ReasonNameConflict {
 			s.wait(homelabv1.ConditionCredentials, "waiting for the database")

@@ -330,6 +330,8 @@ var _ = Describe("PostgresDatabase", func() {
 		Expect(k8s.Delete(ctx, db)).To(Succeed())
 		cond := expectCondition(db, homelabv1.ConditionCleanup, metav1.ConditionFalse, homelabv1.ReasonCleanupBlocked)
 		Expect(cond.Message).To(ContainSubstring(homelabv1.AnnotationReleaseFinalizer))
+		expectCondition(db, homelabv1.ConditionReady, metav1.ConditionFalse, homelabv1.ReasonCleanupBlocked)
+		Expect(db.Status.SecretName).To(Equal("stranded-postgres"))
 		Consistently(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(db), db) }).Should(Succeed())
 
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())

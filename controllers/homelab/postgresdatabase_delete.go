@@ -50,6 +50,7 @@ func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *dat
 	if err != nil {
 		msg := fmt.Sprintf("cannot drop database and role %s yet: %v. The operator retries; to let the PostgresDatabase go without touching the server, annotate it %s=true", s.name, err, homelabv1.AnnotationReleaseFinalizer)
 		s.fail(homelabv1.ConditionCleanup, metav1.ConditionFalse, homelabv1.ReasonCleanupBlocked, msg)
+		s.secretName = db.Status.SecretName // the Secret stays until the object goes
 		werr := r.status.Write(ctx, db, s.summarize())
 		return ctrl.Result{RequeueAfter: cleanupRetry(time.Since(db.DeletionTimestamp.Time))}, werr
 	}

@@ -96,7 +96,7 @@ type PostgresDatabaseStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions are Connection, Database, Credentials, Cleanup (while deleting) and Ready.
+	// Conditions are Cleanup (while deleting), Connection, Database, Credentials and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
