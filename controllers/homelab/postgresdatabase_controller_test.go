@@ -243,6 +243,35 @@ var _ = Describe("PostgresDatabase", func() {
 		Expect([]bool{role, database}).To(Equal([]bool{false, false}))
 	})
 
+	It("makes a database dropped by hand again, and takes PUBLIC's privileges away again, on its next reconcile", func() {
+		ns := newNamespace("pgdb")
+		readyConnection(ns, "main")
+		db := readyDatabase(newDatabase(ns, "drift", "main"))
+		name := pgx.Identifier{db.Status.DatabaseName}.Sanitize()
+		superuserExec("DROP DATABASE " + name + " WITH (FORCE)")
+		_, _, err := loginWith(secretOf(db).Data)
+		Expect(err).To(HaveOccurred())
+
+		// The periodic check would find it; an annotation asks for the reconcile now.
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		db.Annotations = map[string]string{"example.com/touch": "1"}
+		Expect(k8s.Update(ctx, db)).To(Succeed())
+		Eventually(func() error { _, _, err := loginWith(secretOf(db).Data); return err }).Should(Succeed())
+
+		superuserExec("GRANT CONNECT ON DATABASE " + name + " TO PUBLIC")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		db.Annotations = map[string]string{"example.com/touch": "2"}
+		Expect(k8s.Update(ctx, db)).To(Succeed())
+		Eventually(func() bool {
+			conn, err := pg.Connect(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			defer func() { _ = conn.Close(ctx) }()
+			var public bool
+			Expect(conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database, unnest(datacl::text[]) AS acl WHERE datname = $1 AND acl LIKE '=%')", db.Status.DatabaseName).Scan(&public)).To(Succeed())
+			return public
+		}).Should(BeFalse())
+	})
+
 	It("waits for a missing connection, then for it to be Ready, and follows it", func() {
 		ns := newNamespace("pgdb")
 		db := newDatabase(ns, "early", "main")
