@@ -3,6 +3,7 @@ package catalyst
 import (
 	"context"
 	"fmt"
+	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
@@ -13,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
@@ -98,8 +101,9 @@ func (r *EnvironmentReconciler) reconcileNamespace(ctx context.Context, s *envir
 		// The cache holds only the operator's namespaces: one more read to be sure the name is free.
 		err = r.APIReader.Get(ctx, client.ObjectKey{Name: name}, live)
 	}
+	absent := apierrors.IsNotFound(err)
 	switch {
-	case apierrors.IsNotFound(err):
+	case absent:
 	case err != nil:
 		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting, "the namespace could not be read: "+err.Error())
 		return ctrl.Result{}, fmt.Errorf("read namespace %s: %w", name, err)
@@ -118,6 +122,12 @@ func (r *EnvironmentReconciler) reconcileNamespace(ctx context.Context, s *envir
 		catalyst.LimitRange(s.env, name, s.settings.Quota),
 		catalyst.NetworkPolicy(s.env, name, s.settings.IngressNamespace, s.settings.Egress),
 	}
+	if absent {
+		if res, err := r.createNamespace(ctx, s, children[0]); err != nil || res.RequeueAfter > 0 {
+			return res, err
+		}
+		children = children[1:]
+	}
 	for _, c := range children {
 		if ok, res, err := s.Apply(ctx, c, catalystv1.ConditionNamespaceReady); !ok {
 			return res, err
@@ -126,6 +136,31 @@ func (r *EnvironmentReconciler) reconcileNamespace(ctx context.Context, s *envir
 	s.namespace = name
 	s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionTrue, catalystv1.ReasonApplied,
 		fmt.Sprintf("namespace %s with ResourceQuota, LimitRange and NetworkPolicy %s", name, catalyst.QuotaName))
+	return ctrl.Result{}, nil
+}
+
+// createNamespace creates the environment's namespace with a create request, which fails when the name
+// is taken, rather than with an apply, which would take over a namespace another Environment's reconcile
+// created between this one's read and its write. Later reconciles apply it like any child (a field the
+// create set and a later spec no longer asks for stays: the create's field manager entry keeps owning it;
+// the namespace labels it sets are derived from labels that rarely change, and are never removed).
+func (r *EnvironmentReconciler) createNamespace(ctx context.Context, s *environmentScope, ns client.Object) (ctrl.Result, error) {
+	u, err := apply.ToUnstructured(ns)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	err = r.Client.Create(ctx, u, client.FieldOwner(manager.FieldOwner))
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// Made by someone else a moment ago: the next reconcile reads whose it is.
+		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting,
+			fmt.Sprintf("namespace %s appeared while it was being created; checking whose it is", ns.GetName()))
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case err != nil:
+		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionUnknown, catalystv1.ReasonApplyFailed, err.Error())
+		return ctrl.Result{}, fmt.Errorf("create namespace %s: %w", ns.GetName(), err)
+	}
+	r.Recorder.Eventf(s.env, corev1.EventTypeNormal, reconcile.EventCreated, "Created Namespace %s", ns.GetName())
 	return ctrl.Result{}, nil
 }
 
