@@ -96,7 +96,13 @@ E2E_DEPS = controlplane-full build $(KUSTOMIZE)
 # test/scorecard runs the bundle's scorecard configuration with operator-sdk's scorecard-test entry point.
 # test/olm (make test-olm) installs and upgrades the operator through OLM: it needs opm and OLM too.
 TEST_DEPS = $(if $(wildcard $(E2E_DIR)),$(E2E_DEPS),controlplane) $(SCORECARD_TEST) $(OLM_TEST_DEPS)
-OLM_TEST_DEPS = controlplane-full build $(OPM) $(OLM_BIN)/olm
+OLM_TEST_DEPS = controlplane-full build $(OPM) $(OLM_BIN)/olm $(PREVIOUS_RELEASE_BIN)
+# PREVIOUS_RELEASE is the commit of the release the OLM suite upgrades from (test/olm/previous-release): its
+# source is exported from git into bin/previous-<commit>/ and its operator built there, so the upgrade test
+# runs the old binary and the old bundle, not the current ones renamed.
+PREVIOUS_RELEASE := $(shell cat test/olm/previous-release)
+PREVIOUS_RELEASE_DIR = $(LOCALBIN)/previous-$(PREVIOUS_RELEASE)
+PREVIOUS_RELEASE_BIN = $(PREVIOUS_RELEASE_DIR)/bin/platform-operator
 # GO_TEST_FLAGS are passed to every go test run.
 GO_TEST_FLAGS ?= -race -count=1
 # E2E_TEST_FLAGS are passed to go test for test/e2e: -ginkgo.v prints each scenario's steps.
@@ -603,6 +609,16 @@ $(OLM_BIN)/olm: $(OLM_MODULE)/go.mod $(OLM_MODULE)/go.sum
 		github.com/operator-framework/operator-lifecycle-manager/cmd/olm \
 		github.com/operator-framework/operator-lifecycle-manager/cmd/catalog
 	@touch $(OLM_BIN)/olm $(OLM_BIN)/catalog
+
+.PHONY: previous-release
+previous-release: $(PREVIOUS_RELEASE_BIN) ## Export the previous release's source (test/olm/previous-release) from git into bin/previous-<commit>/ and build its operator there.
+
+$(PREVIOUS_RELEASE_BIN): test/olm/previous-release
+	@git cat-file -e $(PREVIOUS_RELEASE)^{commit} 2>/dev/null || { \
+		echo "commit $(PREVIOUS_RELEASE) (test/olm/previous-release) is not in this clone: fetch the full history (git fetch --unshallow)"; exit 1; }
+	rm -rf $(PREVIOUS_RELEASE_DIR) && mkdir -p $(PREVIOUS_RELEASE_DIR)
+	git archive --format=tar $(PREVIOUS_RELEASE) | tar -x -C $(PREVIOUS_RELEASE_DIR)
+	cd $(PREVIOUS_RELEASE_DIR) && CGO_ENABLED=0 go build -mod=readonly -o bin/platform-operator .
 
 .PHONY: test-olm
 test-olm: $(OLM_TEST_DEPS) ## Install the operator through OLM on the local cluster, then upgrade it to a newer bundle (test/olm).

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
@@ -52,7 +53,7 @@ var _ = Describe("OLM", Ordered, func() {
 		operator *proc
 		pvcUID   types.UID
 		podUID   types.UID
-		ergoGen  int64
+		ergoDep  appsv1.Deployment
 	)
 
 	It("installs the operator from a CatalogSource and an ErgoNetwork becomes Ready", func(ctx SpecContext) {
@@ -63,7 +64,7 @@ var _ = Describe("OLM", Ordered, func() {
 			Expect(err).NotTo(HaveOccurred())
 			opm = &opmServer{port: ports[0], pprofPort: ports[1]}
 			dir := filepath.Join(workDir, "catalog-1")
-			newCatalog(dir, []string{filepath.Join(repoRoot, "bundle")})
+			newCatalog(dir, []string{previous.bundle})
 			opm.serve(dir)
 		})
 
@@ -100,7 +101,9 @@ var _ = Describe("OLM", Ordered, func() {
 
 		phase("CSV v"+firstVersion+" Succeeded", func() { waitCSVSucceeded(ctx, firstVersion) })
 
-		phase("operator start as the CSV's Deployment", func() { operator = runAsDeployment(ctx, firstVersion) })
+		phase("previous release's operator ("+previous.commit[:12]+") start as the CSV's Deployment", func() {
+			operator = runAsDeployment(ctx, firstVersion, previous.binary, true)
+		})
 
 		phase("ErgoNetwork Ready", func() {
 			Expect(k8s.Create(ctx, ergotest.OperSecret(installNamespace, networkName+"-oper", "olm-e2e"))).To(Succeed())
@@ -112,19 +115,19 @@ var _ = Describe("OLM", Ordered, func() {
 			pvcUID = pvc.UID
 			pod := networkPod(ctx)
 			podUID = pod.UID
-			ergoGen = ergoDeployment(ctx).Generation
+			ergoDep = ergoDeployment(ctx)
 			fmt.Fprintf(os.Stdout, "olm: network Ready with claim %s (%s) and pod %s (%s)\n", pvc.Name, pvc.UID, pod.Name, pod.UID)
 		})
 	}, NodeTimeout(10*time.Minute))
 
-	It("upgrades to a newer bundle and the network keeps its claim and pod", func(ctx SpecContext) {
+	It("upgrades from the previous release to this one and the network keeps its claim and pod", func(ctx SpecContext) {
 		Expect(operator).NotTo(BeNil(), "the install spec did not get that far")
 
 		phase("catalog with v"+nextVersion+" and opm restart", func() {
 			next := filepath.Join(workDir, "bundle-"+nextVersion)
 			newBundleVersion(next, nextVersion)
 			dir := filepath.Join(workDir, "catalog-2")
-			newCatalog(dir, []string{filepath.Join(repoRoot, "bundle"), next}, map[string]any{
+			newCatalog(dir, []string{previous.bundle, next}, map[string]any{
 				"name":      packageName + ".v" + nextVersion,
 				"replaces":  packageName + ".v" + firstVersion,
 				"skipRange": "<" + nextVersion,
@@ -146,7 +149,7 @@ var _ = Describe("OLM", Ordered, func() {
 			Expect(old).NotTo(BeEmpty(), "the first operator never held the leader election Lease")
 			Expect(operator.stop()).To(Succeed())
 			Expect(operator.checkGone()).To(Succeed())
-			operator = runAsDeployment(ctx, nextVersion)
+			operator = runAsDeployment(ctx, nextVersion, operatorBin, false)
 			Eventually(ctx, func() string { return leaseHolder(ctx) }).ShouldNot(Or(BeEmpty(), Equal(old)),
 				"the new operator never took the leader election Lease; log:\n%s", operator.tail(30))
 		})
@@ -160,6 +163,9 @@ var _ = Describe("OLM", Ordered, func() {
 				"the new operator never recreated the deleted Service; log:\n%s", operator.tail(30))
 			Eventually(ctx, ready(ctx)).Should(Succeed(), "operator log:\n%s", operator.tail(30))
 			Consistently(ctx, func(g Gomega) {
+				now := ergoDeployment(ctx)
+				g.Expect(now.Generation).To(Equal(ergoDep.Generation), "the ergo Deployment changed (its annotations count too):\nspec %s\nannotations %s",
+					cmp.Diff(ergoDep.Spec, now.Spec), cmp.Diff(ergoDep.Annotations, now.Annotations))
 				ready(ctx)(g)
 				g.Expect(networkPVC(ctx).UID).To(Equal(pvcUID), "the claim was replaced")
 				pod := networkPod(ctx)
@@ -167,7 +173,6 @@ var _ = Describe("OLM", Ordered, func() {
 				for _, cs := range pod.Status.ContainerStatuses {
 					g.Expect(cs.RestartCount).To(BeZero(), "container %s restarted", cs.Name)
 				}
-				g.Expect(ergoDeployment(ctx).Generation).To(Equal(ergoGen), "the ergo Deployment's spec changed")
 			}).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
 		})
 	}, NodeTimeout(10*time.Minute))
@@ -220,13 +225,13 @@ func waitCSVSucceeded(ctx context.Context, version string) {
 	}).WithTimeout(4 * time.Minute).Should(Succeed())
 }
 
-// runAsDeployment runs bin/platform-operator as the pod of the Deployment OLM made for the CSV of version
+// runAsDeployment runs binary (beforeWebhooks: a release without the webhook flags) as the pod of the Deployment OLM made for the CSV of version
 // would run: the container's args and env (field references resolved against that pod), authenticated as
 // the pod's ServiceAccount with a token from the TokenRequest API, so the bundle's RBAC is what it has, and
 // with metrics served as the pod serves them (HTTPS, authorized through the API server). StartOperator
 // moves the listen addresses to free ports on 127.0.0.1 and gives the leader election namespace, which a
 // pod reads from its ServiceAccount mount, as a flag.
-func runAsDeployment(ctx context.Context, version string) *proc {
+func runAsDeployment(ctx context.Context, version, binary string, beforeWebhooks bool) *proc {
 	GinkgoHelper()
 	name := "v" + version
 	var dep appsv1.Deployment
@@ -271,7 +276,8 @@ func runAsDeployment(ctx context.Context, version string) *proc {
 	fmt.Fprintf(os.Stdout, "olm: operator %s runs as ServiceAccount %s with args %v and env %v\n", name, pod.Spec.ServiceAccountName, c.Args, c.Env)
 
 	op, err := localcluster.StartOperator(ctx, localcluster.OperatorOptions{
-		Binary:         operatorBin,
+		Binary:         binary,
+		NoWebhookFlags: beforeWebhooks,
 		Kubeconfig:     serviceAccountKubeconfig(ctx, pod.Spec.ServiceAccountName, "operator-"+name),
 		Name:           name,
 		LogDir:         logDir,

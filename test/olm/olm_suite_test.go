@@ -44,6 +44,7 @@ var (
 	olmBin      string // directory holding olm and catalog
 	opmBin      string
 	operatorBin string
+	previous    release // the release the upgrade starts from
 
 	timings   []timing
 	timingsMu sync.Mutex
@@ -129,6 +130,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	existing(filepath.Join(olmBin, "catalog"), "make olm")
 	opmBin = existing(filepath.Join(repoRoot, "bin", "opm-"+pinnedVersion("hack/tools/opm", opmModule)), "make olm")
 	operatorBin = existing(filepath.Join(repoRoot, "bin", "platform-operator"), "make build")
+	previous = previousRelease()
 	olmCRDs := existing(filepath.Join(moduleDir("hack/tools/olm", olmModule), "deploy", "chart", "crds"), "make olm")
 	fmt.Fprintf(os.Stdout, "olm: OLM %s, opm %s, logs in %s\n", olmBin, opmBin, logDir)
 
