@@ -5,7 +5,9 @@ package main
 import (
 	"crypto/tls"
 	"flag"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,6 +126,7 @@ func main() {
 			User: os.Getenv("NATS_USER"), Password: os.Getenv("NATS_PASSWORD"), HeartbeatTTL: *natsHeartbeatTTL}
 	}
 
+	watched := watchNamespaces(os.Getenv("WATCH_NAMESPACE"))
 	mgr, err := manager.New(cfg, ctrl.Options{
 		Metrics:                       metricsOpts,
 		WebhookServer:                 webhookServer,
@@ -137,7 +140,7 @@ func main() {
 		LeaderElectionReleaseOnCancel: true,
 		Cache: cache.Options{
 			SyncPeriod:        &resync,
-			DefaultNamespaces: watchNamespaces(os.Getenv("WATCH_NAMESPACE")),
+			DefaultNamespaces: watched,
 		},
 	}, caps,
 		ircctrl.Group(&ircctrl.ErgoNetworkReconciler{
@@ -154,6 +157,7 @@ func main() {
 			Defaults: catalyst.Defaults{Domain: *catalystDomain, IngressClass: *catalystIngressClass, IngressNamespace: *catalystIngressNS,
 				Issuer: catalystv1.IssuerRef{Name: *catalystIssuer, Kind: "ClusterIssuer"}},
 			MaxConcurrentReconciles: workers,
+			WatchNamespaces:         slices.Sorted(maps.Keys(watched)),
 		}),
 	)
 	if err != nil {

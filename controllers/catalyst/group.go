@@ -21,6 +21,11 @@ type Options struct {
 	Defaults catalyst.Defaults
 	// MaxConcurrentReconciles is how many objects of each kind are reconciled at once; 1 when zero.
 	MaxConcurrentReconciles int
+	// WatchNamespaces are the namespaces the operator is limited to (WATCH_NAMESPACE); empty is the
+	// whole cluster. Environments make namespaces and fill them, which a namespace-scoped install
+	// (OLM's OwnNamespace or SingleNamespace) has neither the cache nor the permissions for: then the
+	// group runs no controller and its webhook refuses new Environments, saying why (scoped.go).
+	WatchNamespaces []string
 }
 
 // Field indexes on Environments, shared by both reconcilers and the webhook.
@@ -36,9 +41,17 @@ const (
 // reconcilers and the Environment webhook.
 func Group(opts Options) manager.Group {
 	return manager.Group{
-		Name:  "catalyst",
-		Cache: CacheRules,
+		Name: "catalyst",
+		Cache: func(caps platform.Capabilities) []manager.CacheRule {
+			if len(opts.WatchNamespaces) > 0 {
+				return nil
+			}
+			return CacheRules(caps)
+		},
 		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+			if len(opts.WatchNamespaces) > 0 {
+				return setupScoped(mgr, opts.WatchNamespaces)
+			}
 			if err := indexEnvironments(mgr); err != nil {
 				return err
 			}

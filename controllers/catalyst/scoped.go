@@ -1,0 +1,46 @@
+package catalyst
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+)
+
+// setupScoped is the catalyst group of an operator limited to some namespaces: no controller (an
+// Environment's namespace is outside them, and so are the quota, policy and ingress in it), and a webhook
+// that refuses new Environments with the reason, rather than letting them wait for a status that never
+// comes. The rest of the operator runs as usual.
+func setupScoped(mgr ctrl.Manager, namespaces []string) error {
+	ctrl.Log.WithName("catalyst").Info("Catalyst controllers not started: the operator watches only some namespaces, "+
+		"and Environments make namespaces of their own; install it for all namespaces to use them", "namespaces", namespaces)
+	return ctrl.NewWebhookManagedBy(mgr).For(&catalystv1.Environment{}).
+		WithValidator(scopedValidator{namespaces: namespaces}).Complete()
+}
+
+// scopedValidator refuses to create Environments. Updates pass, so that an Environment made while the
+// operator watched the whole cluster can still be edited and have its finalizer removed.
+type scopedValidator struct {
+	namespaces []string
+}
+
+// ValidateCreate refuses every new Environment, naming the namespaces the operator is limited to.
+func (v scopedValidator) ValidateCreate(context.Context, runtime.Object) (admission.Warnings, error) {
+	return nil, fmt.Errorf("Environments need platform-operator installed for all namespaces (OLM install mode AllNamespaces): "+
+		"this one watches only %s, and an Environment makes a namespace of its own", strings.Join(v.namespaces, ", "))
+}
+
+// ValidateUpdate lets every update through.
+func (scopedValidator) ValidateUpdate(context.Context, runtime.Object, runtime.Object) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// ValidateDelete lets every deletion through.
+func (scopedValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+	return nil, nil
+}
