@@ -21,6 +21,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/platform-operator/platform-operator/internal/authentik"
 	"github.com/platform-operator/platform-operator/internal/ergo"
 )
 
@@ -109,17 +110,26 @@ func TestCSVInstallModes(t *testing.T) {
 	}
 }
 
-// TestCSVRelatedImages: the ergo image the operator deploys is a related image, under the same name and
-// value as the RELATED_IMAGE_ERGO variable that mirrors rewrite, and is the operator's default.
+// TestCSVRelatedImages: every image the operator deploys is a related image, under the same name and value
+// as the RELATED_IMAGE_* variable that mirrors rewrite, and is the operator's default for it.
 func TestCSVRelatedImages(t *testing.T) {
 	csv := loadCSV(t)
-	e, ok := envVar(operatorContainer(t, csv), "RELATED_IMAGE_ERGO")
-	if !ok || e.Value != ergo.DefaultImage {
-		t.Errorf("RELATED_IMAGE_ERGO is %+v, want %s (ergo.DefaultImage)", e, ergo.DefaultImage)
+	defaults := map[string]string{"ergo": ergo.DefaultImage, "authentik": authentik.DefaultImage}
+	var want []operatorsv1alpha1.RelatedImage
+	for name, image := range defaults {
+		env := "RELATED_IMAGE_" + strings.ToUpper(name)
+		e, ok := envVar(operatorContainer(t, csv), env)
+		if !ok || e.Value != image {
+			t.Errorf("%s is %+v, want %s (the operator's default)", env, e, image)
+		}
+		want = append(want, operatorsv1alpha1.RelatedImage{Name: name, Image: image})
 	}
-	want := []operatorsv1alpha1.RelatedImage{{Name: "ergo", Image: ergo.DefaultImage}}
-	if !reflect.DeepEqual(csv.Spec.RelatedImages, want) {
-		t.Errorf("relatedImages %+v, want %+v", csv.Spec.RelatedImages, want)
+	got := slices.Clone(csv.Spec.RelatedImages)
+	byName := func(a, b operatorsv1alpha1.RelatedImage) int { return strings.Compare(a.Name, b.Name) }
+	slices.SortFunc(got, byName)
+	slices.SortFunc(want, byName)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("relatedImages %+v, want %+v", got, want)
 	}
 }
 

@@ -373,16 +373,20 @@ func dropDescriptor(t *testing.T, csv map[string]any, list, path string) {
 	setDescriptors(t, csv, list, kept)
 }
 
-// editSample sets a spec field of the (only) alm-example.
+// editSample sets a spec field of the ErgoNetwork alm-example.
 func editSample(t *testing.T, csv map[string]any, field string, value any) {
 	t.Helper()
 	meta := csv["metadata"].(map[string]any)
 	annotations := meta["annotations"].(map[string]any)
 	var samples []map[string]any
-	if err := yaml.Unmarshal([]byte(annotations["alm-examples"].(string)), &samples); err != nil || len(samples) != 1 {
-		t.Fatalf("alm-examples: want one sample, got %d (%v)", len(samples), err)
+	if err := yaml.Unmarshal([]byte(annotations["alm-examples"].(string)), &samples); err != nil {
+		t.Fatalf("alm-examples: %v", err)
 	}
-	samples[0]["spec"].(map[string]any)[field] = value
+	i := slices.IndexFunc(samples, func(s map[string]any) bool { return s["kind"] == "ErgoNetwork" })
+	if i < 0 {
+		t.Fatalf("alm-examples has no ErgoNetwork among %d samples", len(samples))
+	}
+	samples[i]["spec"].(map[string]any)[field] = value
 	data, err := yaml.YAMLToJSON(mustYAML(t, samples))
 	if err != nil {
 		t.Fatal(err)
