@@ -31,7 +31,7 @@ type scopedValidator struct {
 
 // ValidateCreate refuses every new Environment, naming the namespaces the operator is limited to.
 func (v scopedValidator) ValidateCreate(context.Context, runtime.Object) (admission.Warnings, error) {
-	return nil, fmt.Errorf("Environments need platform-operator installed for all namespaces (OLM install mode AllNamespaces): "+
+	return nil, fmt.Errorf("an Environment needs platform-operator installed for all namespaces (OLM install mode AllNamespaces): "+
 		"this one watches only %s, and an Environment makes a namespace of its own", strings.Join(v.namespaces, ", "))
 }
 
