@@ -22,8 +22,9 @@ import (
 var iotNATSURL string
 
 // The iot scenario: the sample Deployment selects devices labelled site=lyon, tier=edge; the demo starts
-// a NATS server with JetStream on 127.0.0.1 and five simulated devices (the real agent, a fake container
-// runtime instead of podman, which this machine does not have), and the counters move to Succeeded.
+// a NATS server with JetStream on 127.0.0.1 and six simulated devices, five of them selected and one at
+// another site (the real agent, a fake container runtime instead of podman, which this machine does not
+// have), and the counters move to Succeeded on the five.
 func init() {
 	port, err := freePort()
 	if err == nil {
@@ -63,7 +64,7 @@ func playFleet(ctx context.Context, e *Env, obj client.Object) error {
 		return fmt.Errorf("no free port for NATS on 127.0.0.1")
 	}
 	port, _ := strconv.Atoi(iotNATSURL[len("nats://127.0.0.1:"):])
-	e.Step("Starting a NATS server with JetStream on %s, and five simulated devices", iotNATSURL)
+	e.Step("Starting a NATS server with JetStream on %s, and six simulated devices", iotNATSURL)
 	srv, err := fleettest.StartServerOn(port)
 	if err != nil {
 		return err
