@@ -21,6 +21,8 @@ IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
 # CATALOG_IMG is the file-based catalog image built from catalog.Dockerfile; a CatalogSource serves it.
 CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
+# FLEET_AGENT_IMG is the IoT fleet agent's image built from fleet-agent.Dockerfile (docs/iot.md).
+FLEET_AGENT_IMG ?= $(IMAGE_TAG_BASE)-fleet-agent:v$(VERSION)
 # SCORECARD_IMG is the image of our own scorecard tests (test/scorecard/Dockerfile), named in the bundle's
 # scorecard configuration.
 SCORECARD_IMG ?= $(IMAGE_TAG_BASE)-scorecard:v$(VERSION)
@@ -259,6 +261,14 @@ docker-build: ## Build the operator image IMG with CONTAINER_TOOL (needs a conta
 docker-push: ## Push the operator image IMG.
 	$(CONTAINER_TOOL) push $(IMG)
 
+.PHONY: fleet-agent-docker-build
+fleet-agent-docker-build: ## Build the fleet agent's image FLEET_AGENT_IMG from fleet-agent.Dockerfile (needs a container engine).
+	$(CONTAINER_TOOL) build -f fleet-agent.Dockerfile -t $(FLEET_AGENT_IMG) .
+
+.PHONY: fleet-agent-docker-push
+fleet-agent-docker-push: ## Push the fleet agent's image FLEET_AGENT_IMG.
+	$(CONTAINER_TOOL) push $(FLEET_AGENT_IMG)
+
 .PHONY: clean
 clean: ## Remove bin/ (tools and control-plane binaries included) and cover.out.
 	rm -rf $(LOCALBIN) cover.out
@@ -410,13 +420,14 @@ scorecard-image-push: ## Push SCORECARD_IMG.
 OPENSHIFT_NAMESPACE ?= platform-operator-system
 # OPENSHIFT_REGISTRY is the in-cluster address of OpenShift's internal image registry.
 OPENSHIFT_REGISTRY ?= image-registry.openshift-image-registry.svc:5000
-# The images as the builds push them: IMG, BUNDLE_IMG and CATALOG_IMG's names and tags, in the project's
-# image streams. The bundle and catalog built in the cluster name these instead of the public images.
+# The images as the builds push them: IMG, BUNDLE_IMG, CATALOG_IMG and FLEET_AGENT_IMG's names and tags, in
+# the project's image streams. The bundle and catalog built in the cluster name these instead of the public images.
 OPENSHIFT_IMAGE_TAG_BASE ?= $(OPENSHIFT_REGISTRY)/$(OPENSHIFT_NAMESPACE)/platform-operator
 OPENSHIFT_IMG ?= $(OPENSHIFT_IMAGE_TAG_BASE):v$(VERSION)
 OPENSHIFT_BUNDLE_IMG ?= $(OPENSHIFT_IMAGE_TAG_BASE)-bundle:v$(VERSION)
 OPENSHIFT_CATALOG_IMG ?= $(OPENSHIFT_IMAGE_TAG_BASE)-catalog:v$(VERSION)
-# OPENSHIFT_GIT_URI and OPENSHIFT_GIT_REF are what config/openshift/git builds the operator image from.
+OPENSHIFT_FLEET_AGENT_IMG ?= $(OPENSHIFT_IMAGE_TAG_BASE)-fleet-agent:v$(VERSION)
+# OPENSHIFT_GIT_URI and OPENSHIFT_GIT_REF are what config/openshift/git builds the operator and fleet agent images from.
 OPENSHIFT_GIT_URI ?= https://github.com/platform-operator/platform-operator.git
 OPENSHIFT_GIT_REF ?= main
 # OPENSHIFT_PARAMS is the file the config/openshift kustomizations read these values from.
@@ -434,6 +445,7 @@ define openshift-write-params
 	echo 'operatorImage=$(OPENSHIFT_IMG)'; \
 	echo 'bundleImage=$(OPENSHIFT_BUNDLE_IMG)'; \
 	echo 'catalogImage=$(OPENSHIFT_CATALOG_IMG)'; \
+	echo 'fleetAgentImage=$(OPENSHIFT_FLEET_AGENT_IMG)'; \
 	echo 'channel=$(DEFAULT_CHANNEL)'; \
 	echo 'gitURI=$(OPENSHIFT_GIT_URI)'; \
 	echo 'gitRef=$(OPENSHIFT_GIT_REF)'; \

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -22,9 +23,27 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// managerImage is what the test reads from Dockerfile: the stage that builds the manager, the final stage and
-// the `go build` between them.
-type managerImage struct {
+// goImageSpec is an image built from one main package of this module: its Dockerfile and what it must build.
+type goImageSpec struct {
+	// dockerfile is the Dockerfile, relative to the repository root (the build context).
+	dockerfile string
+	// pkg is the main package the image must build, as `go build` names it from the module root.
+	pkg string
+	// what names the binary in messages.
+	what string
+}
+
+var (
+	managerSpec    = goImageSpec{dockerfile: "Dockerfile", pkg: ".", what: "the manager"}
+	fleetAgentSpec = goImageSpec{dockerfile: "fleet-agent.Dockerfile", pkg: "./cmd/fleet-agent", what: "the fleet agent"}
+	// goImages are the images built from Go packages, each checked the same way.
+	goImages = []goImageSpec{managerSpec, fleetAgentSpec}
+)
+
+// goImage is what the test reads from such a Dockerfile: the stage that builds the binary, the final stage
+// and the `go build` between them.
+type goImage struct {
+	goImageSpec
 	root       string
 	builder    instructions.Stage
 	builderIdx int
@@ -55,11 +74,15 @@ func buildArgs() env {
 	}
 }
 
-func readManagerImage(t *testing.T) managerImage {
+// readGoImage reads spec's Dockerfile from the repository, or from file when it is not empty.
+func readGoImage(t *testing.T, spec goImageSpec, file string) goImage {
 	t.Helper()
 	root := repoRoot(t)
-	stages, _ := parseDockerfile(t, filepath.Join(root, "Dockerfile"))
-	m := managerImage{root: root, final: stages[len(stages)-1], builderIdx: -1}
+	if file == "" {
+		file = filepath.Join(root, spec.dockerfile)
+	}
+	stages, _ := parseDockerfile(t, file)
+	m := goImage{goImageSpec: spec, root: root, final: stages[len(stages)-1], builderIdx: -1}
 
 	for i, st := range stages {
 		workdir := "/"
@@ -81,7 +104,7 @@ func readManagerImage(t *testing.T) managerImage {
 				}
 			case *instructions.RunCommand:
 				if !c.PrependShell {
-					t.Errorf("Dockerfile: exec-form RUN %q: use the shell form for build steps", c.CmdLine)
+					t.Errorf("%s: exec-form RUN %q: use the shell form for build steps", spec.dockerfile, c.CmdLine)
 					continue
 				}
 				for _, sc := range splitRun(t, strings.Join(c.CmdLine, " "), buildArgs()) {
@@ -92,7 +115,7 @@ func readManagerImage(t *testing.T) managerImage {
 						continue
 					}
 					if m.builderIdx >= 0 {
-						t.Fatalf("Dockerfile runs `go build` more than once; this test expects one manager build")
+						t.Fatalf("%s runs `go build` more than once; this test expects one build of %s", spec.dockerfile, spec.what)
 					}
 					m.builderIdx, m.builder, m.buildDir = i, st, workdir
 					m.buildEnv = append(slices.Clone(stageEnv), sc.Env...)
@@ -107,10 +130,10 @@ func readManagerImage(t *testing.T) managerImage {
 		}
 	}
 	if m.builderIdx < 0 {
-		t.Fatal("Dockerfile: no stage runs `go build`")
+		t.Fatalf("%s: no stage runs `go build`", spec.dockerfile)
 	}
 	if m.builderIdx == len(stages)-1 {
-		t.Fatal("Dockerfile: the manager is built in the final stage; build it in a builder stage and copy it out")
+		t.Fatalf("%s: %s is built in the final stage; build it in a builder stage and copy it out", spec.dockerfile, spec.what)
 	}
 	return m
 }
@@ -149,24 +172,69 @@ func splitImage(ref string) (name, tag string) {
 	return name, digest
 }
 
-func TestManagerDockerfile(t *testing.T) {
-	m := readManagerImage(t)
+func TestManagerDockerfile(t *testing.T) { checkGoImage(t, readGoImage(t, managerSpec, "")) }
 
-	t.Run("builds the root main package", func(t *testing.T) {
-		if len(m.build.Packages) != 1 || m.build.Packages[0] != "." {
-			t.Errorf("go build packages = %q, want [.] (the root main package, main.go)", m.build.Packages)
+func TestFleetAgentDockerfile(t *testing.T) { checkGoImage(t, readGoImage(t, fleetAgentSpec, "")) }
+
+// packageProblems says what is wrong with the package the Dockerfile's `go build` builds: it must be exactly
+// the spec's main package, built from the module root into a named output.
+func packageProblems(m goImage) []string {
+	var problems []string
+	if dir, ok := m.build.Flags["-C"]; ok {
+		problems = append(problems, fmt.Sprintf("go build -C %s: build from the module root", dir))
+	}
+	if m.build.Output == "" {
+		problems = append(problems, "go build has no -o: the final stage cannot name the binary it copies")
+	}
+	want, err := goOutput(m.root, nil, "list", "-f", "{{.ImportPath}} {{.Name}}", m.pkg)
+	if err != nil {
+		return append(problems, fmt.Sprintf("%s should build %s, which go list cannot load: %v", m.dockerfile, m.pkg, err))
+	}
+	wantPath, name, _ := strings.Cut(strings.TrimSpace(string(want)), " ")
+	if name != "main" {
+		problems = append(problems, fmt.Sprintf("%s is package %s, want a main package", m.pkg, name))
+	}
+	if len(m.build.Packages) != 1 {
+		return append(problems, fmt.Sprintf("go build packages = %q, want [%s] (%s)", m.build.Packages, m.pkg, wantPath))
+	}
+	got, err := goOutput(m.root, nil, "list", "-f", "{{.ImportPath}}", m.build.Packages[0])
+	if err != nil {
+		return append(problems, fmt.Sprintf("go build %s: go list cannot load it: %v", m.build.Packages[0], err))
+	}
+	if gotPath := strings.TrimSpace(string(got)); gotPath != wantPath {
+		problems = append(problems, fmt.Sprintf("go build %s builds %s, want %s (%s)", m.build.Packages[0], gotPath, wantPath, m.what))
+	}
+	return problems
+}
+
+// userProblems says what is wrong with the final stage's USER: it must be set, numeric (so runAsNonRoot can
+// verify it) and not root.
+func userProblems(final instructions.Stage) []string {
+	var user string
+	for _, c := range final.Commands {
+		if c, ok := c.(*instructions.UserCommand); ok {
+			user = c.User
 		}
-		if dir, ok := m.build.Flags["-C"]; ok {
-			t.Errorf("go build -C %s: build from the module root", dir)
-		}
-		if m.build.Output == "" {
-			t.Error("go build has no -o: the final stage cannot name the binary it copies")
-		}
-		if _, err := os.Stat(filepath.Join(m.root, "main.go")); err != nil {
-			t.Fatalf("the Dockerfile builds the root package, but main.go is missing from the repository: %v", err)
-		}
-		if name := strings.TrimSpace(string(goCmd(t, m.root, nil, "list", "-f", "{{.Name}}", "."))); name != "main" {
-			t.Errorf("the root package is %q, want main", name)
+	}
+	numeric := regexp.MustCompile(`^(\d+)(?::(\d+))?$`).FindStringSubmatch(user)
+	switch {
+	case user == "":
+		return []string{"final stage sets no USER"}
+	case numeric == nil:
+		return []string{fmt.Sprintf("USER %s: use a numeric uid[:gid], so runAsNonRoot can verify it", user)}
+	case strings.Trim(numeric[1], "0") == "":
+		return []string{fmt.Sprintf("USER %s is root", user)}
+	}
+	return nil
+}
+
+// checkGoImage checks a Go image's Dockerfile: the package it builds, how (static, for Linux, with the Go of
+// go.mod, modules cached in their own layer), that the build context holds every file the build reads,
+// and the final stage (distroless static, a non-root numeric USER, the binary as exec-form ENTRYPOINT).
+func checkGoImage(t *testing.T, m goImage) {
+	t.Run("builds the main package", func(t *testing.T) {
+		for _, p := range packageProblems(m) {
+			t.Error(p)
 		}
 	})
 
@@ -236,8 +304,8 @@ func TestManagerDockerfile(t *testing.T) {
 		}
 	})
 
-	t.Run("the build context holds every file the manager is built from", func(t *testing.T) {
-		ignore := dockerignore(t, m.root, "Dockerfile")
+	t.Run("the build context holds every file the binary is built from", func(t *testing.T) {
+		ignore := dockerignore(t, m.root, m.dockerfile)
 		var sources []string
 		for _, c := range m.copies {
 			for _, src := range c.cmd.SourcePaths {
@@ -248,14 +316,14 @@ func TestManagerDockerfile(t *testing.T) {
 			return slices.ContainsFunc(sources, func(src string) bool { return rel == src || strings.HasPrefix(rel, src+"/") })
 		}
 		notCopied := map[string][]string{} // package directory -> its files no COPY brings in
-		for _, rel := range managerSourceFiles(t, m) {
+		for _, rel := range sourceFiles(t, m) {
 			if !copied(rel) {
 				notCopied[path.Dir(rel)] = append(notCopied[path.Dir(rel)], path.Base(rel))
 			}
 			if excluded, err := ignore.MatchesOrParentMatches(rel); err != nil {
 				t.Fatal(err)
 			} else if excluded {
-				t.Errorf("%s is needed to build the manager but the .dockerignore leaves it out of the build context", rel)
+				t.Errorf("%s is needed to build %s but the ignore file of %s leaves it out of the build context", rel, m.what, m.dockerfile)
 			}
 		}
 		for _, dir := range slices.Sorted(maps.Keys(notCopied)) {
@@ -263,7 +331,7 @@ func TestManagerDockerfile(t *testing.T) {
 			if dir == "." {
 				what = "the module root"
 			}
-			t.Errorf("the manager is built from %s, but no COPY brings in %s", what, strings.Join(notCopied[dir], " "))
+			t.Errorf("%s is built from %s, but no COPY of %s brings in %s", m.what, what, m.dockerfile, strings.Join(notCopied[dir], " "))
 		}
 	})
 
@@ -272,23 +340,13 @@ func TestManagerDockerfile(t *testing.T) {
 		if !distroless.MatchString(m.final.BaseName) {
 			t.Errorf("final image is %s, want gcr.io/distroless/static:nonroot", m.final.BaseName)
 		}
-		var user string
 		for _, c := range m.final.Commands {
-			switch c := c.(type) {
-			case *instructions.UserCommand:
-				user = c.User
-			case *instructions.RunCommand:
+			if c, ok := c.(*instructions.RunCommand); ok {
 				t.Errorf("final stage runs %q: distroless has no shell to run it", c.CmdLine)
 			}
 		}
-		numeric := regexp.MustCompile(`^(\d+)(?::(\d+))?$`).FindStringSubmatch(user)
-		switch {
-		case user == "":
-			t.Error("final stage sets no USER")
-		case numeric == nil:
-			t.Errorf("USER %s: use a numeric uid[:gid], so runAsNonRoot can verify it", user)
-		case strings.Trim(numeric[1], "0") == "":
-			t.Errorf("USER %s is root", user)
+		for _, p := range userProblems(m.final) {
+			t.Error(p)
 		}
 	})
 
@@ -336,14 +394,59 @@ func TestManagerDockerfile(t *testing.T) {
 	})
 }
 
-// TestManagerBuildsWithDockerfileFlags builds the manager with the Dockerfile's own environment and flags,
-// so a change that breaks the image build (cgo, a build tag, a missing package) fails here.
-func TestManagerBuildsWithDockerfileFlags(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the manager binary")
+// TestChecksCatchWrongPackageAndRoot proves the checks above fail on what they guard against: each case
+// breaks one thing in a copy of an image's Dockerfile.
+func TestChecksCatchWrongPackageAndRoot(t *testing.T) {
+	tests := []struct {
+		name     string
+		spec     goImageSpec
+		old, new string
+		problems func(goImage) []string
+	}{
+		{"agent Dockerfile builds the manager", fleetAgentSpec, " ./cmd/fleet-agent\n", " .\n", packageProblems},
+		{"agent Dockerfile builds another package", fleetAgentSpec, " ./cmd/fleet-agent\n", " ./hack/demo\n", packageProblems},
+		{"agent Dockerfile builds a missing package", fleetAgentSpec, " ./cmd/fleet-agent\n", " ./cmd/no-such-agent\n", packageProblems},
+		{"manager Dockerfile builds the agent", managerSpec, " -o manager .\n", " -o manager ./cmd/fleet-agent\n", packageProblems},
+		{"agent runs as root", fleetAgentSpec, "USER 65532:65532", "USER 0:0", func(m goImage) []string { return userProblems(m.final) }},
+		{"agent runs as a named user", fleetAgentSpec, "USER 65532:65532", "USER nonroot", func(m goImage) []string { return userProblems(m.final) }},
+		{"agent sets no USER", fleetAgentSpec, "USER 65532:65532\n", "", func(m goImage) []string { return userProblems(m.final) }},
+		{"manager runs as root", managerSpec, "USER 65532:65532", "USER root", func(m goImage) []string { return userProblems(m.final) }},
 	}
-	m := readManagerImage(t)
-	out := filepath.Join(t.TempDir(), "manager")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(repoRoot(t), tt.spec.dockerfile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(data), tt.old) {
+				t.Fatalf("%s no longer holds %q: update this case", tt.spec.dockerfile, tt.old)
+			}
+			file := filepath.Join(t.TempDir(), filepath.Base(tt.spec.dockerfile))
+			if err := os.WriteFile(file, []byte(strings.Replace(string(data), tt.old, tt.new, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if problems := tt.problems(readGoImage(t, tt.spec, file)); len(problems) == 0 {
+				t.Errorf("no problem found in %s with %q replaced by %q", tt.spec.dockerfile, tt.old, tt.new)
+			} else {
+				t.Logf("found: %s", strings.Join(problems, "; "))
+			}
+		})
+	}
+}
+
+// TestImagesBuildWithDockerfileFlags builds each Go image's binary with its Dockerfile's own environment and
+// flags, so a change that breaks an image build (cgo, a build tag, a missing package) fails here.
+func TestImagesBuildWithDockerfileFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the manager and agent binaries")
+	}
+	for _, spec := range goImages {
+		t.Run(spec.dockerfile, func(t *testing.T) { buildWithDockerfileFlags(t, readGoImage(t, spec, "")) })
+	}
+}
+
+func buildWithDockerfileFlags(t *testing.T, m goImage) {
+	out := filepath.Join(t.TempDir(), path.Base(m.build.Output))
 	var args []string
 	for i := 0; i < len(m.buildArgs); i++ {
 		switch a := m.buildArgs[i]; {
@@ -364,25 +467,25 @@ func TestManagerBuildsWithDockerfileFlags(t *testing.T) {
 
 	f, err := elf.Open(out)
 	if err != nil {
-		t.Fatalf("the built manager is not an ELF binary: %v", err)
+		t.Fatalf("the built %s is not an ELF binary: %v", m.what, err)
 	}
 	defer func() { _ = f.Close() }()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			t.Error("the manager is dynamically linked (has an ELF interpreter): it cannot start on distroless/static")
+			t.Errorf("%s is dynamically linked (has an ELF interpreter): it cannot start on distroless/static", m.what)
 		}
 	}
 	if libs, err := f.ImportedLibraries(); err != nil {
 		t.Fatal(err)
 	} else if len(libs) > 0 {
-		t.Errorf("the manager needs shared libraries %q: it cannot start on distroless/static", libs)
+		t.Errorf("%s needs shared libraries %q: it cannot start on distroless/static", m.what, libs)
 	}
 }
 
-// managerSourceFiles lists, relative to the repository, every file of the root module that the manager's
-// build reads: go.mod, go.sum and the Go and embedded files of each local package in main's import graph,
-// as the Dockerfile's GOOS, GOARCH and CGO_ENABLED select them.
-func managerSourceFiles(t *testing.T, m managerImage) []string {
+// sourceFiles lists, relative to the repository, every file of the root module that the image's build
+// reads: go.mod, go.sum and the Go and embedded files of each local package in the main package's import
+// graph, as the Dockerfile's GOOS, GOARCH and CGO_ENABLED select them.
+func sourceFiles(t *testing.T, m goImage) []string {
 	t.Helper()
 	var env []string
 	for _, k := range []string{"CGO_ENABLED", "GOOS", "GOARCH", "GOFLAGS"} {
@@ -394,7 +497,7 @@ func managerSourceFiles(t *testing.T, m managerImage) []string {
 	if v, ok := m.build.Flags["-tags"]; ok {
 		tags = []string{"-tags", v}
 	}
-	out := goCmd(t, m.root, env, append(append([]string{"list", "-deps", "-json"}, tags...), ".")...)
+	out := goCmd(t, m.root, env, append(append([]string{"list", "-deps", "-json"}, tags...), m.pkg)...)
 
 	files := []string{"go.mod", "go.sum"}
 	dec := json.NewDecoder(strings.NewReader(string(out)))
@@ -432,7 +535,7 @@ func managerSourceFiles(t *testing.T, m managerImage) []string {
 		}
 	}
 	if len(files) == 2 {
-		t.Fatal("go list found no package of this module in the manager's import graph")
+		t.Fatalf("go list found no package of this module in the import graph of %s", m.what)
 	}
 	return files
 }

@@ -159,6 +159,16 @@ func resolve(workdir, p string) string {
 // goCmd runs go with extra environment in dir and returns its standard output.
 func goCmd(t *testing.T, dir string, extraEnv []string, args ...string) []byte {
 	t.Helper()
+	out, err := goOutput(dir, extraEnv, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// goOutput runs go with extra environment in dir and returns its standard output, or an error with its
+// standard error.
+func goOutput(dir string, extraEnv []string, args ...string) ([]byte, error) {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), extraEnv...)
@@ -166,7 +176,7 @@ func goCmd(t *testing.T, dir string, extraEnv []string, args ...string) []byte {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	return out
+	return out, nil
 }

@@ -230,6 +230,14 @@ func TestBuildContexts(t *testing.T) {
 
 	publicRepo := vars["IMAGE_TAG_BASE"]
 
+	// The operator and fleet agent builds upload the checkout itself (--from-dir=.): each Dockerfile, with
+	// the ignore file the builder picks for it, finds every file it copies there.
+	t.Run("checkout", func(t *testing.T) {
+		for _, dockerfile := range []string{"Dockerfile", "fleet-agent.Dockerfile"} {
+			checkContext(t, root, dockerfile)
+		}
+	})
+
 	t.Run("bundle", func(t *testing.T) {
 		ctx := filepath.Join(out, "bundle")
 		checkContext(t, ctx, "bundle.Dockerfile")

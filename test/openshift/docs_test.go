@@ -108,9 +108,10 @@ func TestDocsMatchTheRepository(t *testing.T) {
 	}
 
 	fromDir := map[string]string{
-		operatorBuild: ".",
-		bundleBuild:   "bin/openshift/" + r.namespace + "/bundle",
-		catalogBuild:  "bin/openshift/" + r.namespace + "/catalog",
+		operatorBuild:   ".",
+		bundleBuild:     "bin/openshift/" + r.namespace + "/bundle",
+		catalogBuild:    "bin/openshift/" + r.namespace + "/catalog",
+		fleetAgentBuild: ".",
 	}
 	started := map[string]bool{}
 	for _, c := range cmds {
@@ -156,7 +157,7 @@ func TestDocsMatchTheRepository(t *testing.T) {
 		}
 	}
 
-	for _, k := range []string{"operatorImage", "bundleImage", "catalogImage"} {
+	for _, k := range []string{"operatorImage", "bundleImage", "catalogImage", "fleetAgentImage"} {
 		if !strings.Contains(doc, "\n"+r.params[k]+"\n") {
 			t.Errorf("%s does not show %s %s on a line of its own (the pullspecs block)", docFile, k, r.params[k])
 		}

@@ -220,7 +220,7 @@ func runMake(t testing.TB, args ...string) string {
 // params are the values of config/openshift/params/params.env.
 type params map[string]string
 
-var paramKeys = []string{"namespace", "operatorImage", "bundleImage", "catalogImage", "channel", "gitURI", "gitRef"}
+var paramKeys = []string{"namespace", "operatorImage", "bundleImage", "catalogImage", "fleetAgentImage", "channel", "gitURI", "gitRef"}
 
 func readParams(t testing.TB, file string) params {
 	t.Helper()

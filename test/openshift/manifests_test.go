@@ -77,7 +77,7 @@ func TestKustomizationsRender(t *testing.T) {
 }
 
 // TestKustomizationsAgree checks that config/openshift is build/ and olm/ together, and that git/ is build/
-// with only the operator's source switched to Git.
+// with only the operator's and the fleet agent's sources switched to Git.
 func TestKustomizationsAgree(t *testing.T) {
 	r := renderDefault(t)
 
@@ -96,7 +96,9 @@ func TestKustomizationsAgree(t *testing.T) {
 		}
 	})
 
-	t.Run("git differs from build only in the operator's source", func(t *testing.T) {
+	// The images built from the repository as it is; the bundle and catalog are rendered per project.
+	gitBuilds := map[string]bool{operatorBuild: true, fleetAgentBuild: true}
+	t.Run("git differs from build only in the operator's and agent's sources", func(t *testing.T) {
 		build, git := r.out["build"], r.out["git"]
 		if len(build.ImageStreams) != len(git.ImageStreams) || len(build.BuildConfigs) != len(git.BuildConfigs) {
 			t.Fatalf("git/ renders %d image streams and %d builds, build/ %d and %d",
@@ -113,9 +115,9 @@ func TestKustomizationsAgree(t *testing.T) {
 				t.Errorf("git/ has no BuildConfig %s", want.Name)
 				continue
 			}
-			if want.Name != operatorBuild {
+			if !gitBuilds[want.Name] {
 				if !equality.Semantic.DeepEqual(want, got) {
-					t.Errorf("git/ changes BuildConfig %s: only %s has a Git variant", want.Name, operatorBuild)
+					t.Errorf("git/ changes BuildConfig %s: only %s and %s have a Git variant", want.Name, operatorBuild, fleetAgentBuild)
 				}
 				continue
 			}
@@ -130,11 +132,15 @@ func TestKustomizationsAgree(t *testing.T) {
 			if len(got.Spec.Triggers) != 1 || got.Spec.Triggers[0].Type != buildv1.ConfigChangeBuildTriggerType {
 				t.Errorf("git/: %s triggers %v, want only ConfigChange", got.Name, got.Spec.Triggers)
 			}
+			delete(gitBuilds, want.Name)
 			rest := got.DeepCopy()
 			rest.Spec.Source, rest.Spec.Triggers = want.Spec.Source, want.Spec.Triggers
 			if !equality.Semantic.DeepEqual(want, rest) {
 				t.Errorf("git/ changes more of %s than its source and triggers", got.Name)
 			}
+		}
+		for name := range gitBuilds {
+			t.Errorf("build/ has no BuildConfig %s to build from Git", name)
 		}
 	})
 }

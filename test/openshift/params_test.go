@@ -37,7 +37,7 @@ func splitRef(ref string) (name, tag string) {
 // TestParamsMatchTheMakefile is what keeps config/openshift in step with the Makefile's image variables:
 // params.env must be byte for byte what `make openshift-params` writes (make verify rewrites it, so a
 // VERSION or channel change shows up as a diff to commit), and the internal-registry images must be the
-// Makefile's IMG, BUNDLE_IMG and CATALOG_IMG under another registry: same image names, same tags.
+// Makefile's IMG, BUNDLE_IMG, CATALOG_IMG and FLEET_AGENT_IMG under another registry: same image names, same tags.
 func TestParamsMatchTheMakefile(t *testing.T) {
 	root := repoRoot(t)
 	committedFile := filepath.Join(root, "config", "openshift", "params", "params.env")
@@ -55,15 +55,17 @@ func TestParamsMatchTheMakefile(t *testing.T) {
 		t.Errorf("config/openshift/params/params.env is out of date: run `make openshift-params` and commit it.\ncommitted:\n%s\nMakefile:\n%s", committed, generated)
 	}
 
-	vars := makeVars(t, []string{"VERSION", "DEFAULT_CHANNEL", "IMG", "BUNDLE_IMG", "CATALOG_IMG",
-		"OPENSHIFT_NAMESPACE", "OPENSHIFT_REGISTRY", "OPENSHIFT_IMG", "OPENSHIFT_BUNDLE_IMG", "OPENSHIFT_CATALOG_IMG"})
+	vars := makeVars(t, []string{"VERSION", "DEFAULT_CHANNEL", "IMG", "BUNDLE_IMG", "CATALOG_IMG", "FLEET_AGENT_IMG",
+		"OPENSHIFT_NAMESPACE", "OPENSHIFT_REGISTRY", "OPENSHIFT_IMG", "OPENSHIFT_BUNDLE_IMG", "OPENSHIFT_CATALOG_IMG",
+		"OPENSHIFT_FLEET_AGENT_IMG"})
 	p := readParams(t, generatedFile)
 	for key, want := range map[string]string{
-		"namespace":     vars["OPENSHIFT_NAMESPACE"],
-		"operatorImage": vars["OPENSHIFT_IMG"],
-		"bundleImage":   vars["OPENSHIFT_BUNDLE_IMG"],
-		"catalogImage":  vars["OPENSHIFT_CATALOG_IMG"],
-		"channel":       vars["DEFAULT_CHANNEL"],
+		"namespace":       vars["OPENSHIFT_NAMESPACE"],
+		"operatorImage":   vars["OPENSHIFT_IMG"],
+		"bundleImage":     vars["OPENSHIFT_BUNDLE_IMG"],
+		"catalogImage":    vars["OPENSHIFT_CATALOG_IMG"],
+		"fleetAgentImage": vars["OPENSHIFT_FLEET_AGENT_IMG"],
+		"channel":         vars["DEFAULT_CHANNEL"],
 	} {
 		if p[key] != want {
 			t.Errorf("make openshift-params writes %s=%s, want %s", key, p[key], want)
@@ -72,7 +74,8 @@ func TestParamsMatchTheMakefile(t *testing.T) {
 	if vars["OPENSHIFT_REGISTRY"] != internalRegistry {
 		t.Errorf("OPENSHIFT_REGISTRY defaults to %s, want the internal registry's service %s", vars["OPENSHIFT_REGISTRY"], internalRegistry)
 	}
-	for _, pair := range [][2]string{{"IMG", "OPENSHIFT_IMG"}, {"BUNDLE_IMG", "OPENSHIFT_BUNDLE_IMG"}, {"CATALOG_IMG", "OPENSHIFT_CATALOG_IMG"}} {
+	for _, pair := range [][2]string{{"IMG", "OPENSHIFT_IMG"}, {"BUNDLE_IMG", "OPENSHIFT_BUNDLE_IMG"}, {"CATALOG_IMG", "OPENSHIFT_CATALOG_IMG"},
+		{"FLEET_AGENT_IMG", "OPENSHIFT_FLEET_AGENT_IMG"}} {
 		pubName, pubTag := splitRef(vars[pair[0]])
 		name, tag := splitRef(vars[pair[1]])
 		if name != pubName || tag != pubTag {

@@ -18,17 +18,19 @@ import (
 )
 
 const (
-	operatorBuild = "platform-operator"
-	bundleBuild   = "platform-operator-bundle"
-	catalogBuild  = "platform-operator-catalog"
+	operatorBuild   = "platform-operator"
+	bundleBuild     = "platform-operator-bundle"
+	catalogBuild    = "platform-operator-catalog"
+	fleetAgentBuild = "platform-operator-fleet-agent"
 )
 
-// builds are the three BuildConfigs: the Dockerfile each builds and the params.env key of the pullspec its
+// builds are the four BuildConfigs: the Dockerfile each builds and the params.env key of the pullspec its
 // output has in the internal registry.
 var builds = []struct{ name, dockerfile, param string }{
 	{operatorBuild, "Dockerfile", "operatorImage"},
 	{bundleBuild, "bundle.Dockerfile", "bundleImage"},
 	{catalogBuild, "catalog.Dockerfile", "catalogImage"},
+	{fleetAgentBuild, "fleet-agent.Dockerfile", "fleetAgentImage"},
 }
 
 // pullspec is where a build's output lands: the internal registry, the build's project, its ImageStreamTag.
