@@ -341,15 +341,19 @@ func editYAML(t *testing.T, p string, edit func(map[string]any)) {
 	}
 }
 
+// ownedCRD is the ErgoNetwork entry of the CSV's owned CRDs, the one the broken-bundle cases edit.
 func ownedCRD(t *testing.T, csv map[string]any) map[string]any {
 	t.Helper()
 	spec, _ := csv["spec"].(map[string]any)
 	crds, _ := spec["customresourcedefinitions"].(map[string]any)
 	owned, _ := crds["owned"].([]any)
-	if len(owned) != 1 {
-		t.Fatalf("the CSV owns %d CRDs, want 1", len(owned))
+	for _, o := range owned {
+		if crd, _ := o.(map[string]any); crd["name"] == "ergonetworks.irc.josie.cloud" {
+			return crd
+		}
 	}
-	return owned[0].(map[string]any)
+	t.Fatalf("the CSV's %d owned CRDs do not include ergonetworks.irc.josie.cloud", len(owned))
+	return nil
 }
 
 func descriptors(t *testing.T, csv map[string]any, list string) []any {

@@ -268,42 +268,56 @@ type DeploymentStatus struct {
 // reading every device.
 type Aggregate struct {
 	// MatchedDevices is how many registered devices the target selector selects.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Matched Devices"
 	MatchedDevices int32 `json:"matchedDevices"`
 	// Succeeded is how many devices run the current score.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Succeeded"
 	Succeeded int32 `json:"succeeded"`
 	// Failed is how many devices failed to run the current score.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Failed"
 	Failed int32 `json:"failed"`
 	// Pending is how many selected devices neither run nor failed the current score yet.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Pending"
 	Pending int32 `json:"pending"`
 	// Updated is how many devices report the current generation, whatever their phase.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Updated"
 	Updated int32 `json:"updated"`
 	// Stale is how many devices that report state for this deployment have stopped sending heartbeats.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Stale"
 	Stale int32 `json:"stale"`
 	// LastError is the most recent failure a device reported for this deployment.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Error"
 	LastError *DeviceError `json:"lastError,omitempty"`
 }
 
 // DeviceError is one device's failure.
 type DeviceError struct {
 	// Device is the device's ID.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Device"
 	Device string `json:"device"`
 	// Message is what the agent reported.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Message"
 	Message string `json:"message"`
 	// At is when the agent reported it.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="At"
 	At metav1.Time `json:"at"`
 }
 
 // FleetEvent is one device's notable state change.
 type FleetEvent struct {
 	// At is when the device reported it.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="At"
 	At metav1.Time `json:"at"`
 	// Device is the device's ID.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Device"
 	Device string `json:"device"`
 	// Phase is the phase the device entered.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase"
 	Phase string `json:"phase"`
 	// Message is the agent's message, if any.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Message"
 	Message string `json:"message,omitempty"`
 }
 
@@ -322,7 +336,7 @@ type FleetEvent struct {
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.aggregate.pending`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +operator-sdk:csv:customresourcedefinitions:displayName="IoT Deployment"
+// +operator-sdk:csv:customresourcedefinitions:displayName="IoT Deployment",resources={{Event,v1}}
 type Deployment struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -64,6 +64,13 @@ func (r *result) checkDescriptors(crd, block string, fields []string, descs []de
 			}
 		}
 	}
+	// A label selector is metav1.LabelSelector's, not ours: its descriptor covers matchLabels and
+	// matchExpressions the way a condition list's covers metav1.Condition's fields.
+	for _, f := range fields {
+		if _, ok := byPath[f]; ok && slices.Contains(fields, f+".matchLabels") && slices.Contains(fields, f+".matchExpressions") {
+			whole = append(whole, f)
+		}
+	}
 	known := map[string]bool{}
 	for _, f := range fields {
 		known[f] = true

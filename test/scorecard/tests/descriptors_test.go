@@ -134,3 +134,27 @@ func TestRunUnknownTest(t *testing.T) {
 		t.Errorf("unknown test: got %+v, want a failure listing the valid tests", st)
 	}
 }
+
+// A descriptor on a label selector covers matchLabels and matchExpressions (metav1's fields), and only
+// when the selector itself has one.
+func TestSelectorDescriptorCoversItsFields(t *testing.T) {
+	fields := []string{"targetSelector", "targetSelector.matchLabels", "targetSelector.matchExpressions",
+		"targetSelector.matchExpressions[0].key"}
+	tests := []struct {
+		name  string
+		descs []descriptor
+		fails int
+	}{
+		{name: "selector described", descs: []descriptor{{path: "targetSelector", displayName: "Target Selector", description: "d"}}},
+		{name: "selector not described", fails: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newResult(DescriptorsComplete)
+			r.checkDescriptors("x.example.com", "spec", fields, tt.descs)
+			if got := len(r.Errors); got != tt.fails {
+				t.Errorf("%d failures, want %d: %v", got, tt.fails, r.Errors)
+			}
+		})
+	}
+}
