@@ -113,16 +113,17 @@ var _ = Describe("metrics", func() {
 		expectOperatorMetrics(r.body)
 	})
 
-	It("metrics pprof: off by default (no third port, /debug/pprof/ not on the probe or metrics port), served with --pprof-bind-address", func(ctx SpecContext) {
+	It("metrics pprof: off by default (no pprof port, /debug/pprof/ not on the probe or metrics port), served with --pprof-bind-address", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		token := metricsReaderToken(ctx, ns, "scraper")
 		def := startMetricsOperator(ctx, "pprof-default", operatorConfig{namespace: ns, secureMetrics: true})
 		Expect(def.PprofAddr).To(BeEmpty())
 		Expect(def.Args).NotTo(ContainElement(HavePrefix("--pprof-bind-address")))
 
-		By("default: the process listens on the probe and metrics ports and nothing else, and goes on doing so")
-		Expect(listeningAddrs(def.PID())).To(ConsistOf(def.ProbeAddr, def.MetricsAddr))
-		Consistently(ctx, func() []string { return listeningAddrs(def.PID()) }).Should(ConsistOf(def.ProbeAddr, def.MetricsAddr))
+		By("default: the process listens on the probe, metrics and webhook ports and nothing else, and goes on doing so")
+		Expect(def.WebhookAddr).NotTo(BeEmpty())
+		Expect(listeningAddrs(def.PID())).To(ConsistOf(def.ProbeAddr, def.MetricsAddr, def.WebhookAddr))
+		Consistently(ctx, func() []string { return listeningAddrs(def.PID()) }).Should(ConsistOf(def.ProbeAddr, def.MetricsAddr, def.WebhookAddr))
 
 		By("default: /debug/pprof/ is on neither the probe port nor the metrics port")
 		for _, u := range []string{
@@ -136,10 +137,10 @@ var _ = Describe("metrics", func() {
 			Expect(r.code).To(Equal(http.StatusNotFound), "%s: %s", u, r.body)
 		}
 
-		By("control: with OperatorOptions.Pprof (--pprof-bind-address) a third port serves /debug/pprof/")
+		By("control: with OperatorOptions.Pprof (--pprof-bind-address) one more port serves /debug/pprof/")
 		pp := startMetricsOperator(ctx, "pprof-on", operatorConfig{namespace: ns, secureMetrics: true, pprof: true})
 		Expect(pp.PprofAddr).NotTo(BeEmpty())
-		Expect(listeningAddrs(pp.PID())).To(ConsistOf(pp.ProbeAddr, pp.MetricsAddr, pp.PprofAddr))
+		Expect(listeningAddrs(pp.PID())).To(ConsistOf(pp.ProbeAddr, pp.MetricsAddr, pp.WebhookAddr, pp.PprofAddr))
 		r := get(ctx, http1Client, "http://"+pp.PprofAddr+"/debug/pprof/", "")
 		Expect(r.err).NotTo(HaveOccurred())
 		Expect(r.code).To(Equal(http.StatusOK), r.body)
