@@ -156,12 +156,12 @@ var _ = Describe("Environment", func() {
 		By("an unchanged environment, and its Project, cost no write, even when woken")
 		// Touching the Environment wakes both reconcilers: the Environment's, and its Project's.
 		Eventually(func(g Gomega) {
-			before := writes.in(t.envNS, ns, t.projectNS)
+			before := writes.In(t.envNS, ns, t.projectNS)
 			touch(ctx, env)
-			g.Consistently(func() int { return writes.in(t.envNS, ns, t.projectNS) - before }).WithTimeout(time.Second).Should(BeZero())
+			g.Consistently(func() int { return writes.In(t.envNS, ns, t.projectNS) - before }).WithTimeout(time.Second).Should(BeZero())
 		}).Should(Succeed())
-		Expect(writes.in(t.envNS, ns)).To(BeNumerically(">=", 8), "creating the environment's children must have been counted here")
-		Expect(writes.in(t.projectNS)).To(BeNumerically(">=", 2), "the Project's finalizer and status must have been counted here")
+		Expect(writes.In(t.envNS, ns)).To(BeNumerically(">=", 8), "creating the environment's children must have been counted here")
+		Expect(writes.In(t.projectNS)).To(BeNumerically(">=", 2), "the Project's finalizer and status must have been counted here")
 	})
 
 	It("never adopts a namespace it did not make: NamespaceConflict, a Warning event, and deletion leaves it alone", func(ctx SpecContext) {
@@ -228,8 +228,8 @@ var _ = Describe("Environment", func() {
 			g.Expect(got.Status.Phase).To(Equal(catalystv1.PhaseFailed))
 		}).Should(Succeed())
 		Eventually(warningEvents(ctx, env, catalystv1.ReasonProjectNotFound)).ShouldNot(BeEmpty())
-		before := writes.in(t.envNS)
-		Consistently(func() int { return writes.in(t.envNS) - before }).Should(BeZero(), "no hot retry loop")
+		before := writes.In(t.envNS)
+		Consistently(func() int { return writes.In(t.envNS) - before }).Should(BeZero(), "no hot retry loop")
 
 		Expect(k8s.Create(ctx, catalysttest.Project(t.projectNS, "api"))).To(Succeed())
 		Eventually(func(g Gomega) {

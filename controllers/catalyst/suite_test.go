@@ -3,20 +3,15 @@ package catalyst
 import (
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -30,6 +25,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // The suite runs the catalyst group in a manager built by internal/manager, as main.go does, against a
@@ -40,7 +36,7 @@ var (
 	k8s       client.Client // direct: no cache between the test and the API server
 	clientset *kubernetes.Clientset
 	testEnv   *envtest.Environment
-	writes    = &writeCounter{}
+	writes    = &testutil.WriteCounter{}
 	cancel    context.CancelFunc
 )
 
@@ -84,7 +80,7 @@ var _ = BeforeSuite(func() {
 	mgr, err := manager.New(cfg, ctrl.Options{
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		NewClient:  writes.newClient,
+		NewClient:  writes.NewClient,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
 		}),
@@ -109,82 +105,4 @@ func init() {
 	SetDefaultEventuallyTimeout(20 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	SetDefaultConsistentlyDuration(2 * time.Second)
-}
-
-// writeCounter counts write requests by namespace (a Namespace's by its own name), so that a spec counts
-// the writes of its own environment while others settle in the background.
-type writeCounter struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (w *writeCounter) add(obj any) {
-	key := ""
-	if o, ok := obj.(interface{ GetNamespace() string }); ok {
-		key = o.GetNamespace()
-	}
-	if o, ok := obj.(interface {
-		GetKind() string
-		GetName() string
-	}); ok && o.GetKind() == "Namespace" {
-		key = o.GetName()
-	}
-	if ns, ok := obj.(*corev1.Namespace); ok {
-		key = ns.Name
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.n == nil {
-		w.n = map[string]int{}
-	}
-	w.n[key]++
-}
-
-// in is the number of writes so far to objects in (or being) any of namespaces.
-func (w *writeCounter) in(namespaces ...string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, ns := range namespaces {
-		n += w.n[ns]
-	}
-	return n
-}
-
-// newClient is the manager's client with every write request it sends counted, status writes included.
-func (w *writeCounter) newClient(cfg *rest.Config, opts client.Options) (client.Client, error) {
-	c, err := client.NewWithWatch(cfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	return interceptor.NewClient(c, interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			w.add(o)
-			return c.Create(ctx, o, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			w.add(o)
-			return c.Update(ctx, o, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-			w.add(o)
-			return c.Patch(ctx, o, p, opts...)
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			w.add(o)
-			return c.Apply(ctx, o, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-			w.add(o)
-			return c.Delete(ctx, o, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
-			w.add(o)
-			return c.SubResource(sub).Update(ctx, o, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			w.add(o)
-			return c.SubResource(sub).Patch(ctx, o, p, opts...)
-		},
-	}), nil
 }

@@ -137,12 +137,12 @@ var _ = Describe("AuthentikServer", Ordered, func() {
 		// the generated Secret keeps its values.
 		var secret corev1.Secret
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: authentik.SecretName(a)}, &secret)).To(Succeed())
-		before, rv := writes.in(ns), a.ResourceVersion
+		before, rv := writes.In(ns), a.ResourceVersion
 		var d homelabv1.Domain
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "home"}, &d)).To(Succeed())
 		d.Annotations = map[string]string{"touched": "yes"}
 		Expect(k8s.Update(ctx, &d)).To(Succeed())
-		Consistently(func() int { return writes.in(ns) }).Should(Equal(before))
+		Consistently(func() int { return writes.In(ns) }).Should(Equal(before))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(a), a)).To(Succeed())
 		Expect(a.ResourceVersion).To(Equal(rv))
 		var after corev1.Secret

@@ -105,12 +105,12 @@ var _ = Describe("Domain", func() {
 		// The Certificate's status changing again wakes the Domain; nothing it owns changed, so nothing is
 		// written, here or in the gateway namespace.
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
-		rv, before, gwBefore := d.ResourceVersion, writes.in(ns), writes.in(testGatewayNamespace)
+		rv, before, gwBefore := d.ResourceVersion, writes.In(ns), writes.In(testGatewayNamespace)
 		Expect(k8s.Get(ctx, key, &cert)).To(Succeed())
 		cert.Status.Conditions[0].Message = "renewed"
 		Expect(k8s.Status().Update(ctx, &cert)).To(Succeed())
-		Consistently(func() int { return writes.in(ns) }).Should(Equal(before))
-		Expect(writes.in(testGatewayNamespace)).To(Equal(gwBefore))
+		Consistently(func() int { return writes.In(ns) }).Should(Equal(before))
+		Expect(writes.In(testGatewayNamespace)).To(Equal(gwBefore))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
 		Expect(d.ResourceVersion).To(Equal(rv))
 	})

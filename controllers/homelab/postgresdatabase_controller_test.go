@@ -133,7 +133,7 @@ var _ = Describe("PostgresDatabase", func() {
 
 		// An unchanged reconcile, asked for by an annotation the operator ignores, reads the server and
 		// writes nothing to it or to the API server.
-		before, offset := writes.in(ns), pg.LogSize()
+		before, offset := writes.In(ns), pg.LogSize()
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
 		db.Annotations = map[string]string{"example.com/touch": "1"}
 		Expect(k8s.Update(ctx, db)).To(Succeed())
@@ -144,7 +144,7 @@ var _ = Describe("PostgresDatabase", func() {
 			}
 			return sql
 		}).Should(ContainElement(ContainSubstring("pg_get_userbyid(datdba)")), "the reconcile did not read the server")
-		Consistently(func() []string { return writes.since(ns, before) }).Should(BeEmpty())
+		Consistently(func() []string { return writes.Since(ns, before) }).Should(BeEmpty())
 		for _, st := range statementsBy(operator, offset) {
 			Expect(st.IsWrite()).To(BeFalse(), "an unchanged reconcile sent %q", st.SQL)
 		}

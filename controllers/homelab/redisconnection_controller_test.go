@@ -77,12 +77,12 @@ var _ = Describe("RedisConnection", Ordered, func() {
 
 		// A change to the Secret that changes nothing it says wakes the controller, which PINGs again and
 		// finds nothing to write.
-		before, rv := writes.in(ns), conn.ResourceVersion
+		before, rv := writes.In(ns), conn.ResourceVersion
 		var secret corev1.Secret
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "redis"}, &secret)).To(Succeed())
 		secret.Annotations = map[string]string{"touched": "yes"}
 		Expect(k8s.Update(ctx, &secret)).To(Succeed())
-		Consistently(func() int { return writes.in(ns) }).Should(Equal(before))
+		Consistently(func() int { return writes.In(ns) }).Should(Equal(before))
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cache"}, &conn)).To(Succeed())
 		Expect(conn.ResourceVersion).To(Equal(rv))
 	})

@@ -2,9 +2,7 @@ package homelab
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,11 +10,9 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -26,6 +22,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
 	"github.com/platform-operator/platform-operator/internal/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // The suite runs the homelab group in a manager built by internal/manager (as main.go does) against a real
@@ -40,7 +37,7 @@ var (
 	// testEnv is the envtest control plane.
 	testEnv *envtest.Environment
 	// writes counts the write requests the manager's client sent, by namespace.
-	writes = &writeCounter{}
+	writes = &testutil.WriteCounter{}
 	// caps are the optional APIs the test API server serves, as the manager discovered them.
 	caps platform.Capabilities
 	// pg is the package's PostgreSQL server (127.0.0.1, every statement logged).
@@ -94,7 +91,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	mgr, err := manager.New(cfg, ctrl.Options{
 		Metrics:   metricsserver.Options{BindAddress: "0"},
-		NewClient: writes.newClient,
+		NewClient: writes.NewClient,
 	}, caps, Group(suiteOptions()))
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
@@ -126,91 +123,4 @@ func newNamespace(prefix string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
 	Expect(k8s.Create(context.Background(), ns)).To(Succeed())
 	return ns.Name
-}
-
-// writeCounter counts write requests per namespace, so a spec can count its own objects' writes while
-// objects of earlier specs settle in the background.
-type writeCounter struct {
-	mu  sync.Mutex
-	n   map[string]int
-	log map[string][]string
-}
-
-func (w *writeCounter) add(obj any) {
-	ns, what := "", fmt.Sprintf("%T", obj)
-	if o, ok := obj.(interface {
-		GetNamespace() string
-		GetName() string
-	}); ok {
-		ns = o.GetNamespace()
-		what += " " + o.GetName()
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.n == nil {
-		w.n, w.log = map[string]int{}, map[string][]string{}
-	}
-	w.n[ns]++
-	w.log[ns] = append(w.log[ns], what)
-}
-
-// since lists the writes to objects in namespace ns after the first n (a value of in), for failure
-// messages: the kind and name of each.
-func (w *writeCounter) since(ns string, n int) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.log[ns][min(n, len(w.log[ns])):]...)
-}
-
-// in is the number of write requests to objects in namespace ns so far.
-func (w *writeCounter) in(ns string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.n[ns]
-}
-
-// newClient is the manager's client with every write request it sends counted, status writes included.
-func (w *writeCounter) newClient(cfg *rest.Config, opts client.Options) (client.Client, error) {
-	c, err := client.NewWithWatch(cfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	return interceptor.NewClient(c, interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			w.add(o)
-			return c.Create(ctx, o, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			w.add(o)
-			return c.Update(ctx, o, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-			w.add(o)
-			return c.Patch(ctx, o, p, opts...)
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			w.add(o)
-			return c.Apply(ctx, o, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-			w.add(o)
-			return c.Delete(ctx, o, opts...)
-		},
-		DeleteAllOf: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteAllOfOption) error {
-			w.add(o)
-			return c.DeleteAllOf(ctx, o, opts...)
-		},
-		SubResourceCreate: func(ctx context.Context, c client.Client, sub string, o, subObj client.Object, opts ...client.SubResourceCreateOption) error {
-			w.add(o)
-			return c.SubResource(sub).Create(ctx, o, subObj, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
-			w.add(o)
-			return c.SubResource(sub).Update(ctx, o, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			w.add(o)
-			return c.SubResource(sub).Patch(ctx, o, p, opts...)
-		},
-	}), nil
 }

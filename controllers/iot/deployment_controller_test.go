@@ -75,11 +75,11 @@ var _ = Describe("iot Deployment", func() {
 		}
 
 		By("reconciling the unchanged Deployment again")
-		before, rv := writes.in(ns), got.ResourceVersion
+		before, rv := writes.In(ns), got.ResourceVersion
 		n := reconciler.reconciles.Load()
 		reconciler.wakeUp(ctx, types.NamespacedName{Namespace: ns, Name: "web"})
 		Eventually(reconciler.reconciles.Load).Should(BeNumerically(">", n))
-		Expect(writes.in(ns)).To(Equal(before), "writes on an unchanged re-reconcile")
+		Expect(writes.In(ns)).To(Equal(before), "writes on an unchanged re-reconcile")
 		Expect(get(ctx, d).ResourceVersion).To(Equal(rv))
 	})
 

@@ -3,7 +3,6 @@ package iot
 import (
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,12 +11,10 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -29,6 +26,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // The suite runs the iot group in a manager against a real kube-apiserver and etcd (envtest) and a real
@@ -41,7 +39,7 @@ var (
 	nc         *nats.Conn
 	fleetStore *store.Store
 	reconciler *DeploymentReconciler
-	writes     = &writeCounter{}
+	writes     = &testutil.WriteCounter{}
 	suiteCtx   context.Context
 	cancel     context.CancelFunc
 )
@@ -55,11 +53,11 @@ func TestControllers(t *testing.T) {
 }
 
 // startManager runs the iot group in a manager built by internal/manager, as main.go does.
-func startManager(ctx context.Context, cfg *rest.Config, r *DeploymentReconciler, counter *writeCounter) {
+func startManager(ctx context.Context, cfg *rest.Config, r *DeploymentReconciler, counter *testutil.WriteCounter) {
 	mgr, err := manager.New(cfg, ctrl.Options{
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		NewClient:  counter.newClient,
+		NewClient:  counter.NewClient,
 	}, platform.Capabilities{}, Group(r))
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
@@ -110,67 +108,4 @@ func init() {
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	SetDefaultConsistentlyDuration(2 * time.Second)
-}
-
-// writeCounter counts write requests per namespace.
-type writeCounter struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (w *writeCounter) add(obj any) {
-	ns := ""
-	if o, ok := obj.(interface{ GetNamespace() string }); ok {
-		ns = o.GetNamespace()
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.n == nil {
-		w.n = map[string]int{}
-	}
-	w.n[ns]++
-}
-
-func (w *writeCounter) in(ns string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.n[ns]
-}
-
-// newClient is the manager's client with every write request it sends counted.
-func (w *writeCounter) newClient(cfg *rest.Config, opts client.Options) (client.Client, error) {
-	c, err := client.NewWithWatch(cfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	return interceptor.NewClient(c, interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			w.add(o)
-			return c.Create(ctx, o, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			w.add(o)
-			return c.Update(ctx, o, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-			w.add(o)
-			return c.Patch(ctx, o, p, opts...)
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			w.add(o)
-			return c.Apply(ctx, o, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-			w.add(o)
-			return c.Delete(ctx, o, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
-			w.add(o)
-			return c.SubResource(sub).Update(ctx, o, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			w.add(o)
-			return c.SubResource(sub).Patch(ctx, o, p, opts...)
-		},
-	}), nil
 }

@@ -190,7 +190,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 
 	It("creates a network with the least writes: one apply per child and one status write", func() {
 		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "lean-oper", "pw"))).To(Succeed())
-		before := writes.in(ns)
+		before := writes.In(ns)
 		Expect(k8s.Create(ctx, fullNetwork(ns, "lean"))).To(Succeed())
 		eventuallyNetwork(ctx, ns, "lean", func(n *ircv1.ErgoNetwork) error {
 			if n.Status.ObservedGeneration != n.Generation {
@@ -201,7 +201,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 		Eventually(get(ctx, &routev1.Route{}, ns, "lean")).Should(Succeed())
 		// The children's events wake the reconciler again while its cache may still hold the network
 		// without its status: those reconciles must not write anything (docs/performance.md).
-		Consistently(func() int { return writes.in(ns) - before }).WithTimeout(2*time.Second).
+		Consistently(func() int { return writes.In(ns) - before }).WithTimeout(2*time.Second).
 			Should(Equal(6+1), "PVC, Certificate, ConfigMap, Deployment, Service and Route, then the status")
 		got := eventuallyNetwork(ctx, ns, "lean", haveCondition(ircv1.ConditionReady, metav1.ConditionFalse, ircv1.ReasonCertificatePending))
 		for _, t := range []string{ircv1.ConditionCertificate, ircv1.ConditionDeployment, ircv1.ConditionRoute} {
@@ -235,20 +235,20 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 		}
 		// Let the cache catch up with our own status write before counting.
 		Eventually(func(g Gomega) {
-			before := writes.in(ns)
+			before := writes.In(ns)
 			_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "quiet"}})
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(writes.in(ns) - before).To(BeZero())
+			g.Expect(writes.In(ns) - before).To(BeZero())
 		}).Should(Succeed())
 
-		Expect(writes.in(ns)).To(BeNumerically(">=", 7), "creating the network's children must have been counted here")
+		Expect(writes.In(ns)).To(BeNumerically(">=", 7), "creating the network's children must have been counted here")
 		rv := versions()
-		before := writes.in(ns)
+		before := writes.In(ns)
 		for range 3 {
 			_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "quiet"}})
 			Expect(err).NotTo(HaveOccurred())
 		}
-		Expect(writes.in(ns)-before).To(BeZero(), "an unchanged network must cost no write")
+		Expect(writes.In(ns)-before).To(BeZero(), "an unchanged network must cost no write")
 		Expect(versions()).To(Equal(rv))
 	})
 

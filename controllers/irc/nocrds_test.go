@@ -14,6 +14,7 @@ import (
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // A plain Kubernetes cluster without cert-manager or OpenShift: the operator must start, run networks
@@ -25,7 +26,7 @@ var _ = Describe("on a cluster without cert-manager and Routes", Ordered, func()
 		env    *envtest.Environment
 		c      client.Client
 		r      *ErgoNetworkReconciler
-		count  = &writeCounter{}
+		count  = &testutil.WriteCounter{}
 	)
 	BeforeAll(func() {
 		ctx, cancel = context.WithCancel(context.Background())
