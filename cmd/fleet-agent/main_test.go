@@ -40,18 +40,10 @@ func TestParseLabels(t *testing.T) {
 // TestRunRegistersTheDevice runs the agent's main path against a real NATS server whose buckets the
 // "operator" (here the test) created: the device shows up in the registry with its inventory.
 func TestRunRegistersTheDevice(t *testing.T) {
-	srv, err := fleettest.StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	ctx, cancel := context.WithCancel(context.Background())
+	f := fleettest.StartConnected(t)
+	ctx, cancel := context.WithCancel(f.Ctx)
 	defer cancel()
-	nc, st, err := fleettest.Connect(ctx, srv.ClientURL(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv, st := f.Server, f.Store
 	host, _ := os.Hostname()
 	done := make(chan error, 1)
 	go func() {

@@ -14,18 +14,8 @@ import (
 // TestLogsOverRequestReply: a device keeps its deployment's newest lines (at most DefaultLogLines) and
 // streams the newest N of them to whoever asks on its logs subject, over a real NATS server.
 func TestLogsOverRequestReply(t *testing.T) {
-	srv, err := fleettest.StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	nc, st, err := fleettest.Connect(ctx, srv.ClientURL(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	f := fleettest.StartConnected(t)
+	ctx, nc, st := f.Ctx, f.Conn, f.Store
 	d := fleet.DeploymentKey{Namespace: "t", Name: "web"}
 	dev := fleettest.StartDevice(ctx, st, "logger", nil, nil)
 	defer dev.Stop()
@@ -41,7 +31,10 @@ func TestLogsOverRequestReply(t *testing.T) {
 		return got, err
 	}
 	// The agent subscribes once it runs; ask until it answers.
-	var got []string
+	var (
+		got []string
+		err error
+	)
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		if got, err = read(3); err == nil || time.Now().After(deadline) {
 			break

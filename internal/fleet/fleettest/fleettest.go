@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -78,6 +79,34 @@ func (s *Server) Shutdown() {
 	s.Server.Shutdown()
 	s.WaitForShutdown()
 	_ = os.RemoveAll(s.dir)
+}
+
+// Connected is a server of one test or benchmark with the operator's side connected to it.
+type Connected struct {
+	// Ctx ends when the test does.
+	Ctx    context.Context
+	Server *Server
+	Conn   *nats.Conn
+	Store  *store.Store
+}
+
+// StartConnected starts a server and connects to it (the default heartbeat TTL); the connection, the
+// context and the server all end with tb.
+func StartConnected(tb testing.TB) Connected {
+	tb.Helper()
+	srv, err := StartServer()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(srv.Shutdown)
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	nc, st, err := Connect(ctx, srv.ClientURL(), 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	return Connected{Ctx: ctx, Server: srv, Conn: nc, Store: st}
 }
 
 // Connect opens a client connection and the fleet's buckets (heartbeat TTL ttl, the default when zero).

@@ -30,18 +30,8 @@ func BenchmarkFleetNATS(b *testing.B) {
 
 func benchFleet(b *testing.B, n int) {
 	b.StopTimer()
-	srv, err := fleettest.StartServer()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Shutdown()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	nc, st, err := fleettest.Connect(ctx, srv.ClientURL(), 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
+	f := fleettest.StartConnected(b)
+	ctx, st := f.Ctx, f.Store
 	d := fleet.DeploymentKey{Namespace: "bench", Name: "web"}
 
 	counters := &fleet.Counters{}

@@ -191,18 +191,8 @@ func lastSeq(ctx context.Context, t *testing.T, st *store.Store) uint64 {
 // TestCountersSurviveANATSRestart: the server restarts (same port, same storage) under a running fleet;
 // agents and the operator's fold reconnect, and the counters stay equal to a recount.
 func TestCountersSurviveANATSRestart(t *testing.T) {
-	srv, err := fleettest.StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	nc, st, err := fleettest.Connect(ctx, srv.ClientURL(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	f := fleettest.StartConnected(t)
+	ctx, srv, st := f.Ctx, f.Server, f.Store
 	counters := &fleet.Counters{}
 	go func() { _ = st.Fold(ctx, counters, nil) }()
 	d := fleet.DeploymentKey{Namespace: "t2", Name: "web"}
