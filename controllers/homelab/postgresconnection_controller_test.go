@@ -3,7 +3,6 @@ package homelab
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"sync/atomic"
 
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
 // loginCount numbers the operator logins specs make, so each spec's sessions carry a user name of their own
@@ -81,10 +81,9 @@ func expectCondition(obj client.Object, t string, status metav1.ConditionStatus,
 
 // closedPort is a port on 127.0.0.1 nothing listens on.
 func closedPort() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := localcluster.FreePorts(1)
 	Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = l.Close() }()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	return fmt.Sprint(ports[0])
 }
 
 var _ = Describe("PostgresConnection", func() {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 
@@ -14,6 +13,7 @@ import (
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/fleet"
 	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
+	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
 // iotNATSURL is where the demo's NATS server listens. The operator process inherits NATS_URL from the
@@ -26,9 +26,9 @@ var iotNATSURL string
 // another site (the real agent, a fake container runtime instead of podman, which this machine does not
 // have), and the counters move to Succeeded on the five.
 func init() {
-	port, err := freePort()
+	ports, err := localcluster.FreePorts(1)
 	if err == nil {
-		iotNATSURL = "nats://127.0.0.1:" + strconv.Itoa(port)
+		iotNATSURL = "nats://127.0.0.1:" + strconv.Itoa(ports[0])
 		_ = os.Setenv("NATS_URL", iotNATSURL)
 	}
 	register(Scenario{
@@ -47,15 +47,6 @@ func init() {
 			return []string{"get iotdeployments", "describe iotdeployment " + obj.GetName()}
 		},
 	})
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // playFleet starts the NATS server and the simulated devices; both stop when the demo ends.

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/platform-operator/platform-operator/internal/localcluster"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
 )
 
@@ -264,10 +264,9 @@ func mustConfig(t *testing.T, s Settings) *pgx.ConnConfig {
 // freeClosedPort is a port on 127.0.0.1 that nothing listens on: one the kernel handed out a moment ago.
 func freeClosedPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }

@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -27,6 +26,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
 // Superuser is the name of the server's superuser.
@@ -118,11 +119,11 @@ func (s *Server) start(ctx context.Context, bin string) error {
 	}
 	_ = os.Remove(pwfile)
 
-	port, err := freePort()
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		return err
 	}
-	s.Port = port
+	s.Port = ports[0]
 	logFile, err := os.OpenFile(s.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -130,7 +131,7 @@ func (s *Server) start(ctx context.Context, bin string) error {
 	defer func() { _ = logFile.Close() }() // the child holds its own descriptor
 	// Not exec.CommandContext: the server must outlive the start-up context, until Stop.
 	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data,
-		"-c", "listen_addresses=127.0.0.1", "-c", "port="+strconv.Itoa(port),
+		"-c", "listen_addresses=127.0.0.1", "-c", "port="+strconv.Itoa(s.Port),
 		"-c", "unix_socket_directories=", // TCP only: nothing to clean up outside the temp directory
 		"-c", "log_statement=all", "-c", "log_line_prefix=%m [%p] %q%u@%d ",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
@@ -300,16 +301,6 @@ func credential() (*syscall.Credential, error) {
 		return nil, err
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-}
-
-// freePort is a TCP port on 127.0.0.1 nobody listened on a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randomHex(n int) string {

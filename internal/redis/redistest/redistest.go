@@ -16,6 +16,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
 // Binary is the redis-server the tests run; REDIS_SERVER overrides it.
@@ -49,10 +51,11 @@ func Start(opts Options) (*Server, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("redistest: %s not found; run `make redis-server` (apt-get install redis-server): %w", bin, err)
 	}
-	port, err := freePort()
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
+	port := ports[0]
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
 		return nil, err
@@ -118,19 +121,15 @@ func (s *Server) waitReady(limit time.Duration) error {
 	}
 }
 
-// freePort asks the kernel for a free port on 127.0.0.1.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// ClosedPort is a port on 127.0.0.1 where nothing listens (it was free a moment ago): an unreachable
+// server for tests.
+func ClosedPort() (int, error) {
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
-
-// ClosedPort is a port on 127.0.0.1 where nothing listens (it was free a moment ago): an unreachable
-// server for tests.
-func ClosedPort() (int, error) { return freePort() }
 
 type syncBuffer struct {
 	mu sync.Mutex
