@@ -111,7 +111,7 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: environmentFieldOwner,
-		Fields:     []string{"phase", "url", "namespace", "observedGeneration"},
+		Fields:     []string{"phase", "url", "namespace", "observedGeneration", "build"},
 		Conditions: environmentConditions,
 	}
 	toOwner := handler.EnqueueRequestsFromMapFunc(r.environmentForChild)

@@ -33,6 +33,10 @@ type environmentScope struct {
 	project *catalystv1.Project
 	// namespace is the environment's namespace once it is the environment's and locked down.
 	namespace string
+	// image is the environment's image, <registry>/<repository>:<commit SHA>, set only once the registry
+	// is known to have it; imageDigest is its manifest's digest. Later steps deploy only when it is set.
+	image       string
+	imageDigest string
 }
 
 func (r *EnvironmentReconciler) newScope(env *catalystv1.Environment) *environmentScope {

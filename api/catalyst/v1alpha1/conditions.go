@@ -9,8 +9,8 @@ const (
 	// ConditionNamespaceReady reports the namespace and what locks it down: quota, limit range and
 	// network policy.
 	ConditionNamespaceReady = "NamespaceReady"
-	// ConditionBuildReady reports the image build. This version builds nothing: it is Unknown with
-	// reason NotImplemented.
+	// ConditionBuildReady reports the environment's image: True once the registry has the image of
+	// spec.source.commitSha (found there, or built by a Job and found there after).
 	ConditionBuildReady = "BuildReady"
 	// ConditionDeploymentReady reports the application's deployment. This version deploys nothing: it is
 	// Unknown with reason NotImplemented.
@@ -52,6 +52,31 @@ const (
 	ReasonNameConflict = "NameConflict"
 	// ReasonDeleting is a project or environment being deleted.
 	ReasonDeleting = "Deleting"
+
+	// ReasonImageExists is an image the registry already had: nothing was built.
+	ReasonImageExists = "ImageExists"
+	// ReasonImagePushed is an image a build Job pushed and the registry was seen to have after.
+	ReasonImagePushed = "ImagePushed"
+	// ReasonBuilding is a build Job making the image.
+	ReasonBuilding = "Building"
+	// ReasonBuildFailed is a build Job that failed; no new Job is made for the commit until
+	// spec.source.commitSha or the catalyst.catalyst.dev/retry-build annotation changes.
+	ReasonBuildFailed = "BuildFailed"
+	// ReasonImageMissingAfterBuild is a build Job that succeeded while the registry still lacks its image.
+	ReasonImageMissingAfterBuild = "ImageMissingAfterBuild"
+	// ReasonRegistryUnreachable is a registry that could not be asked (network, TLS, a server error);
+	// the operator asks again with a growing delay.
+	ReasonRegistryUnreachable = "RegistryUnreachable"
+	// ReasonRegistryUnauthorized is a registry that refused the credentials of spec.build.registrySecretRef
+	// (or anonymous access without them).
+	ReasonRegistryUnauthorized = "RegistryUnauthorized"
+	// ReasonBuildNotConfigured is a Project without spec.build: the operator has no registry to look in.
+	ReasonBuildNotConfigured = "BuildNotConfigured"
+	// ReasonCommitMissing is an environment without spec.source.commitSha: there is no image to look for.
+	ReasonCommitMissing = "CommitMissing"
+	// ReasonSecretInvalid is a Secret named by spec.build.registrySecretRef or spec.source.secretRef that
+	// does not exist or does not hold what it should.
+	ReasonSecretInvalid = "SecretInvalid"
 )
 
 // Event reasons besides the condition reasons and the kit's Created, Updated and Deleted.
@@ -60,4 +85,8 @@ const (
 	EventNamespaceDeleted = "NamespaceDeleted"
 	// EventEnvironmentsDeleted is the Normal event of a deleted Project's Environments deleted with it.
 	EventEnvironmentsDeleted = "EnvironmentsDeleted"
+	// EventBuildStarted is the Normal event of a build Job made.
+	EventBuildStarted = "BuildStarted"
+	// EventBuildSucceeded is the Normal event of a build Job that pushed the image.
+	EventBuildSucceeded = "BuildSucceeded"
 )

@@ -17,6 +17,9 @@ const (
 	LabelBranch = "catalyst.dev/branch"
 	// AnnotationBranch keeps, on the namespace, the raw branch name the label could not hold.
 	AnnotationBranch = "catalyst.dev/branch"
+	// AnnotationRetryBuild, set on an Environment to a new value (any value: a timestamp, a counter),
+	// makes the operator build the image of a commit whose build failed once more.
+	AnnotationRetryBuild = "catalyst.catalyst.dev/retry-build"
 	// AnnotationEnvironmentID is the web application's identifier of an Environment. The operator never
 	// writes the Environment's metadata, so the annotation is never removed.
 	AnnotationEnvironmentID = "catalyst.dev/environment-id"
@@ -176,6 +179,54 @@ type EnvironmentStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors="urn:alm:descriptor:io.kubernetes.conditions"
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Build is the environment's image: the commit it is for, where it is and the last build Job.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Build"
+	Build *BuildStatus `json:"build,omitempty"`
+}
+
+// BuildStatus is what the operator knows of an environment's image and its build.
+type BuildStatus struct {
+	// CommitSHA is the commit the image is (to be) built from: spec.source.commitSha when it was seen.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Commit SHA"
+	CommitSHA string `json:"commitSha,omitempty"`
+
+	// Image is the image's full reference, <registry>/<repository>:<commit SHA>, set once the registry
+	// has it.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Image"
+	Image string `json:"image,omitempty"`
+
+	// Digest is the image manifest's digest in the registry, such as sha256:..., set with image.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Digest"
+	Digest string `json:"digest,omitempty"`
+
+	// JobName is the last build Job the operator made for the commit, in the Project's namespace; empty
+	// when the image was found in the registry without a build.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Build Job",xDescriptors="urn:alm:descriptor:io.kubernetes:batch:v1:Job"
+	JobName string `json:"jobName,omitempty"`
+
+	// Attempts is how many build Jobs the operator made for the commit: one, plus one for each new value
+	// of the catalyst.catalyst.dev/retry-build annotation after a failure.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Attempts"
+	Attempts int32 `json:"attempts,omitempty"`
+
+	// Retry is the value the catalyst.catalyst.dev/retry-build annotation had when the last Job was made.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Retry"
+	Retry string `json:"retry,omitempty"`
+
+	// Failure is why the last build Job for the commit failed (the Job's reason and message); empty
+	// unless it failed. No new Job is made for the commit while it is set, until the retry annotation
+	// changes.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Failure"
+	Failure string `json:"failure,omitempty"`
 }
 
 // Environment is one instance of a Project (a pull-request preview, staging or production): a namespace of

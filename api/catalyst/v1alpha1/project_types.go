@@ -33,6 +33,78 @@ type ProjectSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Policy"
 	NetworkPolicy *ProjectNetworkPolicy `json:"networkPolicy,omitempty"`
+
+	// Build is where the environments' images are kept and how they are built. Without it the operator
+	// neither checks nor builds images, and no environment of the project gets past BuildReady.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Build"
+	Build *ProjectBuild `json:"build,omitempty"`
+}
+
+// LocalObjectReference names an object in the Project's own namespace.
+type LocalObjectReference struct {
+	// Name is the object's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Name",xDescriptors="urn:alm:descriptor:io.kubernetes:Secret"
+	Name string `json:"name"`
+}
+
+// ProjectBuild is the image registry of a project's environments and how their images are built. An
+// environment's image is <registry>/<repository>:<commit SHA>: when the registry has it, nothing is built.
+type ProjectBuild struct {
+	// Registry is the image registry's host, with a port when it is not 443, such as ghcr.io or
+	// registry.example.com:5000. The operator talks to it over https, except to 127.0.0.1 and localhost
+	// and to the hosts of the operator's --catalyst-insecure-registries flag, which are spoken to over
+	// plain http.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=259
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?(\\\\.[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*(:[0-9]{1,5})?$')",message="registry must be a host name or IPv4 address with an optional port, such as ghcr.io or registry.example.com:5000, without a scheme or path"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Registry"
+	Registry string `json:"registry"`
+
+	// Repository is the image repository inside the registry, such as team/app. When empty it is
+	// <Project namespace>/<Project name>.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+((\\\\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\\\\.|_|__|-+)[a-z0-9]+)*)*$')",message="repository must be lowercase path components of letters and digits separated by '/', '.', '_' or '-', such as team/app"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Repository"
+	Repository string `json:"repository,omitempty"`
+
+	// RegistrySecretRef names a kubernetes.io/dockerconfigjson Secret in the Project's namespace with the
+	// registry's credentials: the operator reads it to check whether an image exists, and the build Job
+	// mounts it to push. Anonymous access when empty.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Registry Secret"
+	RegistrySecretRef *LocalObjectReference `json:"registrySecretRef,omitempty"`
+
+	// Dockerfile is the Dockerfile's path inside the repository (not inside the context).
+	// +optional
+	// +kubebuilder:default=Dockerfile
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(p, p == '..')",message="dockerfile must be relative to the repository root and must not leave it ('..')"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Dockerfile"
+	Dockerfile string `json:"dockerfile,omitempty"`
+
+	// Context is the build context's directory inside the repository.
+	// +optional
+	// +kubebuilder:default="."
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(p, p == '..')",message="context must be relative to the repository root and must not leave it ('..')"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Context"
+	Context string `json:"context,omitempty"`
+
+	// TimeoutSeconds bounds a build: its Job's activeDeadlineSeconds.
+	// +optional
+	// +kubebuilder:default=1800
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=21600
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Timeout (seconds)",xDescriptors="urn:alm:descriptor:com.tectonic.ui:number"
+	TimeoutSeconds int64 `json:"timeoutSeconds,omitempty"`
 }
 
 // ProjectSource is a Git repository and branch.
@@ -52,6 +124,13 @@ type ProjectSource struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('(^[/.-])|([.]{2})|([/.]$)|(@[{])|[\\\\s~^:?*\\\\[\\\\\\\\]')",message="branch must be a valid Git branch name (no spaces, '..', '~', '^', ':', '?', '*', '[', '\\\\' or '@{', and no leading '/', '.' or '-')"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Branch"
 	Branch string `json:"branch,omitempty"`
+
+	// SecretRef names a Secret in the Project's namespace with the repository's credentials: a token
+	// (key token, sent as the https password) or a username and password (keys username and password).
+	// The repository is read anonymously when empty.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Credentials Secret"
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 }
 
 // DeploymentType is how a project's manifests are rendered.
