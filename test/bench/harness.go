@@ -73,6 +73,7 @@ type convergence struct {
 	Requests        requests      // what the operator sent until convergence
 	Reconciles      float64
 	ServerWrites    map[string]float64 // API server's write requests by verb and resource, the bench's own creates taken out
+	Counters        map[string]float64 // the workload's own counters (counter), first create to idle
 	// CPU seconds spent until convergence by process: kube-apiserver, etcd and (its run) the operator.
 	CPU, FloorCPU map[string]float64
 }
@@ -86,6 +87,7 @@ type steady struct {
 	ResyncReconciles               float64
 	ResyncRequests                 requests
 	ReconcileMean                  time.Duration
+	ResyncCounters                 map[string]float64 // the workload's own counters (counter) over the resync
 }
 
 type churnResult struct {
@@ -152,9 +154,17 @@ func (c *config) runWorkload(ctx context.Context, w Workload) (*results, error) 
 	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
 		return nil, err
 	}
+	if cl, ok := w.(closer); ok {
+		defer func() {
+			if err := cl.Close(); err != nil {
+				c.logf("%s: close: %v", info.Name, err)
+			}
+		}()
+	}
 	res := &results{Workload: w}
-	largest := slices.Max(c.Sizes)
-	for _, n := range c.Sizes {
+	sizes := info.sizes(c.Sizes)
+	largest := slices.Max(sizes)
+	for _, n := range sizes {
 		conv := convergence{N: n}
 		var err error
 		if conv.Floor, conv.FloorCPU, err = r.floorRun(ctx, n); err != nil {
@@ -173,12 +183,13 @@ func (c *config) runWorkload(ctx context.Context, w Workload) (*results, error) 
 		res.Convergence = append(res.Convergence, conv)
 	}
 	for _, sc := range c.Sweep {
-		conv := convergence{N: c.SweepSize}
-		if err := r.operatorRun(ctx, c.SweepSize, append(slices.Clone(c.Args), sc.Args...), &conv, nil); err != nil {
+		sweepSize := info.size(c.SweepSize)
+		conv := convergence{N: sweepSize}
+		if err := r.operatorRun(ctx, sweepSize, append(slices.Clone(c.Args), sc.Args...), &conv, nil); err != nil {
 			return res, fmt.Errorf("sweep %s: %w", sc.Name, err)
 		}
-		r.logf("%s sweep %s N=%d: %s", info.Name, sc.Name, c.SweepSize, conv.Operator.Round(time.Millisecond))
-		res.Sweep = append(res.Sweep, sweepResult{Case: sc, N: c.SweepSize, Operator: conv.Operator, Requests: conv.Requests})
+		r.logf("%s sweep %s N=%d: %s", info.Name, sc.Name, sweepSize, conv.Operator.Round(time.Millisecond))
+		res.Sweep = append(res.Sweep, sweepResult{Case: sc, N: sweepSize, Operator: conv.Operator, Requests: conv.Requests})
 	}
 	var err error
 	if res.Memory, err = r.memoryRun(ctx); err != nil {
@@ -398,6 +409,10 @@ func (r *workloadRun) operatorRun(ctx context.Context, n int, args []string, con
 	if err != nil {
 		return err
 	}
+	counters0, err := countersOf(r.w)
+	if err != nil {
+		return err
+	}
 	reached := t.expect(n)
 	start := time.Now()
 	if err := r.create(ctx, e.client, 0, n); err != nil {
@@ -425,6 +440,11 @@ func (r *workloadRun) operatorRun(ctx context.Context, n int, args []string, con
 	}
 	conv.Requests = requestsOf(m).minus(requestsOf(base))
 	conv.Reconciles = op.reconciles(m) - op.reconciles(base)
+	counters1, err := countersOf(r.w)
+	if err != nil {
+		return err
+	}
+	conv.Counters = counted(counters1, counters0)
 	serverAfter, err := e.snapshot(ctx)
 	if err != nil {
 		return err
@@ -488,6 +508,10 @@ func (r *workloadRun) steadyAndChurn(ctx context.Context, e *env, op *operator, 
 	if err := op.Stop(); err != nil {
 		return err
 	}
+	counters0, err := countersOf(r.w)
+	if err != nil {
+		return err
+	}
 	op2, err := r.startOperator(ctx, e, fmt.Sprintf("%d-restart", n), r.Args)
 	if err != nil {
 		return err
@@ -502,6 +526,11 @@ func (r *workloadRun) steadyAndChurn(ctx context.Context, e *env, op *operator, 
 	st.ResyncReconciles = op2.reconciles(m)
 	st.ResyncRequests = requestsOf(m)
 	st.ReconcileMean = op2.reconcileMean(m)
+	counters1, err := countersOf(r.w)
+	if err != nil {
+		return err
+	}
+	st.ResyncCounters = counted(counters1, counters0)
 	res.Steady = st
 	r.logf("%s steady N=%d: %.0f writes in %s; restart resync %s, %.0f writes", r.info.Name, n, st.WindowWrites, r.SteadyWindow,
 		st.Resync.Round(time.Millisecond), st.ResyncRequests.Writes)
@@ -579,7 +608,7 @@ func (r *workloadRun) memoryRun(ctx context.Context) ([]memPoint, error) {
 		return nil
 	}
 	have := 0
-	for _, n := range r.MemorySizes {
+	for _, n := range r.info.sizes(r.MemorySizes) {
 		var took time.Duration
 		if n > have {
 			if err := r.prepare(ctx, e.client, have, n); err != nil {

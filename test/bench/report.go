@@ -152,6 +152,18 @@ func renderWorkload(b *bytes.Buffer, c *config, r *results) {
 			w("| `%s` | %s |\n", k, per(cv.ServerWrites[k], cv.N))
 		}
 	}
+	if len(r.Convergence) > 0 && len(r.Convergence[0].Counters) > 0 {
+		w("\n%s\n", para(info.CountersDo))
+		names := sortedKeys(r.Convergence[0].Counters)
+		w("| N | %s |\n|---:|%s\n", strings.Join(names, " / "+noun+" | ")+" / "+noun, strings.Repeat("---:|", len(names)))
+		for _, cv := range r.Convergence {
+			w("| %d |", cv.N)
+			for _, k := range names {
+				w(" %s |", per(cv.Counters[k], cv.N))
+			}
+			w("\n")
+		}
+	}
 
 	st := r.Steady
 	w("\n#### 3. Steady state (N = %d)\n\n", st.N)
@@ -167,6 +179,9 @@ func renderWorkload(b *bytes.Buffer, c *config, r *results) {
 		w("| **no-op reconciles per second** (resync, start to last) | **%.0f** |\n", st.ResyncReconciles/st.Resync.Seconds())
 	}
 	w("| mean reconcile time | %s |\n", st.ReconcileMean.Round(time.Microsecond))
+	for _, k := range sortedKeys(st.ResyncCounters) {
+		w("| resync %s per reconcile | %s (%.0f in all) |\n", k, perReconcile(st.ResyncCounters[k], st.ResyncReconciles), st.ResyncCounters[k])
+	}
 
 	w("\n#### 4. Memory\n\n")
 	w("%s\n", para(fmt.Sprintf("The operator's Go heap and its resident set (`VmRSS`), each read after a forced garbage "+
@@ -211,6 +226,22 @@ func renderWorkload(b *bytes.Buffer, c *config, r *results) {
 		}
 	}
 	w("\n")
+}
+
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func perReconcile(v, reconciles float64) string {
+	if reconciles == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v/reconciles)
 }
 
 func statusWrites(n int) string {

@@ -62,6 +62,13 @@ type Info struct {
 	// OperatorEnv and OperatorArgs are what the operator needs to run this workload's controllers
 	// (RELATED_IMAGE_ERGO=..., a flag), on top of the bench's own (-operator-args).
 	OperatorEnv, OperatorArgs []string
+	// MaxObjects, when not 0, is the most objects one run of the workload makes: a larger -sizes,
+	// -memory-sizes or -sweep-size is measured at MaxObjects instead (each database of the postgres
+	// workload costs its server 7.5 MB of disk).
+	MaxObjects int
+	// CountersDo is the report's paragraph on what the workload's counters (counter) count and how, before
+	// the table of them per object to converge.
+	CountersDo string
 
 	// Shape is the report's paragraph on what one object is and what exists before the clock starts.
 	Shape string
@@ -170,4 +177,57 @@ func selectWorkloads(spec string, known map[string]Workload) ([]Workload, error)
 		return nil, fmt.Errorf("no workload (known: %s, or all)", strings.Join(all, ", "))
 	}
 	return out, nil
+}
+
+// size is n, or Info.MaxObjects when n is larger.
+func (i Info) size(n int) int {
+	if i.MaxObjects > 0 && n > i.MaxObjects {
+		return i.MaxObjects
+	}
+	return n
+}
+
+// sizes are ns, each at most Info.MaxObjects, in their order, each once.
+func (i Info) sizes(ns []int) []int {
+	var out []int
+	for _, n := range ns {
+		if n = i.size(n); !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// counter is a workload that counts work neither the operator's metrics nor the API server's show (the
+// statements its database server ran). The harness reads the counters when it reads the operator's
+// metrics around convergence and the restart's resync; the report shows the differences per object.
+type counter interface {
+	// Counters are the totals so far, by what they count ("SQL statements").
+	Counters() (map[string]float64, error)
+}
+
+// closer is a workload that holds something for all its runs (a database server): runWorkload closes it
+// once the workload is measured.
+type closer interface {
+	Close() error
+}
+
+// countersOf reads w's counters: nil for a workload without any.
+func countersOf(w Workload) (map[string]float64, error) {
+	if c, ok := w.(counter); ok {
+		return c.Counters()
+	}
+	return nil, nil
+}
+
+// counted is after minus before for each counter, zeros kept (a counter that stayed at 0 is a figure).
+func counted(after, before map[string]float64) map[string]float64 {
+	if after == nil {
+		return nil
+	}
+	out := make(map[string]float64, len(after))
+	for k, v := range after {
+		out[k] = v - before[k]
+	}
+	return out
 }
