@@ -82,3 +82,54 @@ func (s *ErgoNetworkSpec) EffectiveNetworkName() string {
 	}
 	return s.Hostname
 }
+
+// Condition types on a SojuBouncer besides the shared ones above (Ready, CertificateReady, ConfigReady,
+// DeploymentAvailable, ServiceReady, RouteReady).
+const (
+	// ConditionDatabase reports the bouncer's PostgreSQL database, its role and the Secret {name}-db.
+	ConditionDatabase = "DatabaseReady"
+	// ConditionAdminUser reports the first admin user's password Secret.
+	ConditionAdminUser = "AdminUserReady"
+	// ConditionCleanup is present only while a deleted bouncer waits for its database to be dropped.
+	ConditionCleanup = "CleanupDone"
+)
+
+// Condition and event reasons of a SojuBouncer besides the shared ones above.
+const (
+	// ReasonAdminSecretMissing is a bouncer with no admin connection: spec.database.adminSecretName is
+	// empty and the operator has no --soju-database-secret.
+	ReasonAdminSecretMissing = "AdminConnectionNotConfigured"
+	// ReasonAdminSecretInvalid is an admin connection Secret without a required key or with a value that
+	// cannot be used.
+	ReasonAdminSecretInvalid = "AdminConnectionInvalid"
+	// ReasonAuthenticationFailed is a database server that refused the admin login.
+	ReasonAuthenticationFailed = "AuthenticationFailed"
+	// ReasonUnreachable is a database server that could not be reached.
+	ReasonUnreachable = "Unreachable"
+	// ReasonInsufficientPrivileges is an admin login without CREATEROLE and CREATEDB.
+	ReasonInsufficientPrivileges = "InsufficientPrivileges"
+	// ReasonSQLFailed is a statement the database server refused.
+	ReasonSQLFailed = "SQLFailed"
+	// ReasonDatabaseClaimed is a database or role name on the server that another object, or no object
+	// of the operator, owns; it is left untouched.
+	ReasonDatabaseClaimed = "DatabaseClaimed"
+	// ReasonCleanupBlocked is a deleted bouncer whose database cannot be dropped yet.
+	ReasonCleanupBlocked = "CleanupBlocked"
+	// ReasonWaitingForDeployment is a deleted bouncer whose database waits for soju's Deployment to go.
+	ReasonWaitingForDeployment = "WaitingForDeployment"
+	// ReasonDatabaseRetained is the Normal event of a deleted bouncer whose database and role stay
+	// (reclaimPolicy Retain).
+	ReasonDatabaseRetained = "DatabaseRetained"
+	// ReasonDatabaseDropped is the Normal event of a deleted bouncer whose database and role were dropped.
+	ReasonDatabaseDropped = "DatabaseDropped"
+	// ReasonCleanupAbandoned is the Warning event of a deleted bouncer let go with its database left on the
+	// server: by the release annotation, or because the cleanup stayed blocked past the cleanup timeout.
+	ReasonCleanupAbandoned = "CleanupAbandoned"
+)
+
+// AnnotationReleaseDatabase on a deleted SojuBouncer, set to "true", lets it go at once without dropping
+// its database: the escape when the database server is gone for good.
+const AnnotationReleaseDatabase = "irc.josie.cloud/release-database"
+
+// SojuDatabaseFinalizer holds a SojuBouncer until its database and role are dropped (or retained).
+const SojuDatabaseFinalizer = "irc.josie.cloud/soju-database"

@@ -1,0 +1,200 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SojuBouncerSpec is the IRC bouncer a user asks for. Listeners, TLS, route and resources are the same
+// types, with the same rules, as an ErgoNetwork's.
+// +kubebuilder:validation:XValidation:rule="!self.listeners.exists(l, has(l.tls) && l.tls) || has(self.tls)",message="spec.tls is required when a listener has tls: true",fieldPath=".tls"
+// +kubebuilder:validation:XValidation:rule="!has(self.route) || has(self.tls)",message="spec.tls is required when spec.route is set",fieldPath=".tls"
+// +kubebuilder:validation:XValidation:rule="!has(self.route) || self.listeners.exists(l, has(l.tls) && l.tls)",message="spec.route needs a listener with tls: true to pass TLS through to",fieldPath=".route"
+// +kubebuilder:validation:XValidation:rule="!has(self.route) || !has(self.route.host) || size(self.route.host) == 0 || !has(self.tls) || (!has(self.tls.dnsNames) || size(self.tls.dnsNames) == 0 ? self.route.host == self.hostname : self.tls.dnsNames.exists(d, d == self.route.host || (d.startsWith('*.') && self.route.host.indexOf('.') > 0 && self.route.host.substring(self.route.host.indexOf('.')) == d.substring(1))))",message="spec.route.host must be covered by the certificate: equal to one of spec.tls.dnsNames or match a one-label wildcard among them (*.example.com covers irc.example.com, not a.b.example.com), or equal spec.hostname when spec.tls.dnsNames is empty",fieldPath=".route.host"
+type SojuBouncerSpec struct {
+	// Hostname is the bouncer's DNS name: soju's server name (the hostname directive) and the default
+	// certificate DNS name.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)+$')",message="hostname must be a lowercase DNS name with at least one dot, such as bouncer.example.com"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Hostname"
+	Hostname string `json:"hostname"`
+
+	// Title is the server's title, which soju shows clients as the bouncer's name (the title directive).
+	// Any printable text without line breaks or other control characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[\\\\x00-\\\\x1f\\\\x7f]')",message="title must not contain line breaks, tabs or other control characters"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Title"
+	Title string `json:"title,omitempty"`
+
+	// Listeners are the addresses soju accepts clients on ("ircs://" for TLS listeners, "irc+insecure://"
+	// otherwise); each becomes a port of the bouncer's Service.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(l, !l.address.matches('^.*:[0-9]{1,5}$') || self.filter(m, m.address.matches('^.*:[0-9]{1,5}$') && int(m.address.substring(m.address.lastIndexOf(':') + 1)) == int(l.address.substring(l.address.lastIndexOf(':') + 1))).size() == 1)",message="listener ports must be unique, compared as numbers: :6667, 0.0.0.0:6667 and [::]:6667 all use port 6667"
+	// +listType=atomic
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Listeners"
+	Listeners []Listener `json:"listeners"`
+
+	// TLS asks cert-manager for the certificate that TLS listeners serve. Required by TLS listeners and
+	// by a route.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS"
+	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// Route exposes the first TLS listener through an OpenShift Route with passthrough TLS.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Route"
+	Route *RouteSpec `json:"route,omitempty"`
+
+	// Resources are the compute resources of the soju container.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resources",xDescriptors="urn:alm:descriptor:com.tectonic.ui:resourceRequirements"
+	Resources *ResourceRequirements `json:"resources,omitempty"`
+
+	// Database is where the bouncer's PostgreSQL database is made, and what becomes of it when the
+	// bouncer is deleted.
+	// +optional
+	// +kubebuilder:default={}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Database"
+	Database SojuDatabaseSpec `json:"database,omitempty"`
+
+	// AdminUser is soju's first user, an administrator, made (or its password set) before soju starts.
+	// Without it the bouncer has no user until one is made by hand.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Admin User"
+	AdminUser *SojuAdminUser `json:"adminUser,omitempty"`
+}
+
+// SojuDatabaseSpec says on which PostgreSQL server the bouncer's database and role are made.
+type SojuDatabaseSpec struct {
+	// AdminSecretName names a Secret in the bouncer's namespace holding the login the operator makes the
+	// database with: keys host, port, user, password and the optional sslmode (default prefer) and database
+	// (default postgres), the format of a PostgresConnection's Secret. The login needs CREATEROLE and
+	// CREATEDB (or superuser). Empty uses the operator-wide Secret given by --soju-database-secret.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Admin Secret Name",xDescriptors="urn:alm:descriptor:io.kubernetes:Secret"
+	AdminSecretName string `json:"adminSecretName,omitempty"`
+
+	// ReclaimPolicy says what happens to the database and its role when the bouncer is deleted. Delete:
+	// they are dropped once soju's Deployment is gone. Retain: they stay on the server, and a new bouncer
+	// of the same name in the same namespace takes them up again.
+	// +optional
+	// +kubebuilder:default=Delete
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Reclaim Policy"
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+}
+
+// SojuAdminUser is soju's first, administrator, user.
+type SojuAdminUser struct {
+	// Name is the user's soju username.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._-]*$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Name"
+	Name string `json:"name"`
+
+	// PasswordSecret is the user's Secret holding the password, in clear text (soju hashes it). The
+	// operator reads it and never changes or owns it; a new password there is set on the user at the next
+	// start of soju, which the change itself causes.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Password Secret"
+	PasswordSecret SecretKeyRef `json:"passwordSecret"`
+}
+
+// SecretKeyRef names one key of a Secret in the object's namespace.
+type SecretKeyRef struct {
+	// Name is the Secret's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Secret Name",xDescriptors="urn:alm:descriptor:io.kubernetes:Secret"
+	Name string `json:"name"`
+
+	// Key is the Secret key.
+	// +optional
+	// +kubebuilder:default=password
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Key"
+	Key string `json:"key,omitempty"`
+}
+
+// SojuBouncerStatus is what the operator observed of the bouncer.
+type SojuBouncerStatus struct {
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions are Ready plus one condition per part the operator manages.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors="urn:alm:descriptor:io.kubernetes.conditions"
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// DatabaseName is the name of the bouncer's database and of its role on the server.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Database Name"
+	DatabaseName string `json:"databaseName,omitempty"`
+
+	// DatabaseSecretName is the Secret holding the role's credentials ({name}-db).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Database Secret",xDescriptors="urn:alm:descriptor:io.kubernetes:Secret"
+	DatabaseSecretName string `json:"databaseSecretName,omitempty"`
+
+	// ServiceHost is the in-cluster DNS name of the bouncer's Service.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Service Host"
+	ServiceHost string `json:"serviceHost,omitempty"`
+
+	// Ports are the Service ports clients connect to.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ports"
+	Ports []ListenerStatus `json:"ports,omitempty"`
+
+	// RouteHost is the host of the bouncer's Route, once OpenShift admitted it.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Route Host"
+	RouteHost string `json:"routeHost,omitempty"`
+}
+
+// SojuBouncer is an IRC bouncer run by soju: its PostgreSQL database, config, certificate, Service and
+// Route.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=soju,categories=irc
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]{0,58}[a-z0-9])?$')",message="metadata.name must start with a letter and be at most 60 lowercase letters, digits and '-': it names the bouncer's Service, and its Secret {name}-db"
+// +kubebuilder:printcolumn:name="Hostname",type=string,JSONPath=`.spec.hostname`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="Soju IRC Bouncer",resources={{Deployment,v1},{ConfigMap,v1},{Secret,v1},{Service,v1},{Certificate,v1},{Route,v1}}
+type SojuBouncer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the bouncer the user asks for.
+	Spec SojuBouncerSpec `json:"spec"`
+	// Status is what the operator observed.
+	// +optional
+	Status SojuBouncerStatus `json:"status,omitempty"`
+}
+
+// SojuBouncerList is a list of SojuBouncers.
+// +kubebuilder:object:root=true
+type SojuBouncerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SojuBouncer `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SojuBouncer{}, &SojuBouncerList{})
+}

@@ -1,0 +1,119 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+)
+
+func validBouncer() ircv1.SojuBouncerSpec {
+	return ircv1.SojuBouncerSpec{
+		Hostname:  "bouncer.example.com",
+		Title:     "Example \"bouncer\" — for #chat",
+		Listeners: []ircv1.Listener{{Address: ":6697", TLS: true}, {Address: "[::]:6667"}},
+		TLS:       &ircv1.TLSSpec{IssuerRef: ircv1.IssuerRef{Name: "le", Kind: "ClusterIssuer"}},
+		Route:     &ircv1.RouteSpec{Host: "bouncer.example.com"},
+		Database:  ircv1.SojuDatabaseSpec{AdminSecretName: "pg-admin"},
+		AdminUser: &ircv1.SojuAdminUser{Name: "admin", PasswordSecret: ircv1.SecretKeyRef{Name: "soju-admin"}},
+	}
+}
+
+// TestSojuBouncerAdmission checks the SojuBouncer's own rules and that the shared sub-types keep theirs.
+func TestSojuBouncerAdmission(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*ircv1.SojuBouncerSpec)
+		// want is empty for a spec the API server must accept, else a piece of the refusal message.
+		want string
+	}{
+		{name: "the sample", mutate: func(*ircv1.SojuBouncerSpec) {}},
+		{name: "minimal", mutate: func(s *ircv1.SojuBouncerSpec) {
+			*s = ircv1.SojuBouncerSpec{Hostname: "b.example.com", Listeners: []ircv1.Listener{{Address: ":6667"}}}
+		}},
+		{name: "title with a newline", want: "title must not contain line breaks", mutate: func(s *ircv1.SojuBouncerSpec) { s.Title = "a\nb" }},
+		{name: "title with a tab", want: "title must not contain line breaks", mutate: func(s *ircv1.SojuBouncerSpec) { s.Title = "a\tb" }},
+		{name: "title with DEL", want: "title must not contain line breaks", mutate: func(s *ircv1.SojuBouncerSpec) { s.Title = "a\x7fb" }},
+		{name: "title too long", want: "spec.title: Too long", mutate: func(s *ircv1.SojuBouncerSpec) { s.Title = strings.Repeat("t", 256) }},
+		{name: "hostname without a dot", want: "hostname must be a lowercase DNS name", mutate: func(s *ircv1.SojuBouncerSpec) { s.Hostname = "bouncer" }},
+		{name: "tls listener without tls", want: "spec.tls is required when a listener has tls: true", mutate: func(s *ircv1.SojuBouncerSpec) {
+			s.TLS, s.Route = nil, nil
+		}},
+		{name: "route without a tls listener", want: "spec.route needs a listener with tls: true", mutate: func(s *ircv1.SojuBouncerSpec) {
+			s.Listeners = []ircv1.Listener{{Address: ":6667"}}
+		}},
+		{name: "route host not covered", want: "spec.route.host must be covered by the certificate", mutate: func(s *ircv1.SojuBouncerSpec) {
+			s.Route.Host = "other.example.com"
+		}},
+		{name: "duplicate port", want: "listener ports must be unique", mutate: func(s *ircv1.SojuBouncerSpec) { s.Listeners[1].Address = "0.0.0.0:6697" }},
+		{name: "loopback listener", want: "address must be :port, 0.0.0.0:port or [::]:port", mutate: func(s *ircv1.SojuBouncerSpec) {
+			s.Listeners[1].Address = "127.0.0.1:6667"
+		}},
+		{name: "no listeners", want: "spec.listeners", mutate: func(s *ircv1.SojuBouncerSpec) { s.Listeners = nil }},
+		{name: "admin secret name", want: "spec.database.adminSecretName", mutate: func(s *ircv1.SojuBouncerSpec) { s.Database.AdminSecretName = "Not_A_Name" }},
+		{name: "reclaim policy", want: "spec.database.reclaimPolicy: Unsupported value", mutate: func(s *ircv1.SojuBouncerSpec) { s.Database.ReclaimPolicy = "Keep" }},
+		{name: "retain", mutate: func(s *ircv1.SojuBouncerSpec) { s.Database.ReclaimPolicy = ircv1.ReclaimRetain }},
+		{name: "admin user with a space", want: "spec.adminUser.name", mutate: func(s *ircv1.SojuBouncerSpec) { s.AdminUser.Name = "the admin" }},
+		{name: "admin user starting with a dash", want: "spec.adminUser.name", mutate: func(s *ircv1.SojuBouncerSpec) { s.AdminUser.Name = "-admin" }},
+		{name: "admin user too long", want: "spec.adminUser.name: Too long", mutate: func(s *ircv1.SojuBouncerSpec) { s.AdminUser.Name = strings.Repeat("a", 65) }},
+		{name: "admin user empty", want: "spec.adminUser.name", mutate: func(s *ircv1.SojuBouncerSpec) { s.AdminUser.Name = "" }},
+		{name: "password secret name", want: "spec.adminUser.passwordSecret.name", mutate: func(s *ircv1.SojuBouncerSpec) { s.AdminUser.PasswordSecret.Name = "A" }},
+		{name: "password secret key", want: "spec.adminUser.passwordSecret.key", mutate: func(s *ircv1.SojuBouncerSpec) { s.AdminUser.PasswordSecret.Key = "a/b" }},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := validBouncer()
+			tt.mutate(&spec)
+			b := &ircv1.SojuBouncer{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "soju-" + itoa(i)}, Spec: spec}
+			err := c.Create(context.Background(), b)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused a valid spec: %v", err)
+			case tt.want == "":
+				return
+			case err == nil:
+				t.Fatalf("accepted an invalid spec; want an error containing %q", tt.want)
+			case !apierrors.IsInvalid(err):
+				t.Fatalf("got %v, want an Invalid error", err)
+			case !strings.Contains(err.Error(), tt.want):
+				t.Fatalf("error %q does not contain %q", err.Error(), tt.want)
+			}
+		})
+	}
+}
+
+func TestSojuBouncerNames(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"soju": true, "my-bouncer-2": true, "2nd": false, strings.Repeat("a", 60): true, strings.Repeat("a", 61): false,
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := &ircv1.SojuBouncer{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: validBouncer()}
+			err := c.Create(context.Background(), b)
+			if ok && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !ok && (err == nil || !strings.Contains(err.Error(), "it names the bouncer's Service")) {
+				t.Fatalf("got %v, want a refusal explaining the name rule", err)
+			}
+		})
+	}
+}
+
+func TestSojuBouncerDefaults(t *testing.T) {
+	spec := validBouncer()
+	spec.Database = ircv1.SojuDatabaseSpec{}
+	b := &ircv1.SojuBouncer{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "soju-defaults"}, Spec: spec}
+	if err := c.Create(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Spec.Database.ReclaimPolicy; got != ircv1.ReclaimDelete {
+		t.Errorf("reclaimPolicy defaulted to %q, want Delete", got)
+	}
+	if got := b.Spec.AdminUser.PasswordSecret.Key; got != "password" {
+		t.Errorf("password key defaulted to %q, want password", got)
+	}
+}
