@@ -1,0 +1,4 @@
+// Package source fetches one commit of a project's Git repository into a bounded on-disk cache: shallow,
+// exactly the commit an Environment names, with only regular files written (no symlinks, no submodules),
+// so what the deploy renders is the repository's content at that commit and nothing else.
+package source
