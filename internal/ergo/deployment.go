@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/ircnet"
 )
 
 // Options are the cluster facts the Deployment depends on.
@@ -165,21 +166,8 @@ func resourceList(in map[corev1.ResourceName]resource.Quantity) corev1.ResourceL
 	return out
 }
 
-// probePort is the container port the probes connect to: the first plaintext listener, else the first
-// listener. A TCP probe never speaks IRC or TLS, so any listener proves the same thing: ergo loaded its
-// config and bound its sockets.
-func probePort(n *ircv1.ErgoNetwork) (string, bool) {
-	ports := ServicePorts(n)
-	for _, p := range ports {
-		if !p.TLS {
-			return p.Name, true
-		}
-	}
-	if len(ports) > 0 {
-		return ports[0].Name, true
-	}
-	return "", false
-}
+// probePort is the container port the probes connect to (see ircnet.ProbePort).
+func probePort(n *ircv1.ErgoNetwork) (string, bool) { return ircnet.ProbePort(ServicePorts(n)) }
 
 // probes are plain TCP connects, the only check ergo's image allows without a client binary or an
 // authenticated API. Each connect comes from the node's address, which BuildConfig exempts from ergo's

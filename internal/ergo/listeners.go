@@ -1,70 +1,19 @@
 package ergo
 
 import (
-	"fmt"
-	"net"
-	"strconv"
-
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/ircnet"
 )
 
 // ListenerPort returns the port of a listener address in ergo's "[host]:port" form (":6697",
 // "0.0.0.0:6667", "[::]:6697").
-func ListenerPort(address string) (int32, error) {
-	_, portStr, err := net.SplitHostPort(address)
-	if err != nil {
-		return 0, fmt.Errorf("listener address %q: %w", address, err)
-	}
-	// Base 10 and 16 bits: no signs, no hex, nothing a Service port could not hold.
-	port, err := strconv.ParseUint(portStr, 10, 16)
-	if err != nil || port == 0 {
-		return 0, fmt.Errorf("listener address %q: port %q is not a number between 1 and 65535", address, portStr)
-	}
-	return int32(port), nil
-}
+func ListenerPort(address string) (int32, error) { return ircnet.ListenerPort(address) }
 
-// portName names a listener's Service and container port. IANA_SVC_NAME allows 15 characters, and
-// "ircs-65535" is the longest this can produce.
-func portName(port int32, tls bool) string {
-	if tls {
-		return "ircs-" + strconv.Itoa(int(port))
-	}
-	return "irc-" + strconv.Itoa(int(port))
-}
-
-// ServicePorts lists one port per listener, in spec order. Listeners whose address does not parse, or
-// whose port an earlier listener already took, are left out: the CRD rejects both, and a Service with
-// a broken or duplicate port would be refused as a whole.
-func ServicePorts(n *ircv1.ErgoNetwork) []ircv1.ListenerStatus {
-	var ports []ircv1.ListenerStatus
-	seen := map[int32]bool{}
-	for _, l := range n.Spec.Listeners {
-		port, err := ListenerPort(l.Address)
-		if err != nil || seen[port] {
-			continue
-		}
-		seen[port] = true
-		ports = append(ports, ircv1.ListenerStatus{Name: portName(port, l.TLS), Port: port, TLS: l.TLS})
-	}
-	return ports
-}
+// ServicePorts lists one port per listener, in spec order (see ircnet.Ports).
+func ServicePorts(n *ircv1.ErgoNetwork) []ircv1.ListenerStatus { return ircnet.Ports(n.Spec.Listeners) }
 
 // TLSListenerPort is the first TLS listener's port: the one a Route passes TLS through to.
 func TLSListenerPort(n *ircv1.ErgoNetwork) (int32, bool) {
-	for _, p := range ServicePorts(n) {
-		if p.TLS {
-			return p.Port, true
-		}
-	}
-	return 0, false
-}
-
-// tlsListenerPortName is the Service port name of TLSListenerPort.
-func tlsListenerPortName(n *ircv1.ErgoNetwork) (string, bool) {
-	for _, p := range ServicePorts(n) {
-		if p.TLS {
-			return p.Name, true
-		}
-	}
-	return "", false
+	p, ok := ircnet.FirstTLS(ServicePorts(n))
+	return p.Port, ok
 }

@@ -2,31 +2,13 @@ package ergo
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/ircnet"
 )
 
 // Service exposes every listener inside the cluster, one named TCP port each. Target ports refer to
 // the container ports by name, so Service and Deployment cannot disagree about numbers.
 func Service(n *ircv1.ErgoNetwork) *corev1.Service {
-	var ports []corev1.ServicePort
-	for _, p := range ServicePorts(n) {
-		ports = append(ports, corev1.ServicePort{
-			Name:       p.Name,
-			Protocol:   corev1.ProtocolTCP,
-			Port:       p.Port,
-			TargetPort: intstr.FromString(p.Name),
-		})
-	}
-	return &corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: objectMeta(n, ServiceName(n)),
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeClusterIP,
-			Selector: SelectorLabels(n),
-			Ports:    ports,
-		},
-	}
+	return ircnet.Service(childMeta(n), ServiceName(n), ServicePorts(n))
 }
