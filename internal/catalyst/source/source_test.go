@@ -12,10 +12,10 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst/source/sourcetest"
 )
 
-// fixture is a repository with two commits on main and one on branch other, served over https.
+// fixture is a repository with two commits on main.
 type fixture struct {
 	repo                 *sourcetest.Repo
-	first, second, other string
+	first, second string
 }
 
 func newFixture(t *testing.T, root string) fixture {

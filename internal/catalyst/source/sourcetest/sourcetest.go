@@ -185,7 +185,7 @@ func (s *Server) advertise(w http.ResponseWriter, r *http.Request, sess transpor
 func (s *Server) uploadPack(w http.ResponseWriter, r *http.Request, sess transport.UploadPackSession) {
 	req := packp.NewUploadPackRequest()
 	body := io.Reader(r.Body)
-	if err := req.UploadRequest.Decode(body); err != nil {
+	if err := req.Decode(body); err != nil {
 		http.Error(w, fmt.Sprintf("decode request: %v", err), http.StatusBadRequest)
 		return
 	}
