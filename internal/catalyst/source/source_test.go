@@ -14,7 +14,7 @@ import (
 
 // fixture is a repository with two commits on main.
 type fixture struct {
-	repo                 *sourcetest.Repo
+	repo          *sourcetest.Repo
 	first, second string
 }
 
