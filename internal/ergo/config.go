@@ -2,14 +2,13 @@ package ergo
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/platform-operator/platform-operator/internal/ircnet"
 )
 
 // RenderConfig marshals c to YAML. Output is deterministic: struct fields and map keys come out
@@ -58,12 +57,5 @@ func escapeYAMLForbidden(j []byte) []byte {
 // serving certificate (ergo reads it only at start, so a certificate cert-manager renewed must restart
 // it). Each part is length-prefixed so bytes cannot move between them unnoticed.
 func ConfigDigest(rendered, operHash, tlsCert []byte) string {
-	h := sha256.New()
-	for _, part := range [][]byte{rendered, operHash, tlsCert} {
-		var size [8]byte
-		binary.BigEndian.PutUint64(size[:], uint64(len(part)))
-		h.Write(size[:])
-		h.Write(part)
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return ircnet.Digest(rendered, operHash, tlsCert)
 }

@@ -5,7 +5,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
@@ -85,16 +84,7 @@ func podSpec(n *ircv1.ErgoNetwork, image string, openShift bool) corev1.PodSpec 
 }
 
 func podSecurityContext(openShift bool) *corev1.PodSecurityContext {
-	sc := &corev1.PodSecurityContext{
-		RunAsNonRoot:   ptr.To(true),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
-	if !openShift {
-		sc.RunAsUser = ptr.To(ergoUID)
-		sc.RunAsGroup = ptr.To(ergoUID)
-		sc.FSGroup = ptr.To(ergoUID)
-	}
-	return sc
+	return ircnet.PodSecurityContext(openShift, ergoUID)
 }
 
 func container(n *ircv1.ErgoNetwork, image string) corev1.Container {
@@ -116,17 +106,8 @@ func container(n *ircv1.ErgoNetwork, image string) corev1.Container {
 			{Name: dataVolume, MountPath: dataDir},
 			{Name: tmpVolume, MountPath: "/tmp"},
 		},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			ReadOnlyRootFilesystem:   ptr.To(true),
-		},
-	}
-	if r := n.Spec.Resources; r != nil {
-		c.Resources = corev1.ResourceRequirements{
-			Requests: resourceList(r.Requests),
-			Limits:   resourceList(r.Limits),
-		}
+		SecurityContext: ircnet.ContainerSecurityContext(),
+		Resources:       ircnet.Resources(n.Spec.Resources),
 	}
 	if port, ok := probePort(n); ok {
 		c.StartupProbe, c.ReadinessProbe, c.LivenessProbe = probes(port)
@@ -155,32 +136,13 @@ func env(n *ircv1.ErgoNetwork) []corev1.EnvVar {
 	}}
 }
 
-func resourceList(in map[corev1.ResourceName]resource.Quantity) corev1.ResourceList {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make(corev1.ResourceList, len(in))
-	for name, q := range in {
-		out[name] = q.DeepCopy()
-	}
-	return out
-}
-
 // probePort is the container port the probes connect to (see ircnet.ProbePort).
 func probePort(n *ircv1.ErgoNetwork) (string, bool) { return ircnet.ProbePort(ServicePorts(n)) }
 
-// probes are plain TCP connects, the only check ergo's image allows without a client binary or an
-// authenticated API. Each connect comes from the node's address, which BuildConfig exempts from ergo's
-// per-IP limits, so probes neither get refused nor eat into what real clients on that address may open.
-// The startup probe gives a first start (or a datastore upgrade) up to five minutes before liveness
-// takes over.
-func probes(port string) (startup, readiness, liveness *corev1.Probe) {
-	handler := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(port)}}
-	startup = &corev1.Probe{ProbeHandler: handler, PeriodSeconds: 5, TimeoutSeconds: 3, FailureThreshold: 60}
-	readiness = &corev1.Probe{ProbeHandler: handler, PeriodSeconds: 10, TimeoutSeconds: 3, FailureThreshold: 3}
-	liveness = &corev1.Probe{ProbeHandler: handler, PeriodSeconds: 30, TimeoutSeconds: 5, FailureThreshold: 3}
-	return startup, readiness, liveness
-}
+// probes are plain TCP connects (ircnet.Probes). Each connect comes from the node's address, which
+// BuildConfig exempts from ergo's per-IP limits, so probes neither get refused nor eat into what real
+// clients on that address may open.
+func probes(port string) (startup, readiness, liveness *corev1.Probe) { return ircnet.Probes(port) }
 
 // volumes puts the config and the certificate into one projected volume at /etc/ergo. Two volumes, one
 // mounted inside the other, would need kubelet to create the tls mount point inside a read-only
