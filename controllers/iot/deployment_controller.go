@@ -64,6 +64,8 @@ type DeploymentReconciler struct {
 
 	store    atomic.Pointer[store.Store]
 	counters fleet.Counters
+	index    fleet.Index
+	plans    plans
 	status   *reconcile.StatusWriter
 	wake     chan event.TypedGenericEvent[*iotv1.Deployment]
 	// devicesChanged is set by the device watch and cleared by the ticker that wakes every Deployment.
@@ -94,6 +96,9 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.status.Forget(req.NamespacedName)
+			key := fleet.DeploymentKey{Namespace: req.Namespace, Name: req.Name}
+			r.index.Forget(key)
+			r.plans.forget(key)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -116,6 +121,9 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 	s := r.newScope(d, st)
 	res, err = reconcile.Run(ctx, s, r.reconcileDesiredState)
+	if s.counting {
+		return res, err // no status from half a count
+	}
 	if werr := r.status.Write(ctx, d, s.summarize(r.clock())); werr != nil {
 		err = errors.Join(err, werr)
 	}
@@ -141,6 +149,8 @@ func (r *DeploymentReconciler) finalize(ctx context.Context, d *iotv1.Deployment
 		n, err := 0, errors.New("not connected to NATS yet")
 		if st != nil {
 			r.counters.Forget(key)
+			r.index.Forget(key)
+			r.plans.forget(key)
 			n, err = st.PurgeDeployment(ctx, key)
 		}
 		if err != nil {

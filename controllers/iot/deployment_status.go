@@ -28,6 +28,7 @@ type scope struct {
 	progress        fleet.Progress
 	hold            fleet.Hold
 	stale           int
+	counting        bool
 	requeue         ctrl.Result
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/fleet"
+	"github.com/platform-operator/platform-operator/internal/fleet/store"
 )
 
 // natsRetry is how soon a Deployment is tried again after NATS failed a request.
@@ -36,24 +38,58 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *sco
 		return ctrl.Result{}, nil
 	}
 
-	// One pass over the registry and the heartbeats: the selected devices, and which of them are alive.
-	// What this holds lives only for this reconcile; the operator keeps no device between reconciles.
+	counts, ok := r.index.Select(s.key, sel.String(), sel)
+	if !ok {
+		// The index is counting the devices of a new selector; its end wakes every Deployment.
+		s.counting = true
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	gen := s.d.Generation
+	s.snapshot = r.counters.Snapshot(s.key)
+	cur := s.snapshot.ByGeneration[gen]
+	s.progress = fleet.Progress{Matched: int(counts.Matched), Succeeded: int(cur.Running), Failed: int(cur.Failed)}
+	s.stale = int(counts.Stale)
+
+	// The status comes from the counters and the index alone. The devices are read only when the
+	// selection, the generation or the rollout's next step calls for it.
+	p, full := r.plans.get(s.key), false
+	switch {
+	case p == nil || p.generation != gen || p.epoch != counts.Epoch || p.selector != sel.String() || r.clock().Sub(p.at) > planMaxAge:
+		full = true
+	default:
+		s.progress.Published = p.published
+		if !s.d.Spec.Paused {
+			target, hold := fleet.Target(s.d.Spec.Rollout, s.progress)
+			s.hold, full = hold, target > p.published
+		}
+	}
+	if !full {
+		return ctrl.Result{}, nil
+	}
+	published, err := r.publish(ctx, s, st, sel)
+	if err != nil {
+		return s.natsFailed(err)
+	}
+	r.plans.set(s.key, &plan{generation: gen, epoch: counts.Epoch, selector: sel.String(), published: published, at: r.clock()})
+	return ctrl.Result{}, nil
+}
+
+// publish is the reconcile's pass over the devices: it withdraws the Deployment from devices no longer
+// selected, and gives the current generation to as many selected devices as the rollout allows now. It
+// returns how many selected devices have the current generation. What it reads lives only for this pass.
+func (r *DeploymentReconciler) publish(ctx context.Context, s *scope, st *store.Store, sel labels.Selector) (int, error) {
 	var matched []string
 	if err := st.EachDevice(ctx, func(d *fleet.DeviceInfo) {
 		if sel.Matches(labels.Set(d.Labels)) {
 			matched = append(matched, d.ID)
 		}
 	}); err != nil {
-		return s.natsFailed(err)
+		return 0, err
 	}
 	slices.Sort(matched)
-	alive := map[string]bool{}
-	if err := st.Alive(ctx, func(id string) { alive[id] = true }); err != nil {
-		return s.natsFailed(err)
-	}
 	desiredGen := map[string]int64{}
 	if err := st.EachDesired(ctx, s.key, func(device string, d *fleet.Desired) { desiredGen[device] = d.Generation }); err != nil {
-		return s.natsFailed(err)
+		return 0, err
 	}
 
 	// Withdraw from devices no longer selected (or no longer registered).
@@ -63,7 +99,7 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *sco
 			continue
 		}
 		if err := st.Withdraw(ctx, device, s.key); err != nil {
-			return s.natsFailed(err)
+			return 0, err
 		}
 		delete(desiredGen, device)
 		withdrawn++
@@ -73,22 +109,20 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *sco
 	}
 
 	gen := s.d.Generation
-	s.snapshot = r.counters.Snapshot(s.key)
-	cur := s.snapshot.ByGeneration[gen]
-	s.progress = fleet.Progress{Matched: len(matched), Succeeded: int(cur.Running), Failed: int(cur.Failed)}
+	s.progress.Published = 0
 	for _, device := range matched {
 		if desiredGen[device] == gen {
 			s.progress.Published++
 		}
-		if _, published := desiredGen[device]; published && !alive[device] {
-			s.stale++
-		}
 	}
 	if s.d.Spec.Paused {
-		return ctrl.Result{}, nil
+		return s.progress.Published, nil
 	}
-
-	target, hold := fleet.Target(s.d.Spec.Rollout, s.progress)
+	// The rollout's step from the devices just read (the index may lag them by a change, which wakes
+	// this Deployment again).
+	now := s.progress
+	now.Matched = len(matched)
+	target, hold := fleet.Target(s.d.Spec.Rollout, now)
 	s.hold = hold
 	desired := fleet.Desired{Generation: gen, Score: s.d.Spec.Score}
 	published := 0
@@ -100,20 +134,57 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *sco
 			continue
 		}
 		if _, err := st.Publish(ctx, device, s.key, desired); err != nil {
-			return s.natsFailed(err)
+			return 0, err
 		}
 		s.progress.Published++
 		published++
 	}
 	if published > 0 {
 		s.Recorder.Eventf(s.d, "Normal", iotv1.EventPublished, "published generation %d to %d devices (%d of %d selected)",
-			gen, published, s.progress.Published, s.progress.Matched)
+			gen, published, s.progress.Published, len(matched))
 	}
-	if len(matched) > 0 {
-		// Heartbeats expire without an event the counters see: look again when one could have.
-		s.requeue = ctrl.Result{RequeueAfter: st.HeartbeatTTL}
+	return s.progress.Published, nil
+}
+
+// planMaxAge is how long a Deployment goes without a pass over its devices while nothing calls for one:
+// a pass corrects desired state changed behind the operator's back.
+const planMaxAge = 10 * time.Minute
+
+// plan is what the last pass over a Deployment's devices found: enough to write its status, and to know
+// when the next pass is due, without reading the devices. One per Deployment, never one per device.
+type plan struct {
+	generation int64
+	epoch      uint64
+	selector   string
+	published  int
+	at         time.Time
+}
+
+// plans are the Deployments' last passes.
+type plans struct {
+	mu sync.Mutex
+	m  map[fleet.DeploymentKey]*plan
+}
+
+func (p *plans) get(k fleet.DeploymentKey) *plan {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[k]
+}
+
+func (p *plans) set(k fleet.DeploymentKey, v *plan) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[fleet.DeploymentKey]*plan{}
 	}
-	return ctrl.Result{}, nil
+	p.m[k] = v
+}
+
+func (p *plans) forget(k fleet.DeploymentKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, k)
 }
 
 // natsFailed records a NATS failure: Progressing says so, and the error requeues the Deployment.

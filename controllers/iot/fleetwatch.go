@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -12,9 +11,10 @@ import (
 )
 
 // fleetWatch is the manager runnable that follows the fleet in NATS: it folds the state bucket into the
-// counters, notes device registry changes, and every StatusInterval wakes the Deployments whose counts
-// changed (all of them after a device change or a recount), so that a Deployment's status is written at
-// most once per interval however fast its devices move.
+// phase counters and the device and heartbeat buckets into the index (matched and stale devices per
+// selector), and every StatusInterval wakes the Deployments whose counts changed (all of them after a
+// recount), so that a Deployment's status is written at most once per interval however fast its devices
+// move.
 type fleetWatch struct {
 	r *DeploymentReconciler
 }
@@ -34,7 +34,14 @@ func (w *fleetWatch) Start(ctx context.Context) error {
 			log.Error(err, "fold the state bucket")
 		}
 	}()
-	go w.watchDevices(ctx)
+	go func() {
+		if err := r.store.Load().FoldIndex(ctx, &r.index, func() {
+			log.Info("fleet device index in step with the device and heartbeat buckets", "recounts", r.index.Recounts())
+			r.devicesChanged.Store(true)
+		}); err != nil {
+			log.Error(err, "fold the device and heartbeat buckets")
+		}
+	}()
 
 	interval := r.StatusInterval
 	if interval <= 0 {
@@ -59,50 +66,11 @@ func (w *fleetWatch) Start(ctx context.Context) error {
 				r.wakeUp(ctx, types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name})
 			}
 			r.counters.Dirty() // every Deployment is woken already
+			r.index.Dirty()
 			continue
 		}
-		for _, d := range r.counters.Dirty() {
+		for _, d := range append(r.counters.Dirty(), r.index.Dirty()...) {
 			r.wakeUp(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Name})
-		}
-	}
-}
-
-// watchDevices flags every change of the device registry (a device registered, relabelled or
-// removed): selectors are evaluated again.
-func (w *fleetWatch) watchDevices(ctx context.Context) {
-	for ctx.Err() == nil {
-		kw, err := w.r.store.Load().Devices.WatchAll(ctx, jetstream.UpdatesOnly())
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "watch the device registry")
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		w.follow(ctx, kw)
-		_ = kw.Stop()
-	}
-}
-
-func (w *fleetWatch) follow(ctx context.Context, kw jetstream.KeyWatcher) {
-	reconnected := w.r.store.Load().Reconnected()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-reconnected:
-			// Changes during the outage were missed: look at every Deployment again, and watch anew.
-			w.r.devicesChanged.Store(true)
-			return
-		case e, ok := <-kw.Updates():
-			if !ok {
-				return
-			}
-			if e != nil {
-				w.r.devicesChanged.Store(true)
-			}
 		}
 	}
 }

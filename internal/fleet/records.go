@@ -42,12 +42,64 @@ type Inventory struct {
 }
 
 // DeviceInfo is a device's record in BucketDevices: its labels, which deployments select on, and its
-// inventory.
+// inventory. Like a State, it is written only on change, with compare-and-swap on the revision of the
+// record it replaces, and says what that record's labels were (Previous): the operator moves its
+// per-selector count of matched devices from the previous labels to the new ones without remembering any
+// device. A removed device keeps a record with Removed set (a tombstone), so that its removal is counted
+// too.
 type DeviceInfo struct {
 	Version   int               `json:"v"`
 	ID        string            `json:"id"`
 	Labels    map[string]string `json:"labels,omitempty"`
 	Inventory Inventory         `json:"inventory"`
+	// Removed marks the tombstone of a removed device: it has no labels and no deployment selects it.
+	Removed bool `json:"removed,omitempty"`
+	// Previous is the record this one replaced; nil for a device's first record.
+	Previous *DeviceLabels `json:"previous,omitempty"`
+}
+
+// DeviceLabels are what a selector sees of a device record: its labels, or that it is a tombstone.
+type DeviceLabels struct {
+	Labels  map[string]string `json:"labels,omitempty"`
+	Removed bool              `json:"removed,omitempty"`
+}
+
+// Selectable says whether the record is a device deployments may select: registered and not removed.
+func (l *DeviceLabels) Selectable() bool { return l != nil && !l.Removed }
+
+// Selection is the record's labels for a selector: nil for a tombstone.
+func (d *DeviceInfo) Selection() *DeviceLabels {
+	return &DeviceLabels{Labels: d.Labels, Removed: d.Removed}
+}
+
+// Heartbeat is a device's record in BucketHeartbeats. The agent writes one every third of the bucket's
+// TTL, with compare-and-swap on the revision of the record it replaces; a device that stops lets the
+// bucket's TTL remove its key, which leaves a marker the operator sees. The operator then writes a
+// lapsed record (Lapsed set, kept until the device comes back: it never expires) with the labels the
+// device had, and counts the device stale under those labels; the agent's first heartbeat after that
+// says which lapse it replaced (Replaced), which counts the device out again. A lapsed record is
+// rewritten (Replaced and Lapsed) when a lapsed device is relabelled or removed. So the stale counts move
+// with records, as the phase counts do, and the operator keeps no list of devices.
+type Heartbeat struct {
+	Version int       `json:"v"`
+	At      time.Time `json:"at"`
+	// Lapsed is set on the operator's record of a lapsed device: the labels it is counted stale under
+	// (nil labels: the device was removed, and counts nowhere).
+	Lapsed *DeviceLabels `json:"lapsed,omitempty"`
+	// Replaced is the lapse this record replaced, if it replaced a lapsed record.
+	Replaced *DeviceLabels `json:"replaced,omitempty"`
+}
+
+// DecodeHeartbeat reads a Heartbeat, refusing other contract versions.
+func DecodeHeartbeat(data []byte) (*Heartbeat, error) {
+	var h Heartbeat
+	if err := json.Unmarshal(data, &h); err != nil {
+		return nil, fmt.Errorf("decode heartbeat: %w", err)
+	}
+	if h.Version != ContractVersion {
+		return nil, fmt.Errorf("heartbeat record of contract version %d, want %d", h.Version, ContractVersion)
+	}
+	return &h, nil
 }
 
 // Desired is a device's desired state for one deployment in BucketDesired.

@@ -100,10 +100,13 @@ func (a *Agent) wait(ctx context.Context) bool {
 
 func (a *Agent) heartbeats(ctx context.Context) {
 	every := a.Store.HeartbeatTTL / 3
+	var rev uint64 // the revision of this agent's last heartbeat: the next one replaces it
 	for {
-		if err := a.Store.Heartbeat(ctx, a.Device.ID); err != nil && ctx.Err() == nil {
+		next, err := a.Store.Heartbeat(ctx, a.Device.ID, rev)
+		if err != nil && ctx.Err() == nil {
 			a.Log.Error(err, "heartbeat")
 		}
+		rev = next
 		select {
 		case <-ctx.Done():
 			return

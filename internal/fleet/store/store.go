@@ -23,6 +23,15 @@ const DefaultHeartbeatTTL = 30 * time.Second
 // StateHistory is how many records per key the state bucket keeps (the most JetStream allows).
 const StateHistory = 64
 
+// HeartbeatHistory is how many records per key the heartbeat bucket keeps: enough for a watch that lags
+// a few heartbeats behind to find each revision still in the stream.
+const HeartbeatHistory = 8
+
+// LapseMarkerTTL is how long the heartbeat bucket keeps the marker of a lapsed heartbeat: the operator,
+// when it is running, replaces it at once with a lapsed record; one that was down longer than this misses
+// the lapse (the device is then not counted stale until it comes back and lapses again).
+const LapseMarkerTTL = 24 * time.Hour
+
 // Store reads and writes the fleet's buckets.
 type Store struct {
 	Devices, Desired, State, Heartbeats jetstream.KeyValue
@@ -32,6 +41,7 @@ type Store struct {
 	mu         sync.Mutex
 	reconnects chan struct{}
 	nc         *nats.Conn
+	js         jetstream.JetStream
 }
 
 // Conn is the connection the store uses (nil for a Store made by hand).
@@ -42,7 +52,7 @@ func (s *Store) Conn() *nats.Conn { return s.nc }
 // consumer's missed heartbeats after a NATS restart.
 func (s *Store) watchReconnects(js jetstream.JetStream) {
 	s.reconnects = make(chan struct{})
-	s.nc = js.Conn()
+	s.nc, s.js = js.Conn(), js
 	if nc := s.nc; nc != nil {
 		nc.SetReconnectHandler(func(*nats.Conn) {
 			s.mu.Lock()
@@ -90,45 +100,141 @@ func Open(ctx context.Context, js jetstream.JetStream, heartbeatTTL time.Duratio
 	if s.State, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketState, History: StateHistory, Description: "fleet contract v1: device state per deployment"}); err != nil {
 		return nil, err
 	}
-	if s.Heartbeats, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketHeartbeats, TTL: heartbeatTTL, Description: "fleet contract v1: device liveness"}); err != nil {
+	// A key whose TTL lapses leaves a marker (kept LapseMarkerTTL) that the operator turns into a lapsed
+	// record; History keeps a lagging watch gap-free as for the state bucket.
+	if s.Heartbeats, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketHeartbeats, TTL: heartbeatTTL, History: HeartbeatHistory,
+		LimitMarkerTTL: max(LapseMarkerTTL, heartbeatTTL), Description: "fleet contract v1: device liveness"}); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// RegisterDevice writes a device's record (labels and inventory), only when it changed.
+// RegisterDevice writes a device's record (labels and inventory), only when it changed, with
+// compare-and-swap on the record it replaces, whose labels it names (fleet.DeviceInfo.Previous).
 func (s *Store) RegisterDevice(ctx context.Context, info fleet.DeviceInfo) error {
 	if err := fleet.ValidDeviceID(info.ID); err != nil {
 		return err
 	}
-	info.Version = fleet.ContractVersion
-	_, err := putIfChanged(ctx, s.Devices, fleet.DeviceKey(info.ID), fleet.Encode(info))
-	return err
+	info.Version, info.Removed = fleet.ContractVersion, false
+	return s.replaceDevice(ctx, info.ID, func(cur *fleet.DeviceInfo) *fleet.DeviceInfo {
+		n := info
+		if cur != nil {
+			n.Previous = cur.Selection()
+		}
+		return &n
+	})
 }
 
-// RemoveDevice deletes a device's record: deployments stop selecting it.
+// RemoveDevice replaces a device's record with a tombstone: deployments stop selecting it, and withdraw
+// what they gave it.
 func (s *Store) RemoveDevice(ctx context.Context, id string) error {
-	return s.Devices.Delete(ctx, fleet.DeviceKey(id))
+	return s.replaceDevice(ctx, id, func(cur *fleet.DeviceInfo) *fleet.DeviceInfo {
+		if cur == nil || cur.Removed {
+			return nil
+		}
+		return &fleet.DeviceInfo{Version: fleet.ContractVersion, ID: id, Removed: true, Previous: cur.Selection()}
+	})
 }
 
-// Heartbeat marks a device alive for HeartbeatTTL.
-func (s *Store) Heartbeat(ctx context.Context, id string) error {
-	_, err := s.Heartbeats.Put(ctx, fleet.DeviceKey(id), []byte(time.Now().UTC().Format(time.RFC3339)))
-	return err
+// replaceDevice writes next(current record) over a device's record with compare-and-swap, unless next
+// returns nil or the same record (Previous aside).
+func (s *Store) replaceDevice(ctx context.Context, id string, next func(*fleet.DeviceInfo) *fleet.DeviceInfo) error {
+	key := fleet.DeviceKey(id)
+	for attempt := 0; ; attempt++ {
+		var (
+			cur *fleet.DeviceInfo
+			rev uint64
+		)
+		e, err := s.Devices.Get(ctx, key)
+		switch {
+		case err == nil:
+			rev = e.Revision()
+			if cur, err = fleet.DecodeDevice(e.Value()); err != nil {
+				cur = nil // an unreadable record is replaced as if absent, keeping the CAS
+			}
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+		default:
+			return fmt.Errorf("read device %s: %w", id, err)
+		}
+		n := next(cur)
+		if n == nil || (cur != nil && sameDevice(cur, n)) {
+			return nil
+		}
+		if rev == 0 {
+			_, err = s.Devices.Create(ctx, key, fleet.Encode(n))
+		} else {
+			_, err = s.Devices.Update(ctx, key, fleet.Encode(n), rev)
+		}
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return fmt.Errorf("write device %s: %w", id, err)
+		}
+		if attempt >= 100 {
+			return fmt.Errorf("write device %s: lost the compare-and-swap race %d times", id, attempt+1)
+		}
+	}
+}
+
+// sameDevice says whether two device records say the same, whatever they replaced.
+func sameDevice(a, b *fleet.DeviceInfo) bool {
+	x, y := *a, *b
+	x.Previous, y.Previous = nil, nil
+	return bytes.Equal(fleet.Encode(x), fleet.Encode(y))
+}
+
+// Heartbeat marks a device alive for HeartbeatTTL. last is the revision of the device's previous
+// heartbeat as this caller wrote it (0: none known); the result is the new one's, for the next call.
+// It writes with compare-and-swap, so that a heartbeat that replaces the operator's lapsed record says
+// so (fleet.Heartbeat.Replaced) and the device is counted out of stale exactly once.
+func (s *Store) Heartbeat(ctx context.Context, id string, last uint64) (uint64, error) {
+	key := fleet.DeviceKey(id)
+	beat := fleet.Heartbeat{Version: fleet.ContractVersion, At: time.Now().UTC()}
+	if last > 0 {
+		if rev, err := s.Heartbeats.Update(ctx, key, fleet.Encode(beat), last); err == nil {
+			return rev, nil
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		b := beat
+		var (
+			rev uint64
+			err error
+		)
+		e, gerr := s.Heartbeats.Get(ctx, key)
+		switch {
+		case gerr == nil:
+			if h, derr := fleet.DecodeHeartbeat(e.Value()); derr == nil && h.Lapsed != nil {
+				b.Replaced = h.Lapsed
+			}
+			rev, err = s.Heartbeats.Update(ctx, key, fleet.Encode(b), e.Revision())
+		case errors.Is(gerr, jetstream.ErrKeyNotFound) || errors.Is(gerr, jetstream.ErrKeyDeleted):
+			// Absent, or the marker of a lapse the operator has not recorded yet: Create replaces
+			// the marker with compare-and-swap too.
+			rev, err = s.Heartbeats.Create(ctx, key, fleet.Encode(b))
+		default:
+			return 0, fmt.Errorf("read heartbeat of %s: %w", id, gerr)
+		}
+		if err == nil {
+			return rev, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return 0, fmt.Errorf("write heartbeat of %s: %w", id, err)
+		}
+		if attempt >= 100 {
+			return 0, fmt.Errorf("write heartbeat of %s: lost the compare-and-swap race %d times", id, attempt+1)
+		}
+	}
 }
 
 // EachDevice calls fn with every device record, in key order as the server keeps them.
 func (s *Store) EachDevice(ctx context.Context, fn func(*fleet.DeviceInfo)) error {
 	return each(ctx, s.Devices, "", func(e jetstream.KeyValueEntry) {
-		if d, err := fleet.DecodeDevice(e.Value()); err == nil && d.ID == e.Key() {
+		if d, err := fleet.DecodeDevice(e.Value()); err == nil && d.ID == e.Key() && !d.Removed {
 			fn(d)
 		}
 	})
-}
-
-// Alive calls fn with the ID of every device whose heartbeat has not expired.
-func (s *Store) Alive(ctx context.Context, fn func(string)) error {
-	return each(ctx, s.Heartbeats, "", func(e jetstream.KeyValueEntry) { fn(e.Key()) })
 }
 
 // EachDesired calls fn with every device's desired state for deployment d.
