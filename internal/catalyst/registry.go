@@ -1,0 +1,162 @@
+package catalyst
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Keychain reads the credentials of a kubernetes.io/dockerconfigjson Secret's data (its .dockerconfigjson
+// key: {"auths": {"<registry>": {"auth": base64(user:password)} or {"username", "password"} or
+// {"identitytoken"} or {"registrytoken"}}}). Registry keys may carry a scheme and a path
+// (https://index.docker.io/v1/): only the host (and port) counts. A registry without an entry is asked
+// anonymously.
+func Keychain(data map[string][]byte) (authn.Keychain, error) {
+	raw, ok := data[corev1.DockerConfigJsonKey]
+	if !ok {
+		return nil, fmt.Errorf("it has no %s key (it must be a kubernetes.io/dockerconfigjson Secret)", corev1.DockerConfigJsonKey)
+	}
+	var cfg struct {
+		Auths map[string]authn.AuthConfig `json:"auths"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("its %s is not a Docker config: %w", corev1.DockerConfigJsonKey, err)
+	}
+	kc := keychain{}
+	for key, auth := range cfg.Auths {
+		kc[registryHost(key)] = auth
+	}
+	return kc, nil
+}
+
+// keychain maps registry hosts to their credentials.
+type keychain map[string]authn.AuthConfig
+
+// Resolve implements authn.Keychain.
+func (k keychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
+	host := registryHost(r.RegistryStr())
+	auth, ok := k[host]
+	if !ok && host == name.DefaultRegistry {
+		auth, ok = k["docker.io"]
+	}
+	if !ok {
+		return authn.Anonymous, nil
+	}
+	return authn.FromConfig(auth), nil
+}
+
+// registryHost is the host[:port] of a Docker config key or registry name, lowercased: index.docker.io
+// for Docker Hub's several spellings.
+func registryHost(key string) string {
+	key = strings.ToLower(strings.TrimSpace(key))
+	if strings.Contains(key, "://") {
+		if u, err := url.Parse(key); err == nil {
+			key = u.Host
+		}
+	}
+	key, _, _ = strings.Cut(key, "/")
+	if key == "docker.io" || key == "registry-1.docker.io" {
+		return name.DefaultRegistry
+	}
+	return key
+}
+
+// Registry asks image registries whether they hold an image. Plain http is used only for registries
+// PlainHTTP allows; a request the registry library would otherwise send over plain http (it does so for
+// private IPv4 addresses and .local hosts) is refused.
+type Registry struct {
+	// Insecure are the registries (host or host:port) spoken to over plain http besides loopback ones.
+	Insecure []string
+	// Transport sends the requests; http.DefaultTransport when nil.
+	Transport http.RoundTripper
+	// Timeout bounds one check; 20 seconds when zero.
+	Timeout time.Duration
+}
+
+// ErrUnauthorized is a registry refusing the credentials (or their absence).
+var ErrUnauthorized = errors.New("the registry refused the credentials")
+
+// Head asks the registry for the manifest of image (<registry>/<repository>:<tag>) with a HEAD request.
+// found is false, with no error, when the registry says the image or its repository does not exist.
+// A refusal of the credentials is an error wrapping ErrUnauthorized; anything else (network, TLS, a
+// server error) is an error to retry later.
+func (r *Registry) Head(ctx context.Context, image string, kc authn.Keychain) (digest string, found bool, err error) {
+	var opts []name.Option
+	if PlainHTTP(registryOf(image), r.Insecure) {
+		opts = append(opts, name.Insecure)
+	}
+	ref, err := name.NewTag(image, opts...)
+	if err != nil {
+		return "", false, fmt.Errorf("image reference %s: %w", image, err)
+	}
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = 20 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	next := r.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	desc, err := remote.Head(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(kc),
+		remote.WithTransport(plainHTTPGuard{next: next, insecure: r.Insecure}))
+	if err == nil {
+		return desc.Digest.String(), true, nil
+	}
+	var terr *transport.Error
+	if errors.As(err, &terr) {
+		switch terr.StatusCode {
+		case http.StatusNotFound:
+			return "", false, nil
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return "", false, fmt.Errorf("%w: %s", ErrUnauthorized, terr.Error())
+		}
+		for _, d := range terr.Errors {
+			switch d.Code {
+			case transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode:
+				return "", false, nil
+			case transport.UnauthorizedErrorCode, transport.DeniedErrorCode:
+				return "", false, fmt.Errorf("%w: %s", ErrUnauthorized, terr.Error())
+			}
+		}
+	}
+	return "", false, err
+}
+
+// registryOf is the registry part of image.
+func registryOf(image string) string {
+	host, _, _ := strings.Cut(image, "/")
+	return host
+}
+
+// plainHTTPGuard refuses plain-http requests to registries PlainHTTP does not allow.
+type plainHTTPGuard struct {
+	next     http.RoundTripper
+	insecure []string
+}
+
+func (g plainHTTPGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "http" && !PlainHTTP(req.URL.Host, g.insecure) {
+		return nil, fmt.Errorf("refusing plain http to registry %s: only loopback registries and those in --catalyst-insecure-registries are spoken to without TLS", req.URL.Host)
+	}
+	return g.next.RoundTrip(req)
+}
+
+// RegistryRetry is how soon a registry that could not be asked is asked again, given how long it has
+// been failing: twice that, between 10 seconds and 5 minutes, so a registry that stays down is asked
+// ever less often and never in a hot loop.
+func RegistryRetry(failingFor time.Duration) time.Duration {
+	return min(max(2*failingFor, 10*time.Second), 5*time.Minute)
+}
