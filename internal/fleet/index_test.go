@@ -1,0 +1,282 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// indexWorld is a fleet as the two buckets record it: each device's current device record and heartbeat
+// record, written in the contract's chains, and the changes a watcher of each bucket sees, in order.
+type indexWorld struct {
+	devices, beats       map[string][]byte // current value; nil: a marker (beats) or absent
+	devLog, beatLog      []Change
+	devRev, beatRev      uint64
+	lastDevice, lastBeat map[string]Change
+}
+
+func newIndexWorld() *indexWorld {
+	return &indexWorld{devices: map[string][]byte{}, beats: map[string][]byte{},
+		lastDevice: map[string]Change{}, lastBeat: map[string]Change{}}
+}
+
+func (w *indexWorld) device(id string) *DeviceInfo {
+	if w.devices[id] == nil {
+		return nil
+	}
+	d, err := DecodeDevice(w.devices[id])
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+func (w *indexWorld) writeDevice(d DeviceInfo) {
+	d.Version = ContractVersion
+	if cur := w.device(d.ID); cur != nil {
+		d.Previous = cur.Selection()
+	}
+	w.devRev++
+	w.devices[d.ID] = Encode(d)
+	ch := Change{Revision: w.devRev, Key: d.ID, Value: w.devices[d.ID]}
+	w.devLog = append(w.devLog, ch)
+	w.lastDevice[d.ID] = ch
+}
+
+func (w *indexWorld) beat(id string) *Heartbeat {
+	if w.beats[id] == nil {
+		return nil
+	}
+	h, err := DecodeHeartbeat(w.beats[id])
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+func (w *indexWorld) writeBeat(id string, h *Heartbeat) {
+	w.beatRev++
+	ch := Change{Revision: w.beatRev, Key: id, Deleted: h == nil}
+	w.beats[id] = nil
+	if h != nil {
+		h.Version = ContractVersion
+		w.beats[id] = Encode(h)
+		ch.Value = w.beats[id]
+	}
+	w.beatLog = append(w.beatLog, ch)
+	w.lastBeat[id] = ch
+}
+
+// lapse is what the operator does on a marker: a lapsed record naming the device's current labels.
+func (w *indexWorld) lapse(id string) {
+	if d := w.device(id); d != nil && !d.Removed {
+		w.writeBeat(id, &Heartbeat{Lapsed: d.Selection()})
+	}
+}
+
+// relabelLapse is what the operator does when a lapsed device changes: the lapsed record follows.
+func (w *indexWorld) relabelLapse(id string) {
+	h, d := w.beat(id), w.device(id)
+	if h == nil || h.Lapsed == nil || !h.Lapsed.Selectable() || d == nil {
+		return
+	}
+	if cur := d.Selection(); cur.Removed != h.Lapsed.Removed || !maps.Equal(cur.Labels, h.Lapsed.Labels) {
+		w.writeBeat(id, &Heartbeat{Lapsed: cur, Replaced: h.Lapsed})
+	}
+}
+
+// recount is what the index should say for sel: matched and stale devices.
+func (w *indexWorld) recount(sel labels.Selector) (matched, stale int64) {
+	for id := range w.devices {
+		d := w.device(id)
+		if d == nil || d.Removed || !sel.Matches(labels.Set(d.Labels)) {
+			continue
+		}
+		matched++
+	}
+	for id := range w.beats {
+		if h := w.beat(id); h != nil && h.Lapsed != nil && h.Lapsed.Selectable() && sel.Matches(labels.Set(h.Lapsed.Labels)) {
+			stale++
+		}
+	}
+	return matched, stale
+}
+
+// initial is what a new watch of each bucket delivers first: the last change of every key.
+func initial(last map[string]Change) []Change {
+	var out []Change
+	for _, ch := range last {
+		out = append(out, ch)
+	}
+	return out
+}
+
+// TestIndexRandomInterleavings: devices register, are relabelled, removed and registered again; their
+// heartbeats lapse and come back, also while relabelled; the operator restarts or misses a change now and
+// then. Whatever happens, the matched and stale counts of every selector equal a recount of the buckets.
+func TestIndexRandomInterleavings(t *testing.T) {
+	zones := []string{"a", "b", "c"}
+	type dep struct {
+		key DeploymentKey
+		sel labels.Selector
+	}
+	var deps []dep
+	for i, ls := range []metav1.LabelSelector{
+		{MatchLabels: map[string]string{"zone": "a"}},
+		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: metav1.LabelSelectorOpIn, Values: []string{"b", "c"}}}},
+		{},
+	} {
+		sel, err := metav1.LabelSelectorAsSelector(&ls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps = append(deps, dep{DeploymentKey{Namespace: "ns", Name: fmt.Sprint("d", i)}, sel})
+	}
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, seed*3+1))
+		w := newIndexWorld()
+		x := &Index{}
+		devSeen, beatSeen := 0, 0
+		missed := false
+		recount := func() {
+			x.Reset()
+			for _, ch := range initial(w.lastDevice) {
+				if _, err := x.ObserveDevice(ch); err != nil {
+					t.Fatalf("seed %d: initial device pass: %v", seed, err)
+				}
+			}
+			x.SyncedDevices()
+			for _, ch := range initial(w.lastBeat) {
+				if _, err := x.ObserveHeartbeat(ch); err != nil {
+					t.Fatalf("seed %d: initial heartbeat pass: %v", seed, err)
+				}
+			}
+			x.SyncedHeartbeats()
+			devSeen, beatSeen, missed = len(w.devLog), len(w.beatLog), false
+		}
+		for _, d := range deps {
+			x.Select(d.key, d.sel.String(), d.sel)
+		}
+		recount()
+		for step := range 400 {
+			id := fmt.Sprint("dev-", rng.IntN(10))
+			cur := w.device(id)
+			switch r := rng.IntN(20); {
+			case r < 6: // register or relabel
+				w.writeDevice(DeviceInfo{ID: id, Labels: map[string]string{"zone": zones[rng.IntN(len(zones))]}})
+				w.relabelLapse(id)
+			case r < 8: // remove
+				if cur != nil && !cur.Removed {
+					w.writeDevice(DeviceInfo{ID: id, Removed: true})
+					w.relabelLapse(id)
+				}
+			case r < 12: // a heartbeat: replaces a lapsed record, says so
+				h := &Heartbeat{At: time.Unix(int64(step), 0)}
+				if prev := w.beat(id); prev != nil && prev.Lapsed != nil {
+					h.Replaced = prev.Lapsed
+				}
+				w.writeBeat(id, h)
+			case r < 15: // the heartbeat lapses: a marker, then (unless the device came back first) the lapsed record
+				if prev := w.beat(id); prev != nil && prev.Lapsed == nil {
+					w.writeBeat(id, nil)
+					if rng.IntN(4) > 0 {
+						w.lapse(id)
+					} else {
+						w.writeBeat(id, &Heartbeat{At: time.Unix(int64(step), 0)}) // back before the operator wrote
+					}
+				}
+			case r < 16: // the operator restarts
+				recount()
+				continue
+			case r < 17: // the watcher misses one change of a bucket
+				if rng.IntN(2) == 0 {
+					w.writeDevice(DeviceInfo{ID: id, Labels: map[string]string{"zone": zones[rng.IntN(len(zones))]}})
+					devSeen, missed = len(w.devLog), true
+				} else {
+					w.writeBeat(id, &Heartbeat{})
+					beatSeen, missed = len(w.beatLog), true
+				}
+			}
+			failed := false
+			for ; devSeen < len(w.devLog) && !failed; devSeen++ {
+				if _, err := x.ObserveDevice(w.devLog[devSeen]); err != nil {
+					if !errors.Is(err, ErrGap) && !errors.Is(err, ErrImpossible) {
+						t.Fatalf("seed %d: %v", seed, err)
+					}
+					failed = true
+				}
+			}
+			for ; beatSeen < len(w.beatLog) && !failed; beatSeen++ {
+				_, err := x.ObserveHeartbeat(w.beatLog[beatSeen])
+				if err != nil {
+					if !errors.Is(err, ErrGap) && !errors.Is(err, ErrImpossible) {
+						t.Fatalf("seed %d: %v", seed, err)
+					}
+					failed = true
+				}
+			}
+			if failed {
+				recount()
+			}
+			if missed {
+				continue
+			}
+			for _, d := range deps {
+				got, ok := x.Select(d.key, d.sel.String(), d.sel)
+				if !ok {
+					t.Fatalf("seed %d step %d: %s not counted", seed, step, d.key)
+				}
+				m, s := w.recount(d.sel)
+				if got.Matched != m || got.Stale != s {
+					t.Fatalf("seed %d step %d: %s: index says %d matched, %d stale; the buckets %d, %d", seed, step, d.key, got.Matched, got.Stale, m, s)
+				}
+			}
+		}
+	}
+}
+
+func TestIndexSelect(t *testing.T) {
+	x := &Index{}
+	sel := labels.SelectorFromSet(labels.Set{"zone": "a"})
+	d := DeploymentKey{Namespace: "ns", Name: "web"}
+	if _, ok := x.Select(d, sel.String(), sel); ok {
+		t.Fatal("a new selector is counted before a recount")
+	}
+	select {
+	case <-x.RecountWanted():
+	default:
+		t.Fatal("a new selector does not ask for a recount")
+	}
+	x.Reset()
+	if _, ok := x.Select(d, sel.String(), sel); ok {
+		t.Fatal("counted before the initial passes end")
+	}
+	dev := Encode(DeviceInfo{Version: ContractVersion, ID: "dev-1", Labels: map[string]string{"zone": "a"}})
+	if _, err := x.ObserveDevice(Change{Revision: 1, Key: "dev-1", Value: dev}); err != nil {
+		t.Fatal(err)
+	}
+	x.SyncedDevices()
+	x.SyncedHeartbeats()
+	got, ok := x.Select(d, sel.String(), sel)
+	if !ok || got.Matched != 1 || got.Stale != 0 {
+		t.Fatalf("Select = %+v, %v; want 1 matched", got, ok)
+	}
+	if dirty := x.Dirty(); len(dirty) != 1 || dirty[0] != d {
+		t.Errorf("Dirty = %v, want %v", dirty, d)
+	}
+	// A key deleted by hand leaves no labels to count out: the index asks for a recount.
+	if _, err := x.ObserveDevice(Change{Revision: 2, Key: "dev-1", Deleted: true}); !errors.Is(err, ErrUnknownRemoval) {
+		t.Errorf("a deleted device record: %v, want ErrUnknownRemoval", err)
+	}
+	// The same selector in another form is a change too.
+	other := labels.SelectorFromSet(labels.Set{"zone": "b"})
+	if _, ok := x.Select(d, other.String(), other); ok {
+		t.Error("a changed selector is counted before a recount")
+	}
+}
