@@ -24,6 +24,7 @@ type SojuBouncerSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:XValidation:rule="!self.matches('[\\\\x00-\\\\x1f\\\\x7f]')",message="title must not contain line breaks, tabs or other control characters"
+	// +kubebuilder:validation:XValidation:rule="self != '{'",message="title cannot be a lone '{', which soju's config format reads as the start of a block"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Title"
 	Title string `json:"title,omitempty"`
 

@@ -38,6 +38,8 @@ func TestSojuBouncerAdmission(t *testing.T) {
 		{name: "title with a newline", want: "title must not contain line breaks", mutate: func(s *ircv1.SojuBouncerSpec) { s.Title = "a\nb" }},
 		{name: "title with a tab", want: "title must not contain line breaks", mutate: func(s *ircv1.SojuBouncerSpec) { s.Title = "a\tb" }},
 		{name: "title with DEL", want: "title must not contain line breaks", mutate: func(s *ircv1.SojuBouncerSpec) { s.Title = "a\x7fb" }},
+		{name: "title a lone brace", want: "title cannot be a lone '{'", mutate: func(s *ircv1.SojuBouncerSpec) { s.Title = "{" }},
+		{name: "title with braces", mutate: func(s *ircv1.SojuBouncerSpec) { s.Title = "{ soju }" }},
 		{name: "title too long", want: "spec.title: Too long", mutate: func(s *ircv1.SojuBouncerSpec) { s.Title = strings.Repeat("t", 256) }},
 		{name: "hostname without a dot", want: "hostname must be a lowercase DNS name", mutate: func(s *ircv1.SojuBouncerSpec) { s.Hostname = "bouncer" }},
 		{name: "tls listener without tls", want: "spec.tls is required when a listener has tls: true", mutate: func(s *ircv1.SojuBouncerSpec) {
