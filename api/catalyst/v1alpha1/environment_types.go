@@ -117,7 +117,8 @@ type EnvironmentConfig struct {
 	EnvVars []EnvVar `json:"envVars,omitempty"`
 }
 
-// EnvVar is one environment variable.
+// EnvVar is one environment variable: a value, or a key of a Secret.
+// +kubebuilder:validation:XValidation:rule="!(has(self.value) && has(self.secretKeyRef))",message="an env var has either value or secretKeyRef, not both"
 type EnvVar struct {
 	// Name is the variable's name: a letter or '_', then letters, digits and '_' (such as DEBUG).
 	// +kubebuilder:validation:MinLength=1
@@ -131,6 +132,13 @@ type EnvVar struct {
 	// +kubebuilder:validation:MaxLength=32768
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Value"
 	Value string `json:"value,omitempty"`
+
+	// SecretKeyRef takes the value from a key of a Secret in the environment's namespace
+	// (status.namespace) instead of value: the workload reads it from the Secret, and the operator never
+	// reads it nor copies it into a ConfigMap, Helm values or the status.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Secret Key",xDescriptors="urn:alm:descriptor:io.kubernetes:Secret"
+	SecretKeyRef *SecretKeySelector `json:"secretKeyRef,omitempty"`
 }
 
 // Phase is where an environment is in its life, as the web application shows it.
@@ -184,6 +192,12 @@ type EnvironmentStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Build"
 	Build *BuildStatus `json:"build,omitempty"`
+
+	// Deployment is the application deployed into the environment's namespace: the commit, how, the
+	// Helm release or the objects applied, and what was refused.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Deployment"
+	Deployment *DeploymentStatus `json:"deployment,omitempty"`
 }
 
 // BuildStatus is what the operator knows of an environment's image and its build.
