@@ -113,6 +113,9 @@ const (
 	// ReasonDatabaseClaimed is a database or role name on the server that another object, or no object
 	// of the operator, owns; it is left untouched.
 	ReasonDatabaseClaimed = "DatabaseClaimed"
+	// ReasonInvalidPassword is an admin user password that soju cannot take: empty, or more than one line
+	// (sojudb reads one line).
+	ReasonInvalidPassword = "InvalidPassword"
 	// ReasonCleanupBlocked is a deleted bouncer whose database cannot be dropped yet.
 	ReasonCleanupBlocked = "CleanupBlocked"
 	// ReasonWaitingForDeployment is a deleted bouncer whose database waits for soju's Deployment to go.

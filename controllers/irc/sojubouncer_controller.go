@@ -1,0 +1,263 @@
+package irc
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	routev1 "github.com/openshift/api/route/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/apply"
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/postgres"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+)
+
+// sojuSecretIndex indexes SojuBouncers by the Secrets they read, as "namespace/name": the admin
+// connection (their own or the operator-wide default) and the first admin user's password.
+const sojuSecretIndex = "irc.sojubouncer.secrets"
+
+// sojuStatusFieldOwner is the field manager of the status the SojuBouncer controller writes.
+const sojuStatusFieldOwner = manager.FieldOwner + "/sojubouncer"
+
+// DefaultCleanupTimeout is how long a deleted SojuBouncer waits for its database to be dropped before
+// the operator gives up, leaves the database on the server and lets the bouncer go.
+const DefaultCleanupTimeout = 30 * time.Minute
+
+// DatabaseRetry is how soon a database server that could not be reached is tried again.
+const DatabaseRetry = 30 * time.Second
+
+// SojuBouncerReconciler runs the soju IRC bouncer for each SojuBouncer, on a PostgreSQL database it
+// makes for it.
+type SojuBouncerReconciler struct {
+	// Image is the soju image; soju.DefaultImage when empty.
+	Image string
+	// MaxConcurrentReconciles bounds the workers; 1 when zero.
+	MaxConcurrentReconciles int
+	// DefaultAdminSecret is the operator-wide admin connection Secret (--soju-database-secret), used by
+	// bouncers without spec.database.adminSecretName; zero when there is none.
+	DefaultAdminSecret types.NamespacedName
+	// CleanupTimeout bounds how long a deleted bouncer waits for its database to be dropped;
+	// DefaultCleanupTimeout when zero.
+	CleanupTimeout time.Duration
+
+	// Client reads from the manager's cache and writes to the API server; SetupWithManager takes the
+	// manager's when it is nil, as are APIReader and Recorder.
+	Client client.Client
+	// APIReader reads Secrets straight from the API server: the cache holds only their metadata.
+	APIReader client.Reader
+	// Recorder emits the events users see with kubectl describe.
+	Recorder record.EventRecorder
+	// Capabilities are the optional APIs this cluster serves, discovered at start-up.
+	Capabilities platform.Capabilities
+
+	applier       *apply.Applier
+	secretApplier *apply.Applier
+	status        *reconcile.StatusWriter
+	// logins remembers, per bouncer uid, a digest of the role's login last seen working: an unchanged
+	// bouncer then costs no login check.
+	logins sync.Map
+}
+
+// SojuGroup is the SojuBouncer controller alone, with the irc group's cache rules: for a manager that
+// runs no ErgoNetwork controller (tests). main.go runs both through GroupWith.
+func SojuGroup(s *SojuBouncerReconciler) manager.Group {
+	return manager.Group{
+		Name:  "irc-soju",
+		Cache: CacheRules,
+		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+			s.Capabilities = caps
+			return s.SetupWithManager(mgr)
+		},
+	}
+}
+
+// GroupWith is the irc API group with both of its controllers: ErgoNetworks run by r, SojuBouncers by
+// s. The SojuBouncer controller reads the same kinds as the ErgoNetwork one (its children carry the
+// operator's labels, and Secrets are cached as metadata), so the group's cache rules are Group's.
+func GroupWith(r *ErgoNetworkReconciler, s *SojuBouncerReconciler) manager.Group {
+	g := Group(r)
+	setupErgo := g.Setup
+	g.Setup = func(mgr ctrl.Manager, caps platform.Capabilities) error {
+		if err := setupErgo(mgr, caps); err != nil {
+			return err
+		}
+		s.Capabilities = caps
+		return s.SetupWithManager(mgr)
+	}
+	return g
+}
+
+// +kubebuilder:rbac:groups=irc.josie.cloud,resources=sojubouncers,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=irc.josie.cloud,resources=sojubouncers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=irc.josie.cloud,resources=sojubouncers/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=route.openshift.io,resources=routes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=route.openshift.io,resources=routes/custom-host,verbs=create
+
+// Reconcile brings one SojuBouncer's database and children in line with its spec, or cleans up after a
+// deleted one, and records what it found.
+func (r *SojuBouncerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := &ircv1.SojuBouncer{}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.status.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := r.newScope(b)
+	if !b.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	res, err := reconcile.Run(ctx, s,
+		r.reconcileDatabase,
+		r.reconcileAdminUser,
+		r.reconcileCertificate,
+		r.reconcileConfig,
+		r.reconcileDeployment,
+		r.reconcileService,
+		r.reconcileRoute,
+	)
+	s.Drop(ircv1.ConditionCleanup)
+	s.Announce()
+	if werr := r.status.Write(ctx, b, s.summarize()); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	return res, err
+}
+
+// SetupWithManager registers the reconciler, its watches and the Secret index.
+func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
+	}
+	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
+	// The database Secret is read from the API server: a typed read through the cache would start an
+	// informer holding every Secret's data.
+	r.secretApplier = &apply.Applier{Client: apiReads{Client: r.Client, reader: r.APIReader}, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
+	r.status = &reconcile.StatusWriter{
+		Client:     r.Client,
+		FieldOwner: sojuStatusFieldOwner,
+		Fields:     []string{"observedGeneration", "databaseName", "databaseSecretName", "serviceHost", "ports", "routeHost"},
+		Conditions: append([]string{ircv1.ConditionReady}, sojuParts...),
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &ircv1.SojuBouncer{}, sojuSecretIndex,
+		func(o client.Object) []string { return r.secretsOf(o.(*ircv1.SojuBouncer)) }); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("sojubouncer").
+		// Status writes change neither generation nor annotations; the release annotation does, and a
+		// deletion bumps the generation.
+		For(&ircv1.SojuBouncer{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Service{}).
+		// Only Secret metadata is cached: a change bumps resourceVersion, which is all we need to know.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bouncersForSecret)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
+	if r.Capabilities.CertManager {
+		b = b.Owns(&cmv1.Certificate{})
+	}
+	if r.Capabilities.Routes {
+		b = b.Owns(&routev1.Route{})
+	}
+	return b.Complete(r)
+}
+
+// adminSecretKey is the admin connection Secret b uses; zero when it has none.
+func (r *SojuBouncerReconciler) adminSecretKey(b *ircv1.SojuBouncer) types.NamespacedName {
+	if n := b.Spec.Database.AdminSecretName; n != "" {
+		return types.NamespacedName{Namespace: b.Namespace, Name: n}
+	}
+	return r.DefaultAdminSecret
+}
+
+// secretsOf are the Secrets b reads, as index values.
+func (r *SojuBouncerReconciler) secretsOf(b *ircv1.SojuBouncer) []string {
+	var out []string
+	if k := r.adminSecretKey(b); k.Name != "" {
+		out = append(out, k.String())
+	}
+	if u := b.Spec.AdminUser; u != nil {
+		out = append(out, types.NamespacedName{Namespace: b.Namespace, Name: u.PasswordSecret.Name}.String())
+	}
+	return out
+}
+
+// bouncersForSecret maps a Secret the operator made for a bouncer (its database Secret, the TLS Secret
+// cert-manager writes with our labels) to that bouncer, and a user's Secret to the bouncers that read it.
+func (r *SojuBouncerReconciler) bouncersForSecret(ctx context.Context, o client.Object) []ctrl.Request {
+	var reqs []ctrl.Request
+	if l := o.GetLabels(); manager.IsManaged(l) && l[manager.InstanceLabel] != "" {
+		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[manager.InstanceLabel]}})
+	}
+	var list ircv1.SojuBouncerList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{sojuSecretIndex: client.ObjectKeyFromObject(o).String()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list bouncers for secret", "secret", client.ObjectKeyFromObject(o))
+		return reqs
+	}
+	for i := range list.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// loginKnown says whether login is the one last seen working for the bouncer with uid.
+func (r *SojuBouncerReconciler) loginKnown(uid types.UID, login postgres.Settings) bool {
+	v, ok := r.logins.Load(uid)
+	return ok && v.([sha256.Size]byte) == sojuLoginDigest(login)
+}
+
+// sojuLoginDigest identifies a login without keeping its password in memory in clear.
+func sojuLoginDigest(s postgres.Settings) [sha256.Size]byte {
+	return sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%s\x00%s", s.Host, s.Port, s.User, s.Password))
+}
+
+// apiReads is a client whose reads go to the API server and whose writes go through the manager's
+// client (and so through tests' write counters).
+type apiReads struct {
+	client.Client
+	reader client.Reader
+}
+
+// Get reads obj from the API server, with its kind set as the cache would set it (apply compares it).
+func (c apiReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := c.reader.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	if err != nil {
+		return err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return nil
+}

@@ -1,0 +1,99 @@
+package irc
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/postgres"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/soju"
+)
+
+// sojuParts are a SojuBouncer's part conditions in the order Ready reports them. Cleanup, present only
+// while a deleted bouncer waits, comes first: it is what the user must act on then.
+var sojuParts = []string{
+	ircv1.ConditionCleanup,
+	ircv1.ConditionDatabase,
+	ircv1.ConditionAdminUser,
+	ircv1.ConditionCertificate,
+	ircv1.ConditionConfig,
+	ircv1.ConditionDeployment,
+	ircv1.ConditionService,
+	ircv1.ConditionRoute,
+}
+
+// sojuScope carries one reconcile of one SojuBouncer from step to step.
+type sojuScope struct {
+	*reconcile.Session
+	b      *ircv1.SojuBouncer
+	status *ircv1.SojuBouncerStatus
+	before []metav1.Condition
+
+	// login is the role's login, password included, once the database step made sure it works.
+	login *postgres.Settings
+	// adminPassword is the first admin user's password; adminUsable is false when the spec asks for an
+	// admin user whose password could not be read, which holds the Deployment as it is.
+	adminPassword string
+	adminUsable   bool
+	// rendered is the config the ConfigMap holds, once the config step ran.
+	rendered []byte
+}
+
+func (r *SojuBouncerReconciler) newScope(b *ircv1.SojuBouncer) *sojuScope {
+	status := b.Status.DeepCopy()
+	return &sojuScope{
+		Session: &reconcile.Session{Owner: b, Conditions: &status.Conditions, Client: r.Client,
+			Applier: r.applier, Recorder: r.Recorder},
+		b: b, status: status, before: b.Status.Conditions, adminUsable: true,
+	}
+}
+
+// fail records a part that is not ready because of something the user or the database server must
+// fix, with a Warning event when the part's state changed (not on every retry).
+func (s *sojuScope) fail(condType, reason, msg string) {
+	if c := findCondition(s.before, condType); c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason {
+		s.Warn(reason, msg)
+	}
+	s.Set(condType, metav1.ConditionFalse, reason, msg)
+}
+
+func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// summarize fills Ready, observedGeneration and the database's names from what the steps found.
+func (s *sojuScope) summarize() *ircv1.SojuBouncerStatus {
+	s.status.ObservedGeneration = s.b.Generation
+	s.status.DatabaseName = soju.DatabaseName(s.b)
+	ready := reconcile.Summary(s.status.Conditions, sojuParts, ircv1.ReasonReady, "the bouncer is running")
+	s.Set(ircv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
+	return s.status
+}
+
+// sojuDeploymentAvailable says whether the Deployment runs its current spec with an available pod.
+func sojuDeploymentAvailable(d *appsv1.Deployment) (bool, string) {
+	if d.Status.ObservedGeneration < d.Generation {
+		return false, "the Deployment controller has not seen the latest spec yet"
+	}
+	if d.Status.UpdatedReplicas < 1 {
+		return false, "the soju pod does not run the latest spec yet"
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable {
+			if c.Status == corev1.ConditionTrue && d.Status.AvailableReplicas >= 1 {
+				return true, "the soju pod is available; its init container made the admin user, if any"
+			}
+			return false, fmt.Sprintf("not available: %s", c.Message)
+		}
+	}
+	return false, "waiting for the soju pod to become available"
+}

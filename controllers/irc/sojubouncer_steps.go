@@ -1,0 +1,328 @@
+package irc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	routev1 "github.com/openshift/api/route/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/apply"
+	"github.com/platform-operator/platform-operator/internal/postgres"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/soju"
+)
+
+// adminSettings reads the admin connection b uses. It returns the condition reason and message of a
+// connection that cannot be used (a user error), or an error to retry.
+func (r *SojuBouncerReconciler) adminSettings(ctx context.Context, b *ircv1.SojuBouncer) (*postgres.Settings, string, string, error) {
+	key := r.adminSecretKey(b)
+	if key.Name == "" {
+		return nil, ircv1.ReasonAdminSecretMissing, "spec.database.adminSecretName is empty and the operator was started without --soju-database-secret: name a Secret with the admin connection", nil
+	}
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, ircv1.ReasonSecretNotFound, fmt.Sprintf("admin connection Secret %s not found", key), nil
+		}
+		return nil, "", "", fmt.Errorf("read admin connection Secret %s: %w", key, err)
+	}
+	settings, err := postgres.SettingsFromSecret(secret.Data)
+	if err != nil {
+		return nil, ircv1.ReasonAdminSecretInvalid, fmt.Sprintf("admin connection Secret %s: %v", key, err), nil
+	}
+	return &settings, "", "", nil
+}
+
+// connectFailure is the condition reason and retry of a failed login to the database server.
+func connectFailure(err error) (string, time.Duration) {
+	switch postgres.Classify(err) {
+	case postgres.FailureAuthentication:
+		return ircv1.ReasonAuthenticationFailed, reconcile.RefusedRetry
+	case postgres.FailureUnreachable:
+		return ircv1.ReasonUnreachable, DatabaseRetry
+	default:
+		return ircv1.ReasonSQLFailed, reconcile.RefusedRetry
+	}
+}
+
+// reconcileDatabase makes the server hold the bouncer's role and database (the role owns it, since
+// soju migrates its own schema) and writes the role's login to the Secret {name}-db. The password is
+// made once and kept in that Secret; a Secret deleted by hand gets a new one, set on the role.
+func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+	admin, reason, msg, err := r.adminSettings(ctx, s.b)
+	if err != nil {
+		s.Set(ircv1.ConditionDatabase, metav1.ConditionUnknown, ircv1.ReasonWaiting, err.Error())
+		return ctrl.Result{}, err
+	}
+	if admin == nil {
+		// The Secret's own changes wake the bouncer (bouncersForSecret).
+		s.fail(ircv1.ConditionDatabase, reason, msg)
+		return ctrl.Result{}, nil
+	}
+	name := soju.DatabaseName(s.b)
+	secretName := soju.DatabaseSecretName(s.b)
+	live := &corev1.Secret{}
+	switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.b.Namespace, Name: secretName}, live); {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		s.Set(ircv1.ConditionDatabase, metav1.ConditionUnknown, ircv1.ReasonWaiting, "the database Secret could not be read: "+err.Error())
+		return ctrl.Result{}, err
+	default:
+		live.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		if c := apply.Conflict(live, soju.DatabaseSecret(s.b, postgres.Settings{}), s.b); c != nil {
+			s.fail(ircv1.ConditionDatabase, reconcile.ReasonNameConflict, c.Error())
+			return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
+		}
+	}
+	password, kept := postgres.KeptPassword(live, "")
+	if !kept {
+		if password, err = postgres.NewPassword(); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	login := admin.As(name, password, name)
+	setPassword := !kept
+	if !setPassword && !r.loginKnown(s.b.UID, login) {
+		// Not seen working since the operator started: one login tells whether the role has it.
+		setPassword = postgres.CheckLogin(ctx, login) != nil
+	}
+
+	if !controllerutil.ContainsFinalizer(s.b, ircv1.SojuDatabaseFinalizer) {
+		// Before anything exists on the server, and only then: a bouncer that never reached a server
+		// made nothing there, and is deleted without waiting for one.
+		patch := client.MergeFromWithOptions(s.b.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(s.b, ircv1.SojuDatabaseFinalizer)
+		if err := r.Client.Patch(ctx, s.b, patch); err != nil {
+			s.Set(ircv1.ConditionDatabase, metav1.ConditionUnknown, ircv1.ReasonWaiting, "the finalizer could not be added: "+err.Error())
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	where := fmt.Sprintf("%s:%d", admin.Host, admin.Port)
+	conn, err := postgres.Connect(ctx, *admin)
+	if err != nil {
+		reason, retry := connectFailure(err)
+		s.fail(ircv1.ConditionDatabase, reason, fmt.Sprintf("cannot log in to %s as the admin connection's user: %v", where, err))
+		return ctrl.Result{RequeueAfter: retry}, nil
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	priv, err := conn.Privileges(ctx)
+	if err != nil {
+		s.fail(ircv1.ConditionDatabase, ircv1.ReasonSQLFailed, fmt.Sprintf("on %s: %v", where, err))
+		return ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil
+	}
+	if !priv.Sufficient() {
+		s.fail(ircv1.ConditionDatabase, ircv1.ReasonInsufficientPrivileges,
+			fmt.Sprintf("the admin connection's user on %s lacks %s: it cannot make the bouncer's role and database", where, priv.Missing()))
+		return ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil
+	}
+	done, err := conn.Ensure(ctx, postgres.Database{Name: name, Owner: soju.DatabaseOwner(s.b), Password: password, SetPassword: setPassword})
+	if len(done) > 0 {
+		r.Recorder.Eventf(s.b, corev1.EventTypeNormal, reconcile.EventUpdated, "On %s: %s", where, strings.Join(done, "; "))
+	}
+	var claimed *postgres.ClaimedError
+	switch {
+	case errors.As(err, &claimed):
+		s.fail(ircv1.ConditionDatabase, ircv1.ReasonDatabaseClaimed, claimed.Error())
+		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
+	case err != nil:
+		reason, retry := ircv1.ReasonSQLFailed, reconcile.RefusedRetry
+		if postgres.Classify(err) == postgres.FailureUnreachable {
+			reason, retry = ircv1.ReasonUnreachable, DatabaseRetry
+		}
+		s.fail(ircv1.ConditionDatabase, reason, fmt.Sprintf("on %s: %v", where, err))
+		return ctrl.Result{RequeueAfter: retry}, nil
+	}
+	r.logins.Store(s.b.UID, sojuLoginDigest(login))
+
+	s.Applier = r.secretApplier
+	applied, res, err := s.Apply(ctx, soju.DatabaseSecret(s.b, login), ircv1.ConditionDatabase)
+	s.Applier = r.applier
+	if !applied {
+		return res, err
+	}
+	s.login = &login
+	s.status.DatabaseSecretName = secretName
+	s.Set(ircv1.ConditionDatabase, metav1.ConditionTrue, ircv1.ReasonReady,
+		fmt.Sprintf("database %s owned by role %s on %s; the role's login is in Secret %s", name, name, where, secretName))
+	return ctrl.Result{}, nil
+}
+
+// reconcileAdminUser reads the first admin user's password from the user's Secret: it goes into the
+// config digest (a new password rolls the pod, whose init container sets it) and is never kept anywhere
+// else, nor written to a log, an event or the status.
+func (r *SojuBouncerReconciler) reconcileAdminUser(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+	u := s.b.Spec.AdminUser
+	if u == nil {
+		s.Drop(ircv1.ConditionAdminUser)
+		return ctrl.Result{}, nil
+	}
+	key := soju.AdminPasswordKey(u)
+	fail := func(reason, msg string) (ctrl.Result, error) {
+		s.adminUsable = false
+		s.fail(ircv1.ConditionAdminUser, reason, msg)
+		return ctrl.Result{}, nil
+	}
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.b.Namespace, Name: u.PasswordSecret.Name}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fail(ircv1.ReasonSecretNotFound, fmt.Sprintf("Secret %q named by spec.adminUser.passwordSecret does not exist in namespace %q", u.PasswordSecret.Name, s.b.Namespace))
+		}
+		s.adminUsable = false
+		s.Set(ircv1.ConditionAdminUser, metav1.ConditionUnknown, ircv1.ReasonWaiting, "the admin user's Secret could not be read: "+err.Error())
+		return ctrl.Result{}, err
+	}
+	v, ok := secret.Data[key]
+	if !ok {
+		return fail(ircv1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %q has no key %q", u.PasswordSecret.Name, key))
+	}
+	if len(v) == 0 || strings.ContainsAny(string(v), "\r\n") {
+		return fail(ircv1.ReasonInvalidPassword, fmt.Sprintf("key %q of Secret %q must hold the password as one non-empty line (sojudb reads one line); a trailing newline from echo counts", key, u.PasswordSecret.Name))
+	}
+	s.adminPassword = string(v)
+	s.Set(ircv1.ConditionAdminUser, metav1.ConditionTrue, ircv1.ReasonReady,
+		fmt.Sprintf("password of admin user %q read from key %q of Secret %q; soju's init container sets it at each start", u.Name, key, u.PasswordSecret.Name))
+	return ctrl.Result{}, nil
+}
+
+// reconcileCertificate asks cert-manager for the bouncer's certificate.
+func (r *SojuBouncerReconciler) reconcileCertificate(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+	desired := soju.Certificate(s.b)
+	if desired == nil {
+		s.Drop(ircv1.ConditionCertificate)
+		if !r.Capabilities.CertManager {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, s.DeleteIfControlled(ctx, &cmv1.Certificate{}, soju.CertificateName(s.b))
+	}
+	if !r.Capabilities.CertManager {
+		s.MissingAPI(ircv1.ConditionCertificate, "spec.tls needs cert-manager (cert-manager.io/v1 Certificate), which this cluster does not serve; install cert-manager, then restart the operator")
+		return ctrl.Result{}, nil
+	}
+	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionCertificate); !ok {
+		return res, err
+	}
+	if ok, msg := certificateReady(desired); ok {
+		s.Set(ircv1.ConditionCertificate, metav1.ConditionTrue, ircv1.ReasonReady, msg)
+	} else {
+		s.Set(ircv1.ConditionCertificate, metav1.ConditionFalse, ircv1.ReasonCertificatePending, msg)
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileConfig renders soju's config into the bouncer's ConfigMap, once the database's login is
+// known (the config names the role and database).
+func (r *SojuBouncerReconciler) reconcileConfig(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+	if s.login == nil {
+		s.Set(ircv1.ConditionConfig, metav1.ConditionFalse, ircv1.ReasonWaiting,
+			"held until the database is ready; the running config is kept")
+		return ctrl.Result{}, nil
+	}
+	rendered, err := soju.RenderConfig(s.b, *s.login)
+	if err != nil {
+		// The CRD refuses what the encoder cannot write; reaching this is a spec admitted by an older CRD.
+		s.fail(ircv1.ConditionConfig, reconcile.ReasonApplyFailed, err.Error())
+		return ctrl.Result{}, nil
+	}
+	if ok, res, err := s.Apply(ctx, soju.ConfigMap(s.b, rendered), ircv1.ConditionConfig); !ok {
+		return res, err
+	}
+	s.rendered = rendered
+	s.Set(ircv1.ConditionConfig, metav1.ConditionTrue, ircv1.ReasonApplied,
+		fmt.Sprintf("soju config rendered into ConfigMap %s", soju.ConfigMapName(s.b)))
+	return ctrl.Result{}, nil
+}
+
+// reconcileDeployment runs soju. The pod template carries a digest of the config, the database and
+// admin passwords and the certificate, so a change of any of them rolls the pod and nothing else does.
+func (r *SojuBouncerReconciler) reconcileDeployment(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+	switch {
+	case s.rendered == nil:
+		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting,
+			"held until the config is rendered; the running Deployment is kept")
+		return ctrl.Result{}, nil
+	case !s.adminUsable:
+		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting,
+			"held until the admin user's password is usable; the running Deployment is kept")
+		return ctrl.Result{}, nil
+	}
+	var cert []byte
+	if s.b.Spec.TLS != nil {
+		tls := &corev1.Secret{}
+		switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.b.Namespace, Name: soju.TLSSecretName(s.b)}, tls); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return ctrl.Result{}, fmt.Errorf("read TLS secret: %w", err)
+		default:
+			cert = tls.Data[corev1.TLSCertKey]
+		}
+	}
+	digest := soju.Digest(s.rendered, s.login.Password, s.adminPassword, cert)
+	desired := soju.Deployment(s.b, soju.Options{Image: r.Image, OpenShift: r.Capabilities.OpenShift}, digest)
+	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionDeployment); !ok {
+		return res, err
+	}
+	if ok, msg := sojuDeploymentAvailable(desired); ok {
+		s.Set(ircv1.ConditionDeployment, metav1.ConditionTrue, ircv1.ReasonReady, msg)
+	} else {
+		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonDeploymentPending, msg)
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileService exposes every listener inside the cluster.
+func (r *SojuBouncerReconciler) reconcileService(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+	desired := soju.Service(s.b)
+	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionService); !ok {
+		return res, err
+	}
+	s.status.ServiceHost = fmt.Sprintf("%s.%s.svc", desired.Name, desired.Namespace)
+	s.status.Ports = soju.Ports(s.b)
+	s.Set(ircv1.ConditionService, metav1.ConditionTrue, ircv1.ReasonApplied,
+		fmt.Sprintf("Service %s has %d ports", desired.Name, len(desired.Spec.Ports)))
+	return ctrl.Result{}, nil
+}
+
+// reconcileRoute exposes the TLS listener outside the cluster through an OpenShift Route.
+func (r *SojuBouncerReconciler) reconcileRoute(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+	desired := soju.Route(s.b)
+	if desired == nil {
+		s.Drop(ircv1.ConditionRoute)
+		s.status.RouteHost = ""
+		if !r.Capabilities.Routes {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, s.DeleteIfControlled(ctx, &routev1.Route{}, soju.RouteName(s.b))
+	}
+	if !r.Capabilities.Routes {
+		s.status.RouteHost = ""
+		s.MissingAPI(ircv1.ConditionRoute, "spec.route needs the OpenShift Route API (route.openshift.io/v1), which this cluster does not serve; remove spec.route and expose the Service another way")
+		return ctrl.Result{}, nil
+	}
+	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionRoute); !ok {
+		return res, err
+	}
+	host, admitted := admittedHost(desired)
+	if host == "" {
+		host = desired.Spec.Host
+	}
+	s.status.RouteHost = host
+	msg := fmt.Sprintf("Route %s admitted with host %s", desired.Name, host)
+	if !admitted {
+		msg = fmt.Sprintf("Route %s applied; no router has admitted it yet", desired.Name)
+	}
+	s.Set(ircv1.ConditionRoute, metav1.ConditionTrue, ircv1.ReasonApplied, msg)
+	return ctrl.Result{}, nil
+}
