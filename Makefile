@@ -188,7 +188,7 @@ test-unit: manifests generate fmt vet controlplane-full build $(SCORECARD_TEST) 
 	$(run-unit-tests)
 
 .PHONY: bench
-bench: controlplane build ## Measure convergence against the API server's floor, writes, steady state, memory and latency; writes docs/performance.md (BENCH_ARGS adds flags, e.g. -sizes=100 -sweep= -out=).
+bench: controlplane build postgres ## Measure convergence against the API server's floor, writes, steady state, memory and latency; writes docs/performance.md (BENCH_ARGS adds flags, e.g. -sizes=100 -sweep= -out=).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -operator "$(abspath bin/platform-operator)" $(BENCH_ARGS)
 
 .PHONY: test-e2e

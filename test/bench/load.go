@@ -115,6 +115,7 @@ func lastAppliedOf(obj client.Object) string {
 // churn edits objects [0, n) round robin at rate edits per second for d, and returns how many edits it
 // sent. The tracker hears of each edit just before it is sent.
 func churn(ctx context.Context, c client.Client, w Workload, t *tracker, namespace string, n int, rate float64, d time.Duration) (int, error) {
+	rate = w.Info().churnRate(rate, n)
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
 	deadline := time.Now().Add(d)

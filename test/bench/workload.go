@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,6 +67,10 @@ type Info struct {
 	// -memory-sizes or -sweep-size is measured at MaxObjects instead (each database of the postgres
 	// workload costs its server 7.5 MB of disk).
 	MaxObjects int
+	// EditInterval, when not 0, is the least time between two edits of one object, for a workload whose
+	// edit takes longer to apply than the churn's round of N objects at small N: the churn then sends
+	// fewer edits per second than -churn-rate (at most N per EditInterval).
+	EditInterval time.Duration
 	// CountersDo is the report's paragraph on what the workload's counters (counter) count and how, before
 	// the table of them per object to converge.
 	CountersDo string
@@ -230,4 +235,12 @@ func counted(after, before map[string]float64) map[string]float64 {
 		out[k] = v - before[k]
 	}
 	return out
+}
+
+// churnRate is rate, or less when EditInterval allows fewer edits per second of n objects.
+func (i Info) churnRate(rate float64, n int) float64 {
+	if i.EditInterval > 0 {
+		return min(rate, float64(n)/i.EditInterval.Seconds())
+	}
+	return rate
 }
