@@ -67,6 +67,7 @@ func render(c *config, rep *report) string {
 	w("\n%s", para("Every run starts a fresh etcd and kube-apiserver (no controller-manager: Deployments are not rolled "+
 		"out, so the figures are the operator's and the API server's alone). Each workload below is measured on control "+
 		"planes of its own, with the operator's defaults unless the sweep says otherwise."))
+	renderPerObject(&b, rep)
 	for _, res := range rep.Workloads {
 		renderWorkload(&b, c, res)
 	}
@@ -226,6 +227,37 @@ func renderWorkload(b *bytes.Buffer, c *config, r *results) {
 		}
 	}
 	w("\n")
+}
+
+// renderPerObject is what one object of each workload costs, side by side: the memory slope, the writes
+// and the time against the floor at the largest N.
+func renderPerObject(b *bytes.Buffer, rep *report) {
+	if len(rep.Workloads) < 2 {
+		return
+	}
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	w("\n### Per object, every API\n\n")
+	w("| API | kind | live heap / object | RSS / object | N | operator / floor | writes / object (minimum) |\n|---|---|---:|---:|---:|---:|---:|\n")
+	for _, r := range rep.Workloads {
+		info := r.Workload.Info()
+		var xs, heaps, rsss []float64
+		for _, p := range r.Memory {
+			if p.Unrelated == 0 {
+				xs, heaps, rsss = append(xs, float64(p.Objects)), append(heaps, p.Mem.HeapAlloc), append(rsss, p.Mem.RSS)
+			}
+		}
+		heap, rss := "-", "-"
+		if len(xs) >= 2 {
+			heap, rss = fmt.Sprintf("%.1f KiB", slope(xs, heaps)/1024), fmt.Sprintf("%.1f KiB", slope(xs, rsss)/1024)
+		}
+		n, ratio, writes := "-", "-", "-"
+		if len(r.Convergence) > 0 {
+			cv := r.Convergence[len(r.Convergence)-1]
+			n, ratio = fmt.Sprint(cv.N), fmt.Sprintf("%.2f", cv.Operator.Seconds()/cv.Floor.Seconds())
+			writes = fmt.Sprintf("%s (%d)", per(cv.Requests.Writes, cv.N), info.MinWrites())
+		}
+		w("| `%s` | %s | %s | %s | %s | %s | %s |\n", info.Name, info.Kind, heap, rss, n, ratio, writes)
+	}
 }
 
 func sortedKeys(m map[string]float64) []string {
