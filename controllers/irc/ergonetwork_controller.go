@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -59,6 +60,7 @@ type ErgoNetworkReconciler struct {
 	applier *apply.Applier
 	status  *reconcile.StatusWriter
 	secrets secretMemo
+	primer  secretPrimer
 }
 
 // Group is the irc API group's contribution to the manager: the cache rules and the controller, run by r.
@@ -91,6 +93,7 @@ func (r *ErgoNetworkReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, n); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.secrets.forget(req.NamespacedName)
+			r.applier.Forget(req.NamespacedName)
 			r.status.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -206,23 +209,48 @@ func networkForClaim(_ context.Context, o client.Object) []ctrl.Request {
 // are watched as metadata only (see SetupWithManager), cut down by secretIdentity, and their data read
 // from the API server when they change (readSecretKey); every Secret is cached, because the oper Secret
 // is the user's and carries no label of ours.
+//
+// A network's own children (labelled app.kubernetes.io/name=ergo, so no other group's objects) are cached
+// slim (apply.Slim): metadata and status only, without the ConfigMap's ircd.yaml, the Deployment's pod
+// spec, the Service's, Certificate's and Route's specs. The applier tells drift from their content digest
+// and what it remembers of its own applies. The claim is cached whole: reconcileStorage reads its spec.
 func CacheRules(caps platform.Capabilities) []manager.CacheRule {
+	children := labels.SelectorFromSet(labels.Set{manager.ManagedByLabel: manager.OperatorName, manager.NameLabel: ergo.AppName})
 	rules := []manager.CacheRule{
 		{Object: &corev1.Secret{}, Scope: manager.All, Transform: secretIdentity,
 			Why: "the oper Secret is the user's; only its identity is cached, and its data read when it changes"},
-		{Object: &appsv1.Deployment{}},
-		{Object: &corev1.ConfigMap{}},
-		{Object: &corev1.Service{}},
+		{Object: &appsv1.Deployment{}, TransformSelector: children, Transform: slimDeployment},
+		{Object: &corev1.ConfigMap{}, TransformSelector: children, Transform: slimConfigMap},
+		{Object: &corev1.Service{}, TransformSelector: children, Transform: slimService},
 		{Object: &corev1.PersistentVolumeClaim{}},
 	}
 	if caps.CertManager {
-		rules = append(rules, manager.CacheRule{Object: &cmv1.Certificate{}})
+		rules = append(rules, manager.CacheRule{Object: &cmv1.Certificate{}, TransformSelector: children, Transform: slimCertificate})
 	}
 	if caps.Routes {
-		rules = append(rules, manager.CacheRule{Object: &routev1.Route{}})
+		rules = append(rules, manager.CacheRule{Object: &routev1.Route{}, TransformSelector: children, Transform: slimRoute})
 	}
 	return rules
 }
+
+// The slim transforms of a network's children: each keeps metadata and status, and of the rest only
+// what a step reads from the cache (the pod template's annotations, for legacyDigestKey).
+var (
+	slimDeployment = apply.Slim(manager.FieldOwner, func(d *appsv1.Deployment) any { return &d.Spec },
+		func(d *appsv1.Deployment) {
+			d.Spec = appsv1.DeploymentSpec{Replicas: d.Spec.Replicas,
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: d.Spec.Template.Annotations}}}
+		})
+	slimConfigMap = apply.Slim(manager.FieldOwner,
+		func(c *corev1.ConfigMap) any { return []any{c.Data, c.BinaryData, c.Immutable} },
+		func(c *corev1.ConfigMap) { c.Data, c.BinaryData = nil, nil })
+	slimService = apply.Slim(manager.FieldOwner, func(s *corev1.Service) any { return &s.Spec },
+		func(s *corev1.Service) { s.Spec = corev1.ServiceSpec{} })
+	slimCertificate = apply.Slim(manager.FieldOwner, func(c *cmv1.Certificate) any { return &c.Spec },
+		func(c *cmv1.Certificate) { c.Spec = cmv1.CertificateSpec{} })
+	slimRoute = apply.Slim(manager.FieldOwner, func(r *routev1.Route) any { return &r.Spec },
+		func(r *routev1.Route) { r.Spec = routev1.RouteSpec{} })
+)
 
 // secretIdentity is the Secret cache's transform: of each Secret's metadata it keeps only what the
 // operator reads (name, namespace, uid, resourceVersion and its own two labels). Every Secret in the

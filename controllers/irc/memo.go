@@ -86,6 +86,16 @@ func (r *ErgoNetworkReconciler) readSecretKey(ctx context.Context, s *scope, slo
 		return known.value, known.hasKey, nil
 	}
 
+	if known.name == "" && meta.ResourceVersion != "" && primeable(s.net) {
+		// Nothing remembered of a network that converged before: the operator just started.
+		// The list kept only the keys networks named then: a key it lacks is read on its own.
+		if primed := r.primedSecret(ctx, s.net.Namespace, name); primed != nil && primed.ResourceVersion == meta.ResourceVersion {
+			if value, ok := primed.Data[key]; ok {
+				remember(secretValue{name: name, key: key, resourceVersion: primed.ResourceVersion, value: value, hasKey: true})
+				return value, true, nil
+			}
+		}
+	}
 	var secret corev1.Secret
 	if err := r.APIReader.Get(ctx, nsName, &secret); err != nil {
 		if apierrors.IsNotFound(err) {

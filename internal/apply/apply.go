@@ -50,6 +50,8 @@ type Applier struct {
 	Reader client.Reader
 	// FieldOwner is the field manager name every apply request uses.
 	FieldOwner string
+
+	records records
 }
 
 // ConflictError is what Apply returns instead of taking over an object of the desired name that the
@@ -88,14 +90,25 @@ func Conflict(live, desired, owner client.Object) *ConflictError {
 }
 
 // Apply makes the cluster hold desired's fields, for owner: an existing object of desired's name that is
-// not owner's (see Conflict) is left untouched and reported as a *ConflictError. desired is a typed object with TypeMeta set; only the
-// fields it sets are sent, so fields other managers own (or the server defaults) are left alone. When the
-// live object already holds every desired field with the same value, nothing is sent: an unchanged
-// owner costs no write.
+// not owner's (see Conflict) is left untouched and reported as a *ConflictError. desired is a typed object
+// with TypeMeta set; only the fields it sets are sent, so fields other managers own (or the server
+// defaults) are left alone. When the live object already holds every desired field with the same value,
+// nothing is sent: an unchanged owner costs no write.
+//
+// A child the cache holds whole is compared with desired field by field (Contains). A child the cache
+// holds slim (see Slim) is known unchanged without a request when it is the object this Applier last
+// applied or verified with the same applied digest: same UID, and either the resourceVersion that apply
+// returned (or an older one: the cache has not caught up with the write yet) or the same content digest
+// (only its status moved). After a restart, with nothing remembered, a slim child is trusted when it
+// carries desired's applied digest and no other writer touched it (CachedAnnotation); otherwise (another
+// writer changed it, or it was written while nothing was remembered) it is read from the API server and
+// compared in full, and applied only if it differs. Drift by another writer is thus repaired as before,
+// at the cost of one read.
 //
 // On success desired holds the live object, as client writes leave it: the API server's answer when a
-// request was sent, the cached object when none was. Callers read the child's status from it rather than
-// from a cache that may not have seen their own write yet.
+// request was sent, otherwise the object read, or desired's own fields with the cached metadata and status
+// of a slim child. Callers read the child's status from it rather than from a cache that may not have
+// seen their own write yet.
 func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Result, error) {
 	want, err := ToUnstructured(desired)
 	if err != nil {
@@ -117,6 +130,8 @@ func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Resu
 	}
 	result := Updated
 	key := client.ObjectKeyFromObject(desired)
+	rkey := childKey(gvk, key.Name)
+	wantDigest := parseDigest(want.GetAnnotations()[DigestAnnotation])
 	switch err := a.Client.Get(ctx, key, liveObj); {
 	case apierrors.IsNotFound(err):
 		result = Created
@@ -132,7 +147,11 @@ func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Resu
 			if c := Conflict(liveObj, desired, owner); c != nil {
 				return "", c
 			}
-			result = Updated // ours; the cache has not seen it yet
+			// Ours; the cache has not seen it yet.
+			if res, done, err := a.compare(owner, desired, want, liveObj, rkey, wantDigest, 0); done {
+				return res, err
+			}
+			result = Updated
 		}
 	case err != nil:
 		return "", fmt.Errorf("read %s %s: %w", gvk.Kind, key, err)
@@ -140,21 +159,137 @@ func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Resu
 		if c := Conflict(liveObj, desired, owner); c != nil {
 			return "", c
 		}
-		liveMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(liveObj)
-		if err != nil {
-			return "", err
+		content, isShared, slim := slimMark(liveObj)
+		if !slim {
+			if res, done, err := a.compare(owner, desired, want, liveObj, rkey, wantDigest, 0); done {
+				return res, err
+			}
+			break
 		}
-		if Contains(liveMap, want.Object) || Contains(liveMap, underLegacyKey(liveObj, want).Object) {
-			return Unchanged, setLive(desired, liveMap)
+		if a.known(owner, liveObj, rkey, wantDigest, content, isShared) {
+			return Unchanged, setSlimLive(desired, want, liveObj)
+		}
+		if !hasDigest(liveObj, wantDigest) || a.Reader == nil {
+			break // it lacks desired's digest, so it cannot hold desired: apply
+		}
+		// Changed by someone, or not known: read it whole and compare.
+		full, err := a.Client.Scheme().New(gvk)
+		if err != nil {
+			return "", fmt.Errorf("apply %s: %w", gvk.Kind, err)
+		}
+		fullObj := full.(client.Object)
+		if err := a.Reader.Get(ctx, key, fullObj); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return "", fmt.Errorf("read %s %s: %w", gvk.Kind, key, err)
+			}
+			result = Created
+			break
+		}
+		if c := Conflict(fullObj, desired, owner); c != nil {
+			return "", c
+		}
+		seen := uint64(0) // the content digest holds for the object read only at the cached version
+		if fullObj.GetResourceVersion() == liveObj.GetResourceVersion() {
+			seen = content
+		}
+		if res, done, err := a.compare(owner, desired, want, fullObj, rkey, wantDigest, seen); done {
+			return res, err
 		}
 	}
 
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want),
 		client.FieldOwner(a.FieldOwner), client.ForceOwnership); err != nil {
+		a.records.drop(owner, rkey)
 		return "", fmt.Errorf("apply %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
 	}
 	// The apply request decoded the server's answer into want.
+	a.records.put(owner, childRecord{key: rkey, uid: hash(string(want.GetUID())), digest: wantDigest,
+		rv: parseRV(want.GetResourceVersion())})
 	return result, setLive(desired, want.Object)
+}
+
+// compare checks a whole live object against want: when it holds every desired field it is remembered
+// (content is the cache's content digest at the same resourceVersion, or 0) and Unchanged returned with
+// done true; otherwise done is false and the caller applies.
+func (a *Applier) compare(owner, desired client.Object, want *unstructured.Unstructured, live client.Object,
+	rkey, wantDigest, content uint64) (Result, bool, error) {
+	// An object read from the API server into a typed struct has no TypeMeta; a cached one has.
+	live.GetObjectKind().SetGroupVersionKind(want.GroupVersionKind())
+	liveMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+	if err != nil {
+		return "", true, err
+	}
+	if !Contains(liveMap, want.Object) && !Contains(liveMap, underLegacyKey(live, want).Object) {
+		return "", false, nil
+	}
+	a.records.put(owner, childRecord{key: rkey, uid: hash(string(live.GetUID())), digest: wantDigest,
+		rv: parseRV(live.GetResourceVersion()), content: content})
+	return Unchanged, true, setLive(desired, liveMap)
+}
+
+// known says whether the slim cached child live is, as far as this Applier can tell without a request,
+// the object it last applied or verified for the same desired digest (see Apply), and updates the record.
+func (a *Applier) known(owner, live client.Object, rkey, wantDigest, content uint64, isShared bool) bool {
+	uid, rv := hash(string(live.GetUID())), parseRV(live.GetResourceVersion())
+	rec, ok := a.records.get(owner, rkey)
+	if ok && rec.uid == uid && rec.digest == wantDigest && wantDigest != 0 {
+		switch {
+		case rv != 0 && rv == rec.rv:
+			if rec.content != content {
+				rec.content = content
+				a.records.put(owner, rec)
+			}
+			return true
+		case rec.content != 0 && rec.content == content:
+			// Only the status (or nothing the digest covers) moved since.
+			rec.rv = rv
+			a.records.put(owner, rec)
+			return true
+		case rv != 0 && rec.rv != 0 && rv < rec.rv:
+			// The cache has not yet seen the write whose answer the record holds.
+			return true
+		}
+		return false
+	}
+	if ok || isShared || !hasDigest(live, wantDigest) {
+		return false
+	}
+	// Nothing remembered (a restart): the child carries desired's digest and only the operator wrote it.
+	a.records.put(owner, childRecord{key: rkey, uid: uid, digest: wantDigest, rv: rv, content: content})
+	return true
+}
+
+// hasDigest says whether live carries the applied digest d, under DigestAnnotation or, with nothing
+// there, under LegacyDigestAnnotation.
+func hasDigest(live client.Object, d uint64) bool {
+	annotations := live.GetAnnotations()
+	v, ok := annotations[DigestAnnotation]
+	if !ok {
+		v = annotations[LegacyDigestAnnotation]
+	}
+	return d != 0 && parseDigest(v) == d
+}
+
+// setSlimLive overwrites desired with its own fields and the metadata and status of live, a slim cached
+// copy (whose dropped fields are desired's).
+func setSlimLive(desired client.Object, want *unstructured.Unstructured, live client.Object) error {
+	liveMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+	if err != nil {
+		return err
+	}
+	out := make(map[string]any, len(want.Object)+1)
+	for k, v := range want.Object {
+		out[k] = v
+	}
+	md, _ := liveMap["metadata"].(map[string]any)
+	if annotations, ok := md["annotations"].(map[string]any); ok {
+		delete(annotations, CachedAnnotation)
+	}
+	out["metadata"] = md
+	if status, ok := liveMap["status"]; ok {
+		out["status"] = status
+	}
+	return setLive(desired, out)
 }
 
 // underLegacyKey is want with its digest moved to LegacyDigestAnnotation when live carries that digest

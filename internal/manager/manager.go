@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -48,9 +49,16 @@ type CacheRule struct {
 	// Why says, for Scope All, what the group reads that it did not label; New refuses a rule with
 	// Scope All and no reason.
 	Why string
-	// Transform cuts each object down before the cache stores it (e.g. Secrets to their identity).
-	// Only one group may transform a kind: a transform drops what another group might read.
+	// Transform cuts each object down before the cache stores it (e.g. Secrets to their identity, or a
+	// group's children to their metadata and status with apply.Slim). It drops what another group might
+	// read, so it is opt-in and scoped: with TransformSelector it applies only to the objects that
+	// selector matches (a group's own children, by their app.kubernetes.io/name label), and several
+	// groups may then transform one kind, each its own objects; without it, it applies to every object
+	// of the kind and no other group may transform that kind. Objects no transform claims are cached with
+	// only their managed fields stripped.
 	Transform toolscache.TransformFunc
+	// TransformSelector limits Transform to the objects whose labels it matches; nil means all.
+	TransformSelector labels.Selector
 }
 
 // Group is what one API group contributes to the manager.
@@ -123,13 +131,14 @@ func cacheRules(caps platform.Capabilities, groups []Group) []namedRule {
 
 // mergeCacheRules turns the groups' rules into the cache's ByObject: per kind, the widest scope any
 // group asks for (one group's All must not be narrowed by another's Managed, or it would silently see
-// nothing), and the one transform.
+// nothing), and the transforms (one for the whole kind, or one per selector).
 func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]cache.ByObject, error) {
 	type merged struct {
-		obj            client.Object
-		scope          Scope
-		transform      toolscache.TransformFunc
-		transformGroup string
+		obj        client.Object
+		scope      Scope
+		whole      *namedRule // the rule transforming every object of the kind
+		selected   []namedRule
+		transforms []string
 	}
 	byGVK := map[schema.GroupVersionKind]*merged{}
 	var errs []error
@@ -147,18 +156,30 @@ func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]ca
 			errs = append(errs, fmt.Errorf("group %s: caching every %s needs a reason (CacheRule.Why)", r.group, gvk.Kind))
 			continue
 		}
+		if r.TransformSelector != nil && r.Transform == nil {
+			errs = append(errs, fmt.Errorf("group %s: a %s rule has a TransformSelector and no Transform", r.group, gvk.Kind))
+			continue
+		}
 		m := byGVK[gvk]
 		if m == nil {
 			m = &merged{obj: r.Object}
 			byGVK[gvk] = m
 		}
 		m.scope = max(m.scope, r.Scope)
-		if r.Transform != nil {
-			if m.transform != nil {
-				errs = append(errs, fmt.Errorf("groups %s and %s both transform cached %s objects; only one may", m.transformGroup, r.group, gvk.Kind))
-				continue
-			}
-			m.transform, m.transformGroup = r.Transform, r.group
+		if r.Transform == nil {
+			continue
+		}
+		switch {
+		case m.whole != nil:
+			errs = append(errs, fmt.Errorf("groups %s and %s both transform cached %s objects; only one may", m.whole.group, r.group, gvk.Kind))
+			continue
+		case r.TransformSelector == nil && len(m.selected) > 0:
+			errs = append(errs, fmt.Errorf("groups %s and %s both transform cached %s objects; only one may", m.selected[0].group, r.group, gvk.Kind))
+			continue
+		case r.TransformSelector == nil:
+			m.whole = &r
+		default:
+			m.selected = append(m.selected, r)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -170,10 +191,33 @@ func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]ca
 		if m.scope == Managed {
 			b.Label = ManagedSelector()
 		}
-		b.Transform = m.transform
+		switch {
+		case m.whole != nil:
+			b.Transform = m.whole.Transform
+		case len(m.selected) > 0:
+			b.Transform = selectedTransform(m.selected)
+		}
 		out[m.obj] = b
 	}
 	return out, nil
+}
+
+// selectedTransform applies the first rule whose selector matches an object's labels, and to objects no
+// rule selects what the cache does by default (strip managed fields): ByObject's transform replaces the
+// default one.
+func selectedTransform(rules []namedRule) toolscache.TransformFunc {
+	strip := cache.TransformStripManagedFields()
+	return func(in any) (any, error) {
+		if obj, ok := in.(client.Object); ok {
+			l := labels.Set(obj.GetLabels())
+			for _, r := range rules {
+				if r.TransformSelector.Matches(l) {
+					return r.Transform(in)
+				}
+			}
+		}
+		return strip(in)
+	}
 }
 
 // Describe lists the merged cache rules, one line per kind ("ConfigMap: Managed (irc)"), for logs and

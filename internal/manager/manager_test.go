@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/platform-operator/platform-operator/internal/platform"
@@ -14,6 +15,8 @@ import (
 
 func TestMergeCacheRules(t *testing.T) {
 	identity := func(in any) (any, error) { return in, nil }
+	ergo := labels.SelectorFromSet(labels.Set{NameLabel: "ergo"})
+	soju := labels.SelectorFromSet(labels.Set{NameLabel: "soju"})
 	group := func(name string, rules ...CacheRule) Group {
 		return Group{Name: name, Cache: func(platform.Capabilities) []CacheRule { return rules }}
 	}
@@ -39,6 +42,17 @@ func TestMergeCacheRules(t *testing.T) {
 			group("irc", CacheRule{Object: &corev1.Secret{}, Transform: identity}),
 			group("soju", CacheRule{Object: &corev1.Secret{}, Transform: identity})},
 			wantErr: "groups irc and soju both transform cached Secret objects"},
+		{name: "groups transform their own objects of one kind", groups: []Group{
+			group("irc", CacheRule{Object: &appsv1.Deployment{}, Transform: identity, TransformSelector: ergo}),
+			group("soju", CacheRule{Object: &appsv1.Deployment{}, Transform: identity, TransformSelector: soju})},
+			want: []string{"Deployment: Managed, transformed"}},
+		{name: "a transform of every object excludes a selected one", groups: []Group{
+			group("irc", CacheRule{Object: &appsv1.Deployment{}, Transform: identity, TransformSelector: ergo}),
+			group("soju", CacheRule{Object: &appsv1.Deployment{}, Transform: identity})},
+			wantErr: "groups irc and soju both transform cached Deployment objects"},
+		{name: "a selector needs a transform", groups: []Group{
+			group("irc", CacheRule{Object: &appsv1.Deployment{}, TransformSelector: ergo})},
+			wantErr: "has a TransformSelector and no Transform"},
 		{name: "a rule without an object", groups: []Group{group("x", CacheRule{})}, wantErr: "has no object"},
 		{name: "no groups", want: nil},
 	}
@@ -58,6 +72,37 @@ func TestMergeCacheRules(t *testing.T) {
 				t.Errorf("rules %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// Each object goes through the transform of the rule that selects it, and the others through the default
+// (managed fields stripped): one group's transform never touches another group's objects.
+func TestSelectedTransform(t *testing.T) {
+	mark := func(name string) func(any) (any, error) {
+		return func(in any) (any, error) {
+			in.(*appsv1.Deployment).Annotations = map[string]string{"by": name}
+			return in, nil
+		}
+	}
+	transform := selectedTransform([]namedRule{
+		{group: "irc", CacheRule: CacheRule{Transform: mark("irc"), TransformSelector: labels.SelectorFromSet(labels.Set{NameLabel: "ergo"})}},
+		{group: "soju", CacheRule: CacheRule{Transform: mark("soju"), TransformSelector: labels.SelectorFromSet(labels.Set{NameLabel: "soju"})}},
+	})
+	for app, want := range map[string]string{"ergo": "irc", "soju": "soju", "authentik": ""} {
+		d := &appsv1.Deployment{}
+		d.Labels = map[string]string{NameLabel: app}
+		d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "x"}}
+		out, err := transform(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out.(*appsv1.Deployment)
+		if got.Annotations["by"] != want {
+			t.Errorf("%s: transformed by %q, want %q", app, got.Annotations["by"], want)
+		}
+		if want == "" && got.ManagedFields != nil {
+			t.Errorf("%s: managed fields kept by the default transform", app)
+		}
 	}
 }
 

@@ -391,6 +391,8 @@ func (r *workloadRun) operatorRun(ctx context.Context, n int, args []string, con
 		return err
 	}
 	defer func() { _ = op.Stop() }()
+	// Where the operator's CPU goes while it converges (the first 20 s): cpu-<n>.pb.gz.
+	op.profileCPU(ctx, 20*time.Second, filepath.Join(r.logDir, fmt.Sprintf("cpu-%d.pb.gz", n)))
 	t, err := newTracker(ctx, e.cfg, benchNamespace, r.w.NewObserver())
 	if err != nil {
 		return err
@@ -517,6 +519,8 @@ func (r *workloadRun) steadyAndChurn(ctx context.Context, e *env, op *operator, 
 		return err
 	}
 	defer func() { _ = op2.Stop() }()
+	// ... and while it resyncs after the restart: cpu-<n>-restart.pb.gz.
+	op2.profileCPU(ctx, 5*time.Second, filepath.Join(r.logDir, fmt.Sprintf("cpu-%d-restart.pb.gz", n)))
 	st.RestartReady = op2.ReadyAfter
 	m, last, err := op2.waitIdle(ctx, nil, float64(n), 3*time.Second, r.Timeout)
 	if err != nil {

@@ -144,6 +144,18 @@ func (o *operator) saveHeapProfile(ctx context.Context, path string) error {
 	return os.WriteFile(path, []byte(data), 0o644)
 }
 
+// profileCPU records the operator's CPU profile for the next d in the background, into path (for
+// `go tool pprof -top bin/platform-operator <file>`); a profile that cannot be taken is left out, since the
+// figures do not depend on it.
+func (o *operator) profileCPU(ctx context.Context, d time.Duration, path string) {
+	go func() {
+		data, err := httpGet(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", o.PprofAddr, int(d.Seconds())))
+		if err == nil {
+			_ = os.WriteFile(path, []byte(data), 0o644)
+		}
+	}()
+}
+
 // rss is VmRSS from /proc/<pid>/status, in bytes.
 func rss(pid int) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
