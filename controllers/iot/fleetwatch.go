@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/fleet"
 )
 
 // fleetWatch is the manager runnable that follows the fleet in NATS: it folds the state bucket into the
@@ -47,7 +48,12 @@ func (w *fleetWatch) Start(ctx context.Context) error {
 	if interval <= 0 {
 		interval = DefaultStatusInterval
 	}
-	t := time.NewTicker(interval)
+	// A Deployment whose counts changed is woken once they have settled for a tenth of the interval (a
+	// batch of changes lands in one status), and at most once per interval.
+	settle := interval / 10
+	pending := map[fleet.DeploymentKey]time.Time{} // first change not yet woken for
+	woken := map[fleet.DeploymentKey]time.Time{}   // last wake
+	t := time.NewTicker(settle)
 	defer t.Stop()
 	for {
 		select {
@@ -55,22 +61,41 @@ func (w *fleetWatch) Start(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+		now := time.Now()
 		if r.devicesChanged.Swap(false) {
 			var list iotv1.DeploymentList
 			if err := r.Client.List(ctx, &list); err != nil {
-				log.Error(err, "list Deployments after a device change")
+				log.Error(err, "list Deployments after a recount")
 				r.devicesChanged.Store(true)
 				continue
 			}
+			r.counters.Dirty() // every Deployment is woken now
+			r.index.Dirty()
+			clear(pending)
+			clear(woken)
 			for i := range list.Items {
 				r.wakeUp(ctx, types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name})
+				woken[fleet.DeploymentKey{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}] = now
 			}
-			r.counters.Dirty() // every Deployment is woken already
-			r.index.Dirty()
 			continue
 		}
 		for _, d := range append(r.counters.Dirty(), r.index.Dirty()...) {
+			if _, ok := pending[d]; !ok {
+				pending[d] = now
+			}
+		}
+		for d, first := range pending {
+			if now.Sub(first) < settle || now.Sub(woken[d]) < interval {
+				continue
+			}
+			delete(pending, d)
+			woken[d] = now
 			r.wakeUp(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Name})
+		}
+		for d, at := range woken {
+			if now.Sub(at) >= interval {
+				delete(woken, d) // one entry per Deployment woken in the last interval, never more
+			}
 		}
 	}
 }
