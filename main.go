@@ -74,6 +74,7 @@ func main() {
 	natsCreds := flag.String("nats-credentials-file", "", "NATS .creds file (user JWT and nkey seed) for --nats-url, mounted from a Secret; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead.")
 	natsHeartbeatTTL := flag.Duration("nats-heartbeat-ttl", 30*time.Second, "How long an IoT device counts as alive after its agent's last heartbeat.")
 	homelabGatewayNS := flag.String("homelab-gateway-namespace", domain.DefaultGatewayNamespace, "Namespace of the Istio ingress gateway that serves homelab Domains: their Certificates and Gateways are made there (docs/homelab-services.md).")
+	sojuDatabaseSecret := flag.String("soju-database-secret", "", "Admin connection Secret of SojuBouncer databases, as namespace/name (keys host, port, user, password and the optional sslmode and database), for bouncers without spec.database.adminSecretName; empty: those report AdminConnectionNotConfigured (docs/soju.md).")
 	catalystDomain := flag.String("catalyst-preview-domain", catalyst.DefaultDomain, "DNS domain of catalyst Environment hosts (<namespace>.<domain>) when the Project names none (docs/catalyst.md).")
 	catalystIssuer := flag.String("catalyst-cluster-issuer", catalyst.DefaultIssuerName, "cert-manager ClusterIssuer of catalyst Environment certificates when the Project names none; empty serves plain http.")
 	catalystIngressClass := flag.String("catalyst-ingress-class", "", "IngressClass of catalyst Environment Ingresses when the Project names none; empty uses the cluster's default class.")
@@ -101,6 +102,11 @@ func main() {
 		os.Exit(1)
 	}
 	log.Info("cluster APIs", "certManager", caps.CertManager, "routes", caps.Routes, "istio", caps.Istio, "openShift", caps.OpenShift)
+	sojuAdminSecret, err := ircctrl.ParseAdminSecret(*sojuDatabaseSecret)
+	if err != nil {
+		log.Error(err, "--soju-database-secret")
+		os.Exit(1)
+	}
 
 	var tlsOpts []func(*tls.Config)
 	if !http2 {
@@ -143,9 +149,13 @@ func main() {
 			DefaultNamespaces: watched,
 		},
 	}, caps,
-		ircctrl.Group(&ircctrl.ErgoNetworkReconciler{
+		ircctrl.GroupWith(&ircctrl.ErgoNetworkReconciler{
 			Image:                   os.Getenv("RELATED_IMAGE_ERGO"),
 			MaxConcurrentReconciles: workers,
+		}, &ircctrl.SojuBouncerReconciler{
+			Image:                   os.Getenv("RELATED_IMAGE_SOJU"),
+			MaxConcurrentReconciles: workers,
+			DefaultAdminSecret:      sojuAdminSecret,
 		}),
 		iotctrl.Group(fleet),
 		homelabctrl.Group(homelabctrl.Options{

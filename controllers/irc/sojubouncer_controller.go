@@ -261,3 +261,19 @@ func (c apiReads) Get(ctx context.Context, key client.ObjectKey, obj client.Obje
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return nil
 }
+
+// ParseAdminSecret reads --soju-database-secret: "namespace/name", or empty for none. A bare name is
+// refused: the operator's own namespace is not known outside a cluster, so the flag names it.
+func ParseAdminSecret(ref string) (types.NamespacedName, error) {
+	if ref == "" {
+		return types.NamespacedName{}, nil
+	}
+	ns, name, err := postgres.ParseRef(ref, "")
+	if err == nil && ns == "" {
+		err = fmt.Errorf("%q has no namespace: write namespace/name", ref)
+	}
+	if err != nil {
+		return types.NamespacedName{}, err
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}

@@ -68,3 +68,18 @@ func TestSojuConnectFailure(t *testing.T) {
 		}
 	}
 }
+
+func TestParseAdminSecret(t *testing.T) {
+	for ref, want := range map[string]string{"": "/", "ops/pg-admin": "ops/pg-admin", "pg-admin": "error", "ops/": "error", "a/b/c": "error"} {
+		got, err := ParseAdminSecret(ref)
+		if want == "error" {
+			if err == nil {
+				t.Errorf("ParseAdminSecret(%q) = %s, want an error", ref, got)
+			}
+			continue
+		}
+		if err != nil || got.String() != want {
+			t.Errorf("ParseAdminSecret(%q) = %s, %v; want %s", ref, got, err, want)
+		}
+	}
+}
