@@ -76,7 +76,11 @@ func mainErr() error {
 	flag.StringVar(&out, "out", filepath.Join(root, "docs", "performance.md"), "The document to splice the figures into; empty prints only.")
 	flag.Parse()
 
-	if c.Workloads, err = selectWorkloads(names, workloads); err != nil {
+	names, withFleet := takeFleet(names) // the fleet is not a Workload (fleet.go)
+	if names != "" {
+		c.Workloads, err = selectWorkloads(names, workloads)
+	}
+	if err != nil {
 		return fmt.Errorf("-workloads: %w", err)
 	}
 	if err := checkOut(out, c.Workloads, workloads); err != nil {
@@ -107,6 +111,9 @@ func mainErr() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := run(ctx, c)
+	if err == nil && withFleet {
+		err = fleetMain(ctx, c, rep)
+	}
 	if err != nil {
 		return fmt.Errorf("%w (logs in %s)", err, c.LogDir)
 	}

@@ -71,6 +71,7 @@ func render(c *config, rep *report) string {
 	for _, res := range rep.Workloads {
 		renderWorkload(&b, c, res)
 	}
+	renderFleet(w, fleetReport)
 	return b.String()
 }
 
