@@ -48,11 +48,12 @@ func (w *fleetWatch) Start(ctx context.Context) error {
 	if interval <= 0 {
 		interval = DefaultStatusInterval
 	}
-	// A Deployment whose counts changed is woken once they have settled for a tenth of the interval (a
-	// batch of changes lands in one status), and at most once per interval.
+	// A Deployment whose counts changed is woken once they have been still for a tenth of the interval (a
+	// batch of changes lands in one status) or have kept moving for a whole interval, and at most once
+	// per interval.
 	settle := interval / 10
-	pending := map[fleet.DeploymentKey]time.Time{} // first change not yet woken for
-	woken := map[fleet.DeploymentKey]time.Time{}   // last wake
+	pending := map[fleet.DeploymentKey]*changes{} // changes not yet woken for
+	woken := map[fleet.DeploymentKey]time.Time{}  // last wake
 	t := time.NewTicker(settle)
 	defer t.Stop()
 	for {
@@ -80,12 +81,14 @@ func (w *fleetWatch) Start(ctx context.Context) error {
 			continue
 		}
 		for _, d := range append(r.counters.Dirty(), r.index.Dirty()...) {
-			if _, ok := pending[d]; !ok {
-				pending[d] = now
+			if c := pending[d]; c != nil {
+				c.last = now
+			} else {
+				pending[d] = &changes{first: now, last: now}
 			}
 		}
-		for d, first := range pending {
-			if now.Sub(first) < settle || now.Sub(woken[d]) < interval {
+		for d, c := range pending {
+			if now.Sub(c.last) < settle && now.Sub(c.first) < interval || now.Sub(woken[d]) < interval {
 				continue
 			}
 			delete(pending, d)
@@ -99,6 +102,9 @@ func (w *fleetWatch) Start(ctx context.Context) error {
 		}
 	}
 }
+
+// changes are when a Deployment's counts first and last changed since it was last woken.
+type changes struct{ first, last time.Time }
 
 // natsConnector connects to NATS in the background, retrying until the server answers, then runs the
 // fleet watch: the operator starts (and serves its other APIs) whether or not NATS is up.

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// ContractVersion is the version of the wire contract (buckets, keys, records) that docs/iot.md
+// ContractVersion is the version of the wire contract (buckets, keys, records) that docs/fleet.md
 // describes. Every record carries it; a reader refuses a record of a version it does not know.
 const ContractVersion = 1
 

@@ -264,8 +264,8 @@ type DeploymentStatus struct {
 }
 
 // Aggregate counts the selected devices by the state they report for this deployment's current
-// generation. The counts come from counters moved by each device's state transitions, not from
-// reading every device.
+// generation. The counts come from counters moved by each device's state, registration and heartbeat
+// records, not from reading every device (docs/fleet.md).
 type Aggregate struct {
 	// MatchedDevices is how many registered devices the target selector selects.
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Matched Devices"
@@ -282,7 +282,8 @@ type Aggregate struct {
 	// Updated is how many devices report the current generation, whatever their phase.
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Updated"
 	Updated int32 `json:"updated"`
-	// Stale is how many devices that report state for this deployment have stopped sending heartbeats.
+	// Stale is how many selected devices stopped sending heartbeats: their heartbeat lapsed (the
+	// heartbeat TTL passed without one), and they have not sent one since.
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Stale"
 	Stale int32 `json:"stale"`
 	// LastError is the most recent failure a device reported for this deployment.
