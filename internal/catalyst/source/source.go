@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -81,6 +82,9 @@ type Fetcher struct {
 	MaxEntries int
 	// CABundle is PEM certificates trusted for https besides the system's (a private Git server).
 	CABundle []byte
+	// Hosts, when not empty, are the only hosts fetched from (by name, without port): a Project cannot
+	// make the operator send requests to any other address it can reach.
+	Hosts []string
 
 	mu    sync.Mutex
 	inUse map[string]int
@@ -92,6 +96,9 @@ type Fetcher struct {
 // not evicted while fn runs.
 func (f *Fetcher) With(ctx context.Context, req Request, fn func(Checkout) error) error {
 	if err := validCommit(req.Commit); err != nil {
+		return err
+	}
+	if err := f.allowed(req.URL); err != nil {
 		return err
 	}
 	root, err := f.root()
@@ -205,6 +212,21 @@ func (f *Fetcher) Entries() (int, error) {
 	}
 	entries, err := os.ReadDir(root)
 	return len(entries), err
+}
+
+// allowed checks the URL's host against Hosts.
+func (f *Fetcher) allowed(raw string) error {
+	if len(f.Hosts) == 0 {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("repository URL %q: %w", raw, err)
+	}
+	if !slices.Contains(f.Hosts, u.Hostname()) {
+		return fmt.Errorf("repository %s: host %q is not one the operator may fetch from (%s)", raw, u.Hostname(), strings.Join(f.Hosts, ", "))
+	}
+	return nil
 }
 
 // markerFile holds, inside a cache entry, the full commit id; it is written last, so an entry without

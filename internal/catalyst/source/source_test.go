@@ -77,6 +77,7 @@ func TestFetch(t *testing.T) {
 		commit  string
 		branch  string
 		auth    *source.Auth
+		hosts   []string
 		want    []string
 		wantErr string
 	}{
@@ -92,10 +93,12 @@ func TestFetch(t *testing.T) {
 		{name: "unknown branch", srv: open, commit: fx.first, branch: "nope", wantErr: "fetch"},
 		{name: "missing repository", url: "https://127.0.0.1:1/none", commit: fx.first, wantErr: "127.0.0.1:1/none"},
 		{name: "not a commit id", srv: open, commit: "HEAD~1", wantErr: "not 7 to 64 lowercase hexadecimal digits"},
+		{name: "host not allowed", url: "https://github.com/org/repo", hosts: []string{"127.0.0.1"}, commit: fx.first, wantErr: `host "github.com" is not one the operator may fetch from (127.0.0.1)`},
+		{name: "host allowed", srv: byID, hosts: []string{"127.0.0.1"}, commit: fx.first, want: []string{"README.md", "deploy/a.yaml"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &source.Fetcher{Dir: t.TempDir()}
+			f := &source.Fetcher{Dir: t.TempDir(), Hosts: tt.hosts}
 			url := tt.url
 			if tt.srv != nil {
 				f.CABundle = tt.srv.CABundle()
