@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	"github.com/jackc/pgx/v5"
+	routev1 "github.com/openshift/api/route/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
+	"github.com/platform-operator/platform-operator/internal/soju"
+)
+
+// The SojuBouncer scenario: the sample bouncer, its admin connection Secret and its admin user's password
+// Secret are applied; the demo starts a real PostgreSQL server on 127.0.0.1 (the machine's, as the tests
+// do) and points the admin connection Secret at it; kube-controller-manager, kube-scheduler and kwok run
+// the Deployment's pod; the demo plays cert-manager for the Certificate.
+func init() {
+	register(Scenario{
+		Name:    "soju",
+		Title:   "SojuBouncer, an IRC bouncer on a PostgreSQL database of its own (irc.josie.cloud/v1alpha1)",
+		Samples: []string{"extras/soju-db-admin.yaml", "irc_v1alpha1_sojubouncer.yaml"},
+		Follow:  ircv1.GroupVersion.WithKind("SojuBouncer"),
+		Steps:   sojuSteps,
+		Show:    sojuShow,
+		Kubectl: func(obj client.Object) []string {
+			return []string{
+				"get sojubouncers,deployments,pods,services,configmaps,secrets,certificates,routes -o wide",
+				"describe sojubouncer " + obj.GetName(),
+			}
+		},
+	})
+}
+
+// sojuServer is the scenario's PostgreSQL server, once a Play step started it.
+var sojuServer struct {
+	sync.Mutex
+	s *postgrestest.Server
+}
+
+// sojuChildKinds are the kinds of what the operator makes for a bouncer.
+var sojuChildKinds = []schema.GroupVersionKind{
+	corev1.SchemeGroupVersion.WithKind("Secret"),
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+	cmv1.SchemeGroupVersion.WithKind("Certificate"),
+	appsv1.SchemeGroupVersion.WithKind("Deployment"),
+	corev1.SchemeGroupVersion.WithKind("Service"),
+	routev1.GroupVersion.WithKind("Route"),
+}
+
+// sojuSteps start the server, then follow the bouncer: its database is made, its Deployment becomes
+// Available, and the demo plays cert-manager.
+func sojuSteps(obj client.Object) []Step {
+	b := obj.(*ircv1.SojuBouncer)
+	steps := []Step{
+		Play(playSojuPostgres),
+		WaitFor(fmt.Sprintf("Waiting for the operator to make the database of SojuBouncer %s/%s", b.Namespace, b.Name),
+			ConditionTrue(ircv1.ConditionDatabase)),
+		WaitFor("Waiting for the soju Deployment to become Available (the deployment controller, the scheduler and "+
+			"kwok's fake node run its pod)", ConditionTrue(ircv1.ConditionDeployment)),
+	}
+	if b.Spec.TLS != nil {
+		steps = append(steps, Play(playSojuCertManager))
+	}
+	return steps
+}
+
+// playSojuPostgres starts PostgreSQL and rewrites the admin connection Secret the sample bouncer names
+// with a login on it that has CREATEROLE and CREATEDB.
+func playSojuPostgres(ctx context.Context, e *Env, obj client.Object) error {
+	b := obj.(*ircv1.SojuBouncer)
+	name := b.Spec.Database.AdminSecretName
+	e.Step("Playing the database admin: starting a PostgreSQL server on 127.0.0.1 and writing Secret %s, the bouncer's admin connection", name)
+	s, err := postgrestest.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("start PostgreSQL: %w", err)
+	}
+	sojuServer.Lock()
+	sojuServer.s = s
+	sojuServer.Unlock()
+	var operatorDone <-chan struct{}
+	if e.operator != nil {
+		operatorDone = e.operator.Done()
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-operatorDone:
+		}
+		_ = s.Stop()
+	}()
+	e.Printf("PostgreSQL listens on %s:%d (data and statement log in a temporary directory, removed on stop)", s.Host, s.Port)
+	const login, password = "soju_operator", "demo-soju-operator-password"
+	if err := s.CreateRole(ctx, login, password, "CREATEROLE CREATEDB"); err != nil {
+		return fmt.Errorf("create the operator's login: %w", err)
+	}
+	e.Printf("CREATE ROLE %s LOGIN CREATEROLE CREATEDB (no superuser)", login)
+	secret := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: name},
+		Data:       s.SecretData(login, password),
+	}
+	if err := e.Client.Patch(ctx, secret, client.Apply, client.FieldOwner(e.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("write Secret %s: %w", name, err)
+	}
+	e.Printf("Secret %s: host, port, user, password, sslmode=disable", name)
+	return nil
+}
+
+// playSojuCertManager marks the bouncer's Certificate Ready, as cert-manager does once it has issued it.
+func playSojuCertManager(ctx context.Context, e *Env, obj client.Object) error {
+	b := obj.(*ircv1.SojuBouncer)
+	cert := soju.CertificateName(b)
+	e.Step("Playing cert-manager: no cert-manager runs in this local cluster, so the demo itself marks "+
+		"Certificate %s Ready", cert)
+	if err := ergotest.MarkCertificateReady(ctx, e.Client, b.Namespace, cert); err != nil {
+		return fmt.Errorf("mark Certificate %s Ready: %w", cert, err)
+	}
+	e.Printf("Certificate %s: Ready=True (set by the demo)", cert)
+	return nil
+}
+
+// sojuShow prints the bouncer like kubectl get, its conditions, what it owns, its pod, soju's config, a
+// login with its database Secret and its events.
+func sojuShow(ctx context.Context, e *Env, obj client.Object) {
+	b := obj.(*ircv1.SojuBouncer)
+	e.Step("SojuBouncers (like kubectl get sojubouncers -n %s)", b.Namespace)
+	ready := ""
+	if c := meta.FindStatusCondition(b.Status.Conditions, ircv1.ConditionReady); c != nil {
+		ready = string(c.Status)
+	}
+	e.Table([]string{"NAME", "HOSTNAME", "READY", "AGE"}, [][]string{{b.Name, b.Spec.Hostname, ready, Age(b.CreationTimestamp.Time)}})
+	e.Table([]string{"DATABASE", "SECRET", "SERVICE HOST"}, [][]string{{b.Status.DatabaseName, b.Status.DatabaseSecretName, b.Status.ServiceHost}})
+	e.Conditions("SojuBouncer", b, b.Status.Conditions)
+	e.Children(ctx, e.Client, b, sojuChildKinds)
+	e.Pods(ctx, e.Client, b, map[string]string{"app.kubernetes.io/instance": b.Name, "app.kubernetes.io/name": soju.AppName})
+
+	e.Step("soju's config in ConfigMap %s (no password: soju reads PGPASSWORD from Secret %s)", soju.ConfigMapName(b), soju.DatabaseSecretName(b))
+	var cm corev1.ConfigMap
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: soju.ConfigMapName(b)}, &cm); err != nil {
+		e.Printf("(not there: %v)", err)
+	} else {
+		e.Text(cm.Data[soju.ConfigKey])
+	}
+	sojuLogin(ctx, e, b)
+	e.Events(ctx, e.Client, "SojuBouncer", b)
+}
+
+// sojuLogin logs in with the bouncer's database Secret, as soju does, and shows it owns its database.
+func sojuLogin(ctx context.Context, e *Env, b *ircv1.SojuBouncer) {
+	if b.Status.DatabaseSecretName == "" {
+		return
+	}
+	e.Step("Logging in with Secret %s (its url key), as soju does", b.Status.DatabaseSecretName)
+	secret := &corev1.Secret{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Status.DatabaseSecretName}, secret); err != nil {
+		e.Printf("(cannot read it: %v)", err)
+		return
+	}
+	conn, err := pgx.Connect(ctx, string(secret.Data["url"]))
+	if err != nil {
+		e.Printf("login failed: %v", err)
+		return
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	var user, database, owner string
+	if err := conn.QueryRow(ctx, "SELECT current_user, current_database(), pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database()").
+		Scan(&user, &database, &owner); err != nil {
+		e.Printf("query failed: %v", err)
+		return
+	}
+	e.Table([]string{"CURRENT_USER", "CURRENT_DATABASE()", "DATABASE OWNER"}, [][]string{{user, database, owner}})
+	sojuServer.Lock()
+	s := sojuServer.s
+	sojuServer.Unlock()
+	if s != nil {
+		if log, err := s.ReadLog(); err == nil && len(secret.Data["password"]) > 0 && !strings.Contains(log, string(secret.Data["password"])) {
+			e.Printf("the server's statement log (log_statement=all) does not hold the password: it was sent as a SCRAM verifier")
+		}
+	}
+}
