@@ -78,6 +78,8 @@ func main() {
 	catalystDomain := flag.String("catalyst-preview-domain", catalyst.DefaultDomain, "DNS domain of catalyst Environment hosts (<namespace>.<domain>) when the Project names none (docs/catalyst.md).")
 	catalystIssuer := flag.String("catalyst-cluster-issuer", catalyst.DefaultIssuerName, "cert-manager ClusterIssuer of catalyst Environment certificates when the Project names none; empty serves plain http.")
 	catalystIngressClass := flag.String("catalyst-ingress-class", "", "IngressClass of catalyst Environment Ingresses when the Project names none; empty uses the cluster's default class.")
+	catalystBuilderImage := flag.String("catalyst-builder-image", catalyst.BuilderImage(os.Getenv("RELATED_IMAGE_KANIKO")), "Kaniko executor image of catalyst build Jobs (default $RELATED_IMAGE_KANIKO, else "+catalyst.DefaultBuilderImage+"; docs/catalyst.md, Builds).")
+	catalystInsecureRegistries := flag.String("catalyst-insecure-registries", "", "Comma-separated registries (host or host:port) that catalyst image checks and builds reach over plain http; loopback registries always are, every other only over https.")
 	catalystIngressNS := flag.String("catalyst-ingress-namespace", catalyst.DefaultIngressNamespace, "Namespace of the ingress controller, whose pods the catalyst NetworkPolicy lets reach every Environment's pods.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
@@ -168,6 +170,8 @@ func main() {
 				Issuer: catalystv1.IssuerRef{Name: *catalystIssuer, Kind: "ClusterIssuer"}},
 			MaxConcurrentReconciles: workers,
 			WatchNamespaces:         slices.Sorted(maps.Keys(watched)),
+			Build: catalyst.BuildConfig{BuilderImage: *catalystBuilderImage,
+				InsecureRegistries: catalyst.SplitRegistries(*catalystInsecureRegistries)},
 		}),
 	)
 	if err != nil {

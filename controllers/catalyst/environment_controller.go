@@ -6,10 +6,12 @@ import (
 	"strings"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -40,6 +42,10 @@ type EnvironmentReconciler struct {
 	MaxConcurrentReconciles int
 	// Capabilities are the optional APIs this cluster serves (cert-manager).
 	Capabilities platform.Capabilities
+	// Build is the operator's build settings: the builder image and the plain-http registries.
+	Build catalyst.BuildConfig
+	// Pods reads failed build pods' logs; SetupWithManager makes one from the manager's config when nil.
+	Pods corev1client.PodsGetter
 
 	// Client reads from the manager's cache and writes to the API server; APIReader reads what the cache
 	// does not hold (namespaces the operator did not make). SetupWithManager fills both and Recorder.
@@ -87,6 +93,7 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileProject,
 		r.reconcileNamespace,
 		r.reconcileIngress,
+		r.reconcileDeployNotImplemented,
 		r.reconcileBuild,
 	)
 	s.Announce()
@@ -108,6 +115,9 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
 	}
 	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
+	if err := r.setupBuild(mgr); err != nil {
+		return err
+	}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: environmentFieldOwner,
@@ -120,7 +130,7 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Status writes do not change the generation; label changes (which name the namespace) and the
 		// deletion timestamp do not either, but must wake the reconciler.
 		For(&catalystv1.Environment{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted))).
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted, retryBuildChanged))).
 		Watches(&catalystv1.Project{}, handler.EnqueueRequestsFromMapFunc(r.environmentsForProject),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(environmentForNamespace)).
@@ -128,6 +138,7 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.LimitRange{}, toOwner).
 		Watches(&networkingv1.NetworkPolicy{}, toOwner).
 		Watches(&networkingv1.Ingress{}, toOwner).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(environmentForNamespace)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
 	if r.Capabilities.CertManager {
 		b = b.Watches(&cmv1.Certificate{}, toOwner)

@@ -95,8 +95,10 @@ func warningEvents(ctx context.Context, env *catalystv1.Environment, reason stri
 
 var _ = Describe("Environment", func() {
 	It("gets a locked-down namespace and an https Ingress, is Ready with its URL once the certificate is issued, and costs no write when unchanged", func(ctx SpecContext) {
-		t := newTeam(ctx)
+		t := buildTeam(ctx)
 		env := t.environment("pr-123")
+		_, err := testRegistry.Push(t.imageOf(env.Spec.Source.CommitSHA))
+		Expect(err).NotTo(HaveOccurred())
 		Expect(k8s.Create(ctx, env)).To(Succeed())
 		ns := t.namespaceOf("pr-123")
 
@@ -147,8 +149,8 @@ var _ = Describe("Environment", func() {
 			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 			g.Expect(condition(g, got, catalystv1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
 			build := condition(g, got, catalystv1.ConditionBuildReady)
-			g.Expect(build.Status).To(Equal(metav1.ConditionUnknown))
-			g.Expect(build.Reason).To(Equal(catalystv1.ReasonNotImplemented))
+			g.Expect(build.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(build.Reason).To(Equal(catalystv1.ReasonImageExists))
 			g.Expect(condition(g, got, catalystv1.ConditionDeploymentReady).Reason).To(Equal(catalystv1.ReasonNotImplemented))
 		}).Should(Succeed())
 		Expect(getEnv(ctx, env).Annotations).To(HaveKeyWithValue(catalystv1.AnnotationEnvironmentID, "env-pr-123"))

@@ -8,9 +8,9 @@ import (
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
-// readyParts are the conditions Ready sums up, in the order it reports them. BuildReady and
-// DeploymentReady are reported but not summed: this version of the operator does neither.
-var readyParts = []string{catalystv1.ConditionNamespaceReady, catalystv1.ConditionIngressReady}
+// readyParts are the conditions Ready sums up, in the order it reports them. DeploymentReady is
+// reported but not summed: this version of the operator deploys nothing.
+var readyParts = []string{catalystv1.ConditionNamespaceReady, catalystv1.ConditionIngressReady, catalystv1.ConditionBuildReady}
 
 // environmentConditions are the condition types the Environment status writer owns.
 var environmentConditions = []string{
@@ -26,6 +26,19 @@ var failedReasons = map[string]bool{
 	catalystv1.ReasonNameConflict:      true,
 	catalystv1.ReasonApplyFailed:       true,
 	catalystv1.ReasonAPINotAvailable:   true,
+	// The image's: a Project, a Secret, a commit or a Dockerfile to fix (or a retry to ask for).
+	catalystv1.ReasonBuildNotConfigured:     true,
+	catalystv1.ReasonBuildFailed:            true,
+	catalystv1.ReasonImageMissingAfterBuild: true,
+	catalystv1.ReasonRegistryUnauthorized:   true,
+	catalystv1.ReasonSecretInvalid:          true,
+	catalystv1.ReasonCommitAbbreviated:      true,
+}
+
+// buildingReasons are the BuildReady reasons of an image on its way: the environment is Building.
+var buildingReasons = map[string]bool{
+	catalystv1.ReasonBuilding:            true,
+	catalystv1.ReasonRegistryUnreachable: true,
 }
 
 // summarize fills Ready, the phase, the namespace and observedGeneration from what the steps found.
@@ -44,8 +57,8 @@ func (s *environmentScope) summarize() *catalystv1.EnvironmentStatus {
 }
 
 // Phase is the phase the conditions amount to: Failed when a part waits for the user, Pending until the
-// namespace is ready, Ready when Ready is True, Deploying in between. Building is not used: this version
-// of the operator builds nothing.
+// namespace is ready (or while there is no commit to find an image of), Building while the image is
+// being built or the registry cannot be asked, Ready when Ready is True, Deploying in between.
 func Phase(conds []metav1.Condition) catalystv1.Phase {
 	for _, t := range readyParts {
 		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status != metav1.ConditionTrue && failedReasons[c.Reason] {
@@ -57,6 +70,13 @@ func Phase(conds []metav1.Condition) catalystv1.Phase {
 		return catalystv1.PhasePending
 	case meta.IsStatusConditionTrue(conds, catalystv1.ConditionReady):
 		return catalystv1.PhaseReady
+	}
+	build := meta.FindStatusCondition(conds, catalystv1.ConditionBuildReady)
+	switch {
+	case build != nil && build.Status != metav1.ConditionTrue && buildingReasons[build.Reason]:
+		return catalystv1.PhaseBuilding
+	case build != nil && build.Reason == catalystv1.ReasonCommitMissing:
+		return catalystv1.PhasePending
 	default:
 		return catalystv1.PhaseDeploying
 	}

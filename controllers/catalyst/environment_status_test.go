@@ -28,10 +28,19 @@ func TestPhase(t *testing.T) {
 			cond(catalystv1.ConditionReady, metav1.ConditionFalse, catalystv1.ReasonCertificatePending)}, catalystv1.PhaseDeploying},
 		{"no cert-manager", []metav1.Condition{nsReady, cond(catalystv1.ConditionIngressReady, metav1.ConditionFalse, catalystv1.ReasonAPINotAvailable)}, catalystv1.PhaseFailed},
 		{"ingress refused", []metav1.Condition{nsReady, cond(catalystv1.ConditionIngressReady, metav1.ConditionFalse, catalystv1.ReasonApplyFailed)}, catalystv1.PhaseFailed},
-		{"ready, builds not implemented", []metav1.Condition{nsReady,
+		{"ready, the image found", []metav1.Condition{nsReady,
 			cond(catalystv1.ConditionIngressReady, metav1.ConditionTrue, catalystv1.ReasonReady),
-			cond(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonNotImplemented),
+			cond(catalystv1.ConditionBuildReady, metav1.ConditionTrue, catalystv1.ReasonImageExists),
 			cond(catalystv1.ConditionReady, metav1.ConditionTrue, catalystv1.ReasonReady)}, catalystv1.PhaseReady},
+		{"building", []metav1.Condition{nsReady, cond(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonBuilding)}, catalystv1.PhaseBuilding},
+		{"registry unreachable", []metav1.Condition{nsReady, cond(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonRegistryUnreachable)}, catalystv1.PhaseBuilding},
+		{"build failed", []metav1.Condition{nsReady, cond(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonBuildFailed)}, catalystv1.PhaseFailed},
+		{"no build configured", []metav1.Condition{nsReady, cond(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonBuildNotConfigured)}, catalystv1.PhaseFailed},
+		{"image missing after the build", []metav1.Condition{nsReady, cond(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonImageMissingAfterBuild)}, catalystv1.PhaseFailed},
+		{"no commit yet", []metav1.Condition{nsReady, cond(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonCommitMissing)}, catalystv1.PhasePending},
+		{"image found, certificate pending", []metav1.Condition{nsReady,
+			cond(catalystv1.ConditionBuildReady, metav1.ConditionTrue, catalystv1.ReasonImagePushed),
+			cond(catalystv1.ConditionIngressReady, metav1.ConditionFalse, catalystv1.ReasonCertificatePending)}, catalystv1.PhaseDeploying},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -216,10 +216,9 @@ func (r *EnvironmentReconciler) reconcileIngress(ctx context.Context, s *environ
 	return ctrl.Result{}, nil
 }
 
-// reconcileBuild reports builds and deployments, which this version of the operator does not do.
-func (r *EnvironmentReconciler) reconcileBuild(_ context.Context, s *environmentScope) (ctrl.Result, error) {
-	s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonNotImplemented,
-		"this version of the operator builds no images; the image for spec.source must be built by other means")
+// reconcileDeployNotImplemented reports deployments, which this version of the operator does not do yet.
+// It runs before reconcileBuild so that a deploy step added after it overrides DeploymentReady.
+func (r *EnvironmentReconciler) reconcileDeployNotImplemented(_ context.Context, s *environmentScope) (ctrl.Result, error) {
 	s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionUnknown, catalystv1.ReasonNotImplemented,
 		fmt.Sprintf("this version of the operator deploys no application; deploy it by other means as Service %s (port %s) in the environment's namespace",
 			catalyst.ServiceName, catalyst.ServicePort))

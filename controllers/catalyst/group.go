@@ -4,6 +4,7 @@ import (
 	"context"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +27,8 @@ type Options struct {
 	// (OLM's OwnNamespace or SingleNamespace) has neither the cache nor the permissions for: then the
 	// group runs no controller and its webhook refuses new Environments, saying why (scoped.go).
 	WatchNamespaces []string
+	// Build is the operator's build settings: the builder image and the plain-http registries.
+	Build catalyst.BuildConfig
 }
 
 // Field indexes on Environments, shared by both reconcilers and the webhook.
@@ -55,7 +58,8 @@ func Group(opts Options) manager.Group {
 			if err := indexEnvironments(mgr); err != nil {
 				return err
 			}
-			env := &EnvironmentReconciler{Defaults: opts.Defaults, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Capabilities: caps}
+			env := &EnvironmentReconciler{Defaults: opts.Defaults, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Capabilities: caps,
+				Build: opts.Build}
 			if err := env.SetupWithManager(mgr); err != nil {
 				return err
 			}
@@ -79,6 +83,7 @@ func CacheRules(caps platform.Capabilities) []manager.CacheRule {
 		{Object: &corev1.LimitRange{}},
 		{Object: &networkingv1.NetworkPolicy{}},
 		{Object: &networkingv1.Ingress{}},
+		{Object: &batchv1.Job{}}, // build Jobs
 	}
 	if caps.CertManager {
 		rules = append(rules, manager.CacheRule{Object: &cmv1.Certificate{}})

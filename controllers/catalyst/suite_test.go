@@ -73,6 +73,7 @@ var _ = BeforeSuite(func() {
 	clientset, err = kubernetes.NewForConfig(cfg)
 	Expect(err).NotTo(HaveOccurred())
 
+	testRegistry = catalysttest.StartRegistry(registryUser, registryPassword)
 	caps, err := platform.Discover(cfg)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(caps.CertManager).To(BeTrue())
@@ -84,7 +85,7 @@ var _ = BeforeSuite(func() {
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
 		}),
-	}, caps, Group(Options{Defaults: testDefaults, MaxConcurrentReconciles: 2}))
+	}, caps, Group(Options{Defaults: testDefaults, MaxConcurrentReconciles: 2, Build: testBuild}))
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
 		defer GinkgoRecover()
@@ -98,6 +99,9 @@ var _ = AfterSuite(func() {
 	}
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
+	}
+	if testRegistry != nil {
+		testRegistry.Close()
 	}
 })
 

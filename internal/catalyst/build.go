@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -59,6 +60,8 @@ var (
 	BuildCommitAnnotation = manager.Annotation("catalyst-commit")
 	// BuildImageAnnotation is the image a Job pushes.
 	BuildImageAnnotation = manager.Annotation("catalyst-image")
+	// BuildAttemptAnnotation is the Job's rank among the builds of its commit (1, then 2 after a retry...).
+	BuildAttemptAnnotation = manager.Annotation("catalyst-attempt")
 )
 
 // BuildJobName is the build Job of an environment's commit: the environment's name, the commit's first
@@ -86,6 +89,8 @@ type BuildInput struct {
 	Commit string
 	// Image is the destination, <registry>/<repository>:<commit>.
 	Image string
+	// Attempt is the Job's rank among the builds of the commit, from 1.
+	Attempt int32
 	// Config is the operator's build settings.
 	Config BuildConfig
 }
@@ -122,9 +127,10 @@ func BuildJob(in BuildInput) *batchv1.Job {
 	labels[catalystv1.LabelEnvironment] = LabelValue(parts.Environment)
 	labels[BuildOwnerUIDLabel] = string(env.UID)
 	annotations := map[string]string{
-		OwnerAnnotation:       Owner(env),
-		BuildCommitAnnotation: in.Commit,
-		BuildImageAnnotation:  in.Image,
+		OwnerAnnotation:        Owner(env),
+		BuildCommitAnnotation:  in.Commit,
+		BuildImageAnnotation:   in.Image,
+		BuildAttemptAnnotation: strconv.Itoa(int(in.Attempt)),
 	}
 
 	args := []string{
@@ -344,4 +350,13 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+// AttemptOf is a build Job's BuildAttemptAnnotation; 1 when it has none.
+func AttemptOf(job *batchv1.Job) int32 {
+	n, err := strconv.ParseInt(job.Annotations[BuildAttemptAnnotation], 10, 32)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return int32(n)
 }

@@ -236,6 +236,20 @@ func TestBuildJobSafety(t *testing.T) {
 	}
 }
 
+func TestAttemptOf(t *testing.T) {
+	env, p := buildFixture()
+	job := BuildJob(BuildInput{Env: env, Project: p, Name: "n", Commit: fullSHA, Attempt: 3})
+	if got := AttemptOf(job); got != 3 {
+		t.Errorf("AttemptOf = %d, want 3", got)
+	}
+	for _, v := range []string{"", "0", "-2", "x"} {
+		job.Annotations[BuildAttemptAnnotation] = v
+		if got := AttemptOf(job); got != 1 {
+			t.Errorf("AttemptOf(%q) = %d, want 1", v, got)
+		}
+	}
+}
+
 func TestStateOf(t *testing.T) {
 	cond := func(typ batchv1.JobConditionType, status corev1.ConditionStatus, reason string) batchv1.JobCondition {
 		return batchv1.JobCondition{Type: typ, Status: status, Reason: reason, Message: "m"}

@@ -74,6 +74,9 @@ const (
 	ReasonBuildNotConfigured = "BuildNotConfigured"
 	// ReasonCommitMissing is an environment without spec.source.commitSha: there is no image to look for.
 	ReasonCommitMissing = "CommitMissing"
+	// ReasonCommitAbbreviated is an environment whose image must be built while spec.source.commitSha is
+	// abbreviated: the builder checks out only a whole commit id (40 or 64 hexadecimal digits).
+	ReasonCommitAbbreviated = "CommitAbbreviated"
 	// ReasonSecretInvalid is a Secret named by spec.build.registrySecretRef or spec.source.secretRef that
 	// does not exist or does not hold what it should.
 	ReasonSecretInvalid = "SecretInvalid"

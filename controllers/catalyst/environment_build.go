@@ -1,0 +1,347 @@
+package catalyst
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+)
+
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
+// setupBuild fills what the build step needs from the manager: a client for build pods' logs.
+func (r *EnvironmentReconciler) setupBuild(mgr ctrl.Manager) error {
+	if r.Pods != nil {
+		return nil
+	}
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("catalyst build log client: %w", err)
+	}
+	r.Pods = cs.CoreV1()
+	return nil
+}
+
+// retryBuildChanged passes an Environment update that changes the catalyst.catalyst.dev/retry-build
+// annotation, which changes no generation but asks for a new build.
+var retryBuildChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetAnnotations()[catalystv1.AnnotationRetryBuild] != e.ObjectNew.GetAnnotations()[catalystv1.AnnotationRetryBuild]
+	},
+}
+
+// reconcileBuild makes sure the registry has the image of spec.source.commitSha, tagged with it: when
+// the registry has it, nothing is built; otherwise a Kaniko Job in the Project's namespace builds and
+// pushes it, and the registry is asked again once the Job succeeds. s.image is set only once the
+// registry is known to have the image. A failed build is not retried until the commit or the
+// catalyst.catalyst.dev/retry-build annotation changes (status.build remembers it, after the Job is gone).
+func (r *EnvironmentReconciler) reconcileBuild(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
+	switch {
+	case s.project == nil:
+		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the Project")
+		return ctrl.Result{}, nil
+	case s.namespace == "":
+		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the namespace")
+		return ctrl.Result{}, nil
+	}
+	b := s.project.Spec.Build
+	commit := s.env.Spec.Source.CommitSHA
+	if b == nil {
+		s.status.Build = nil
+		r.buildFailed(s, catalystv1.ReasonBuildNotConfigured, fmt.Sprintf(
+			"Project %s/%s has no spec.build: the operator has no registry to find or push the environment's image in",
+			s.project.Namespace, s.project.Name))
+		return ctrl.Result{}, nil
+	}
+	if commit == "" {
+		s.status.Build = nil
+		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonCommitMissing,
+			"spec.source.commitSha is empty: there is no image to find or build until it is set")
+		return ctrl.Result{}, nil
+	}
+	image := catalyst.ImageReference(s.project, commit)
+	retry := s.env.Annotations[catalystv1.AnnotationRetryBuild]
+	st := &catalystv1.BuildStatus{CommitSHA: commit}
+	if prev := s.env.Status.Build; prev != nil && prev.CommitSHA == commit {
+		st = prev.DeepCopy()
+	}
+	if st.Image != image {
+		st.Image, st.Digest = "", ""
+	}
+	s.status.Build = st
+	defer r.deleteSupersededBuilds(ctx, s, st)
+
+	if st.Image != "" && st.Digest != "" {
+		// Seen in the registry already: a commit's tag is not rebuilt, so it is not asked again.
+		r.imageFound(s, st, "")
+		return ctrl.Result{}, nil
+	}
+
+	kc, err := r.registryKeychain(ctx, s, b)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case kc == nil:
+		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
+	}
+	reg := &catalyst.Registry{Insecure: r.Build.InsecureRegistries}
+	digest, found, err := reg.Head(ctx, image, kc)
+	switch {
+	case errors.Is(err, catalyst.ErrUnauthorized):
+		msg := fmt.Sprintf("registry %s refused to say whether it has %s: %v; check spec.build.registrySecretRef", b.Registry, image, err)
+		r.buildFailed(s, catalystv1.ReasonRegistryUnauthorized, msg)
+		return ctrl.Result{RequeueAfter: r.registryRetry(s, catalystv1.ReasonRegistryUnauthorized)}, nil
+	case err != nil:
+		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonRegistryUnreachable,
+			fmt.Sprintf("registry %s could not be asked for %s: %v", b.Registry, image, err))
+		return ctrl.Result{RequeueAfter: r.registryRetry(s, catalystv1.ReasonRegistryUnreachable)}, nil
+	case found:
+		r.imageFound(s, st, digest)
+		return ctrl.Result{}, nil
+	}
+	return r.build(ctx, s, st, retry)
+}
+
+// imageFound records that the registry has the image: BuildReady True, ImageExists when nothing was
+// built for it, ImagePushed (and a BuildSucceeded event, once) when a Job of the operator's pushed it.
+// An empty digest keeps the one status.build has.
+func (r *EnvironmentReconciler) imageFound(s *environmentScope, st *catalystv1.BuildStatus, digest string) {
+	image := catalyst.ImageReference(s.project, st.CommitSHA)
+	if digest != "" {
+		st.Image, st.Digest = image, digest
+	}
+	st.Failure = ""
+	s.image, s.imageDigest = st.Image, st.Digest
+	reason, msg := catalystv1.ReasonImageExists, fmt.Sprintf("registry has %s (%s); nothing to build", st.Image, st.Digest)
+	if st.JobName != "" {
+		reason, msg = catalystv1.ReasonImagePushed, fmt.Sprintf("build Job %s pushed %s (%s)", st.JobName, st.Image, st.Digest)
+	}
+	if prev := meta.FindStatusCondition(s.env.Status.Conditions, catalystv1.ConditionBuildReady); reason == catalystv1.ReasonImagePushed &&
+		(prev == nil || prev.Reason != reason || prev.Message != msg) {
+		r.Recorder.Eventf(s.env, corev1.EventTypeNormal, catalystv1.EventBuildSucceeded, "Built and pushed %s with Job %s/%s",
+			st.Image, s.project.Namespace, st.JobName)
+	}
+	s.Set(catalystv1.ConditionBuildReady, metav1.ConditionTrue, reason, msg)
+}
+
+// build runs, follows and reports the build Job of the commit, for an image the registry lacks.
+func (r *EnvironmentReconciler) build(ctx context.Context, s *environmentScope, st *catalystv1.BuildStatus, retry string) (ctrl.Result, error) {
+	if st.Failure != "" && st.Retry == retry {
+		r.buildFailed(s, catalystv1.ReasonBuildFailed, st.Failure+fmt.Sprintf(
+			"; set annotation %s to a new value, or a new spec.source.commitSha, to build again", catalystv1.AnnotationRetryBuild))
+		return ctrl.Result{}, nil
+	}
+	commit, ns := st.CommitSHA, s.project.Namespace
+	name := catalyst.BuildJobName(s.env, commit, retry)
+	image := catalyst.ImageReference(s.project, commit)
+	job := &batchv1.Job{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)
+	if apierrors.IsNotFound(err) {
+		// The cache holds only the operator's Jobs: one more read to be sure the name is free.
+		err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return r.startBuild(ctx, s, st, name, image, retry)
+	case err != nil:
+		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting, "the build Job could not be read: "+err.Error())
+		return ctrl.Result{}, fmt.Errorf("read build job %s/%s: %w", ns, name, err)
+	case !ownBuild(job, s.env):
+		msg := fmt.Sprintf("Job %s/%s, the name of the build of %s, was not made by the operator for this Environment; it is left untouched", ns, name, image)
+		r.buildFailed(s, catalystv1.ReasonNameConflict, msg)
+		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
+	}
+	// The Job knows its rank: the status read may be older than the write that counted it.
+	st.JobName, st.Retry = name, retry
+	st.Attempts = max(st.Attempts, catalyst.AttemptOf(job))
+	known := st.Failure
+	st.Failure = ""
+	switch state, reason, message := catalyst.StateOf(job); state {
+	case catalyst.JobSucceeded:
+		msg := fmt.Sprintf("build Job %s/%s succeeded, yet registry %s does not have %s; is the Job pushing elsewhere?",
+			ns, name, s.project.Spec.Build.Registry, image)
+		r.buildFailed(s, catalystv1.ReasonImageMissingAfterBuild, msg)
+		return ctrl.Result{RequeueAfter: r.registryRetry(s, catalystv1.ReasonImageMissingAfterBuild)}, nil
+	case catalyst.JobFailed:
+		failure := catalyst.Failure(ns+"/"+name, reason, message)
+		st.Failure = failure
+		if known != failure {
+			r.Recorder.Event(s.env, corev1.EventTypeWarning, catalystv1.ReasonBuildFailed,
+				catalyst.FailureEvent(failure, r.buildLog(ctx, ns, name)))
+		}
+		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonBuildFailed, failure+fmt.Sprintf(
+			"; set annotation %s to a new value, or a new spec.source.commitSha, to build again", catalystv1.AnnotationRetryBuild))
+	default:
+		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonBuilding,
+			fmt.Sprintf("build Job %s/%s is building %s", ns, name, image))
+	}
+	return ctrl.Result{}, nil
+}
+
+// startBuild creates the build Job. A create request, not an apply: the Job is never changed after, and
+// a Job of that name made meanwhile by anyone makes the request fail instead of being taken over.
+func (r *EnvironmentReconciler) startBuild(ctx context.Context, s *environmentScope, st *catalystv1.BuildStatus, name, image, retry string) (ctrl.Result, error) {
+	commit := st.CommitSHA
+	if !catalyst.FullCommit(commit) {
+		r.buildFailed(s, catalystv1.ReasonCommitAbbreviated, fmt.Sprintf(
+			"registry %s does not have %s, and spec.source.commitSha %s is abbreviated: the builder checks out only a whole commit id (40 or 64 hexadecimal digits)",
+			s.project.Spec.Build.Registry, image, commit))
+		return ctrl.Result{}, nil
+	}
+	job := catalyst.BuildJob(catalyst.BuildInput{Env: s.env, Project: s.project, Name: name, Commit: commit,
+		Image: image, Attempt: st.Attempts + 1, Config: r.Build})
+	err := r.Client.Create(ctx, job, client.FieldOwner(manager.FieldOwner))
+	var status apierrors.APIStatus
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting,
+			fmt.Sprintf("Job %s/%s appeared while it was being created; checking whose it is", job.Namespace, name))
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case err != nil && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)) && errors.As(err, &status):
+		msg := fmt.Sprintf("the API server refused build Job %s/%s: %s", job.Namespace, name, status.Status().Message)
+		r.buildFailed(s, catalystv1.ReasonApplyFailed, msg)
+		return ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil
+	case err != nil:
+		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonApplyFailed, err.Error())
+		return ctrl.Result{}, fmt.Errorf("create build job %s/%s: %w", job.Namespace, name, err)
+	}
+	st.Attempts = catalyst.AttemptOf(job)
+	st.JobName, st.Retry, st.Failure = name, retry, ""
+	r.Recorder.Eventf(s.env, corev1.EventTypeNormal, catalystv1.EventBuildStarted,
+		"Building %s from commit %s with Job %s/%s", image, commit, job.Namespace, name)
+	s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonBuilding,
+		fmt.Sprintf("build Job %s/%s is building %s", job.Namespace, name, image))
+	return ctrl.Result{}, nil
+}
+
+// registryKeychain reads spec.build.registrySecretRef's credentials (from the API server: the cache
+// holds no Secrets). A Secret missing or not a Docker config is the user's to fix: the condition says
+// so, and nil, nil is returned (a Secret's creation wakes nothing: the caller retries later).
+func (r *EnvironmentReconciler) registryKeychain(ctx context.Context, s *environmentScope, b *catalystv1.ProjectBuild) (authn.Keychain, error) {
+	if b.RegistrySecretRef == nil {
+		return authn.NewMultiKeychain(), nil
+	}
+	key := client.ObjectKey{Namespace: s.project.Namespace, Name: b.RegistrySecretRef.Name}
+	secret := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, key, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		r.buildFailed(s, catalystv1.ReasonSecretInvalid, fmt.Sprintf("Secret %s named by the Project's spec.build.registrySecretRef does not exist", key))
+		return nil, nil
+	case err != nil:
+		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting, "the registry Secret could not be read: "+err.Error())
+		return nil, fmt.Errorf("read registry secret %s: %w", key, err)
+	}
+	kc, err := catalyst.Keychain(secret.Data)
+	if err != nil {
+		r.buildFailed(s, catalystv1.ReasonSecretInvalid, fmt.Sprintf("Secret %s named by the Project's spec.build.registrySecretRef: %v", key, err))
+		return nil, nil
+	}
+	return kc, nil
+}
+
+// buildFailed sets BuildReady False with a reason only the user fixes, and emits a Warning event when
+// the condition says something new (not on every reconcile of an unchanged environment).
+func (r *EnvironmentReconciler) buildFailed(s *environmentScope, reason, msg string) {
+	prev := meta.FindStatusCondition(s.env.Status.Conditions, catalystv1.ConditionBuildReady)
+	if prev == nil || prev.Reason != reason || prev.Message != msg {
+		s.Warn(reason, msg)
+	}
+	s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, reason, msg)
+}
+
+// registryRetry is when to ask the registry again, growing with how long BuildReady has had reason.
+func (r *EnvironmentReconciler) registryRetry(s *environmentScope, reason string) time.Duration {
+	var failingFor time.Duration
+	if prev := meta.FindStatusCondition(s.env.Status.Conditions, catalystv1.ConditionBuildReady); prev != nil && prev.Reason == reason {
+		failingFor = time.Since(prev.LastTransitionTime.Time)
+	}
+	return catalyst.RegistryRetry(failingFor)
+}
+
+// ownBuild says whether job is a build Job the operator made for env: its managed-by label and env's UID.
+func ownBuild(job *batchv1.Job, env *catalystv1.Environment) bool {
+	return manager.IsManaged(job.Labels) && env.UID != "" && job.Labels[catalyst.BuildOwnerUIDLabel] == string(env.UID)
+}
+
+// deleteSupersededBuilds deletes the environment's build Jobs that still run for another commit or an
+// earlier retry: their image is no longer wanted. Finished Jobs are left to their TTL (their pod keeps
+// the log). Only Jobs the operator made for this Environment are considered.
+func (r *EnvironmentReconciler) deleteSupersededBuilds(ctx context.Context, s *environmentScope, st *catalystv1.BuildStatus) {
+	var jobs batchv1.JobList
+	if err := r.Client.List(ctx, &jobs, client.InNamespace(s.project.Namespace),
+		client.MatchingLabels{catalyst.BuildOwnerUIDLabel: string(s.env.UID), manager.ManagedByLabel: manager.OperatorName}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list build jobs")
+		return
+	}
+	for i := range jobs.Items {
+		job := &jobs.Items[i]
+		if job.Name == st.JobName || !job.DeletionTimestamp.IsZero() || !ownBuild(job, s.env) {
+			continue
+		}
+		if state, _, _ := catalyst.StateOf(job); state != catalyst.JobRunning {
+			continue
+		}
+		err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground),
+			client.Preconditions{UID: ptr.To(job.UID)})
+		if client.IgnoreNotFound(err) != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "delete superseded build job", "job", job.Name)
+			continue
+		}
+		r.Recorder.Eventf(s.env, corev1.EventTypeNormal, reconcile.EventDeleted,
+			"Deleted Job %s/%s: it built commit %s, which the environment no longer runs", job.Namespace, job.Name,
+			job.Annotations[catalyst.BuildCommitAnnotation])
+	}
+}
+
+// buildLog is the end of the builder container's log in the Job's newest pod; empty when there is no pod
+// left (or, as in envtest, never was one) or the log cannot be read.
+func (r *EnvironmentReconciler) buildLog(ctx context.Context, ns, job string) string {
+	if r.Pods == nil {
+		return ""
+	}
+	pods, err := r.Pods.Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+	if err != nil || len(pods.Items) == 0 {
+		return ""
+	}
+	newest := &pods.Items[0]
+	for i := range pods.Items {
+		if pods.Items[i].CreationTimestamp.After(newest.CreationTimestamp.Time) {
+			newest = &pods.Items[i]
+		}
+	}
+	req := r.Pods.Pods(ns).GetLogs(newest.Name, &corev1.PodLogOptions{Container: catalyst.BuildContainer,
+		TailLines: ptr.To[int64](catalyst.LogLines), LimitBytes: ptr.To[int64](16 << 10)})
+	stream, err := req.Stream(ctx)
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = stream.Close() }()
+	b, _ := io.ReadAll(io.LimitReader(stream, 16<<10))
+	return string(b)
+}
