@@ -29,10 +29,10 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // trusted.
 var TrustedManagers = []string{"kube-controller-manager"}
 
-// Slim returns a cache transform that keeps, of each object of type T, its metadata and its status (what
-// reconcilers read: identity, labels, owner references, the applied digest, the child's state) and drops
-// the rest with strip (a ConfigMap's data, a Deployment's pod template...), after recording a digest of
-// everything but the status in CachedAnnotation. The Applier then tells drift from that digest and its
+// Slim returns a cache transform that keeps, of each object of type T, its identity, owner references,
+// the managed-by label, the applied digest and its status (what reconcilers read: the child's state),
+// and drops the rest with strip (a ConfigMap's data, a Deployment's pod template...) and its other labels
+// and annotations, after recording a digest of everything but the status in CachedAnnotation. The Applier then tells drift from that digest and its
 // own memory of each apply (see Applier.Apply) instead of comparing whole objects held in memory.
 //
 // content returns the part of the object besides metadata and status that the digest covers (its spec,
@@ -56,12 +56,20 @@ func Slim[T client.Object](fieldOwner string, content func(T) any, strip func(T)
 		}
 		obj.SetManagedFields(nil)
 		strip(obj)
-		if annotations == nil {
-			annotations = map[string]string{}
+		// Of the labels and annotations, the digest covers every one; the copy keeps only what is read
+		// without it: the managed-by label (Conflict) and the applied digests.
+		var kept map[string]string
+		if manager.IsManaged(obj.GetLabels()) {
+			kept = map[string]string{manager.ManagedByLabel: manager.OperatorName}
 		}
-		delete(annotations, lastAppliedAnnotation)
-		annotations[CachedAnnotation] = mark
-		obj.SetAnnotations(annotations)
+		obj.SetLabels(kept)
+		slimAnnotations := map[string]string{CachedAnnotation: mark}
+		for _, k := range []string{DigestAnnotation, LegacyDigestAnnotation} {
+			if v, ok := annotations[k]; ok {
+				slimAnnotations[k] = v
+			}
+		}
+		obj.SetAnnotations(slimAnnotations)
 		return obj, nil
 	}
 }
