@@ -30,6 +30,16 @@ func cleanupRetry(deleting time.Duration) time.Duration {
 	return 5 * time.Minute
 }
 
+// nextCleanup says, for a cleanup blocked deleting after the deletion, when to try again, or that the
+// cleanup timeout has passed and the operator gives up (leaving the database on the server). The retry
+// never lands after the timeout, so the bouncer goes close to it.
+func nextCleanup(deleting, timeout time.Duration) (retry time.Duration, giveUp bool) {
+	if deleting >= timeout {
+		return 0, true
+	}
+	return min(cleanupRetry(deleting), timeout-deleting), false
+}
+
 // deleteDecision is what a deleted bouncer's cleanup does next, before any request is sent.
 type deleteDecision int
 
@@ -91,16 +101,16 @@ func (r *SojuBouncerReconciler) reconcileDelete(ctx context.Context, s *sojuScop
 		if timeout == 0 {
 			timeout = DefaultCleanupTimeout
 		}
-		if deleting >= timeout {
-			r.Recorder.Eventf(b, corev1.EventTypeWarning, ircv1.ReasonCleanupAbandoned,
-				"Gave up dropping database and role %s after %s: %v. They are left on the server; drop them by hand", soju.DatabaseName(b), timeout, err)
-			return ctrl.Result{}, r.releaseFinalizer(ctx, b)
+		if retry, giveUp := nextCleanup(deleting, timeout); !giveUp {
+			msg := fmt.Sprintf("cannot drop database and role %s yet: %v. The operator retries until %s after the deletion, then leaves them on the server; to let the SojuBouncer go at once without touching the server, annotate it %s=true",
+				soju.DatabaseName(b), err, timeout, ircv1.AnnotationReleaseDatabase)
+			s.fail(ircv1.ConditionCleanup, ircv1.ReasonCleanupBlocked, msg)
+			werr := r.status.Write(ctx, b, s.summarize())
+			return ctrl.Result{RequeueAfter: retry}, werr
 		}
-		msg := fmt.Sprintf("cannot drop database and role %s yet: %v. The operator retries until %s after the deletion, then leaves them on the server; to let the SojuBouncer go at once without touching the server, annotate it %s=true",
-			soju.DatabaseName(b), err, timeout, ircv1.AnnotationReleaseDatabase)
-		s.fail(ircv1.ConditionCleanup, ircv1.ReasonCleanupBlocked, msg)
-		werr := r.status.Write(ctx, b, s.summarize())
-		return ctrl.Result{RequeueAfter: min(cleanupRetry(deleting), timeout-deleting)}, werr
+		r.Recorder.Eventf(b, corev1.EventTypeWarning, ircv1.ReasonCleanupAbandoned,
+			"Gave up dropping database and role %s after %s: %v. They are left on the server; drop them by hand", soju.DatabaseName(b), timeout, err)
+		return ctrl.Result{}, r.releaseFinalizer(ctx, b)
 	}
 	switch {
 	case len(kept) > 0:

@@ -51,6 +51,26 @@ func TestSojuCleanupRetry(t *testing.T) {
 	}
 }
 
+func TestNextCleanup(t *testing.T) {
+	tests := []struct {
+		deleting, timeout, wantRetry time.Duration
+		wantGiveUp                   bool
+	}{
+		{deleting: 0, timeout: DefaultCleanupTimeout, wantRetry: DatabaseRetry},
+		{deleting: 20 * time.Minute, timeout: DefaultCleanupTimeout, wantRetry: 5 * time.Minute},
+		{deleting: 28 * time.Minute, timeout: DefaultCleanupTimeout, wantRetry: 2 * time.Minute},
+		{deleting: DefaultCleanupTimeout, timeout: DefaultCleanupTimeout, wantGiveUp: true},
+		{deleting: 48 * time.Hour, timeout: DefaultCleanupTimeout, wantGiveUp: true},
+		{deleting: 10 * time.Second, timeout: 15 * time.Second, wantRetry: 5 * time.Second},
+	}
+	for _, tt := range tests {
+		retry, giveUp := nextCleanup(tt.deleting, tt.timeout)
+		if retry != tt.wantRetry || giveUp != tt.wantGiveUp {
+			t.Errorf("nextCleanup(%s, %s) = %s, %v; want %s, %v", tt.deleting, tt.timeout, retry, giveUp, tt.wantRetry, tt.wantGiveUp)
+		}
+	}
+}
+
 func TestSojuConnectFailure(t *testing.T) {
 	tests := []struct {
 		err        error
