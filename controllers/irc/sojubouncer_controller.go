@@ -123,6 +123,8 @@ func (r *SojuBouncerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	b := &ircv1.SojuBouncer{}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.applier.Forget(req.NamespacedName)
+			r.secretApplier.Forget(req.NamespacedName)
 			r.status.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
