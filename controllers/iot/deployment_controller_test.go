@@ -123,7 +123,7 @@ var _ = Describe("iot Deployment", func() {
 		Expect(get(ctx, d).Status.RecentEvents).NotTo(BeEmpty())
 	})
 
-	It("counts a device that stops sending heartbeats as stale, and withdraws a device whose labels stop matching", func(ctx SpecContext) {
+	It("counts a device that stops sending heartbeats as stale until it sends one again, and withdraws a device whose labels stop matching", func(ctx SpecContext) {
 		ns := newNamespace()
 		devices := fleettest.StartFleet(suiteCtx, fleetStore, ns+"-dev", ns, 3)
 		DeferCleanup(stopAll, devices[1:])
@@ -133,6 +133,11 @@ var _ = Describe("iot Deployment", func() {
 
 		devices[0].Stop()
 		Eventually(func() int32 { return get(ctx, d).Status.Aggregate.Stale }).Should(BeEquivalentTo(1))
+
+		By("the quiet device coming back")
+		devices[0].Start(suiteCtx)
+		DeferCleanup(devices[0].Stop)
+		Eventually(func() int32 { return get(ctx, d).Status.Aggregate.Stale }).Should(BeEquivalentTo(0))
 
 		By("relabelling a device out of the selection")
 		info := devices[2].Info
