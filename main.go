@@ -80,6 +80,8 @@ func main() {
 	catalystIngressClass := flag.String("catalyst-ingress-class", "", "IngressClass of catalyst Environment Ingresses when the Project names none; empty uses the cluster's default class.")
 	catalystBuilderImage := flag.String("catalyst-builder-image", catalyst.BuilderImage(os.Getenv("RELATED_IMAGE_KANIKO")), "Kaniko executor image of catalyst build Jobs (default $RELATED_IMAGE_KANIKO, else "+catalyst.DefaultBuilderImage+"; docs/catalyst.md, Builds).")
 	catalystInsecureRegistries := flag.String("catalyst-insecure-registries", "", "Comma-separated registries (host or host:port) that catalyst image checks and builds reach over plain http; loopback registries always are, every other only over https.")
+	catalystGitHosts := flag.String("catalyst-git-hosts", "", "Comma-separated hosts catalyst deploys may fetch Git repositories from; empty allows any.")
+	catalystGitCAFile := flag.String("catalyst-git-ca-file", "", "PEM file of CAs trusted for catalyst Git https besides the system's.")
 	catalystIngressNS := flag.String("catalyst-ingress-namespace", catalyst.DefaultIngressNamespace, "Namespace of the ingress controller, whose pods the catalyst NetworkPolicy lets reach every Environment's pods.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
@@ -135,6 +137,11 @@ func main() {
 	}
 
 	watched := watchNamespaces(os.Getenv("WATCH_NAMESPACE"))
+	catalystDeploy, err := catalystctrl.DeployConfigFromFlags(*catalystGitHosts, *catalystGitCAFile)
+	if err != nil {
+		log.Error(err, "catalyst deploy settings")
+		os.Exit(1)
+	}
 	mgr, err := manager.New(cfg, ctrl.Options{
 		Metrics:                       metricsOpts,
 		WebhookServer:                 webhookServer,
@@ -172,6 +179,7 @@ func main() {
 			WatchNamespaces:         slices.Sorted(maps.Keys(watched)),
 			Build: catalyst.BuildConfig{BuilderImage: *catalystBuilderImage,
 				InsecureRegistries: catalyst.SplitRegistries(*catalystInsecureRegistries)},
+			Deploy: catalystDeploy,
 		}),
 	)
 	if err != nil {

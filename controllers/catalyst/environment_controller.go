@@ -46,6 +46,8 @@ type EnvironmentReconciler struct {
 	Build catalyst.BuildConfig
 	// Pods reads failed build pods' logs; SetupWithManager makes one from the manager's config when nil.
 	Pods corev1client.PodsGetter
+	// Deploy is the operator's deploy settings: git CAs, the checkout cache, Helm's history.
+	Deploy DeployConfig
 
 	// Client reads from the manager's cache and writes to the API server; APIReader reads what the cache
 	// does not hold (namespaces the operator did not make). SetupWithManager fills both and Recorder.
@@ -56,6 +58,7 @@ type EnvironmentReconciler struct {
 
 	applier *apply.Applier
 	status  *reconcile.StatusWriter
+	deploy  *deployer
 }
 
 // +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=environments,verbs=get;list;watch;patch
@@ -75,6 +78,7 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.status.Forget(req.NamespacedName)
+			r.deploy.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -93,8 +97,8 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileProject,
 		r.reconcileNamespace,
 		r.reconcileIngress,
-		r.reconcileDeployNotImplemented,
 		r.reconcileBuild,
+		r.reconcileDeploy,
 	)
 	s.Announce()
 	if werr := r.status.Write(ctx, env, s.summarize()); werr != nil {
@@ -121,7 +125,7 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: environmentFieldOwner,
-		Fields:     []string{"phase", "url", "namespace", "observedGeneration", "build"},
+		Fields:     []string{"phase", "url", "namespace", "observedGeneration", "build", "deployment"},
 		Conditions: environmentConditions,
 	}
 	toOwner := handler.EnqueueRequestsFromMapFunc(r.environmentForChild)
@@ -143,6 +147,7 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Capabilities.CertManager {
 		b = b.Watches(&cmv1.Certificate{}, toOwner)
 	}
+	b = r.setupDeploy(mgr, b)
 	return b.Complete(r)
 }
 

@@ -20,6 +20,7 @@ import (
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
+	"github.com/platform-operator/platform-operator/internal/catalyst/render/rendertest"
 	"github.com/platform-operator/platform-operator/internal/manager"
 )
 
@@ -95,10 +96,9 @@ func warningEvents(ctx context.Context, env *catalystv1.Environment, reason stri
 
 var _ = Describe("Environment", func() {
 	It("gets a locked-down namespace and an https Ingress, is Ready with its URL once the certificate is issued, and costs no write when unchanged", func(ctx SpecContext) {
-		t := buildTeam(ctx)
+		t, _, commit := deployTeam(ctx, catalystv1.DeploymentManifest, "deploy", rendertest.Manifests())
 		env := t.environment("pr-123")
-		_, err := testRegistry.Push(t.imageOf(env.Spec.Source.CommitSHA))
-		Expect(err).NotTo(HaveOccurred())
+		env.Spec.Source.CommitSHA = commit
 		Expect(k8s.Create(ctx, env)).To(Succeed())
 		ns := t.namespaceOf("pr-123")
 
@@ -140,8 +140,10 @@ var _ = Describe("Environment", func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalyst.CertificateName}, cert)).To(Succeed())
 		Expect(cert.Spec.IssuerRef.Name).To(Equal(catalysttest.Issuer))
 
-		By("cert-manager issues the certificate")
+		By("cert-manager issues the certificate, and the application is available")
 		Expect(catalysttest.MarkCertificateReady(ctx, k8s, ns, catalyst.CertificateName)).To(Succeed())
+		webContainer(ctx, ns)
+		makeAvailable(ctx, ns, rendertest.Deployment)
 		Eventually(func(g Gomega) {
 			got := getEnv(ctx, env)
 			g.Expect(got.Status.Phase).To(Equal(catalystv1.PhaseReady))
@@ -151,7 +153,7 @@ var _ = Describe("Environment", func() {
 			build := condition(g, got, catalystv1.ConditionBuildReady)
 			g.Expect(build.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(build.Reason).To(Equal(catalystv1.ReasonImageExists))
-			g.Expect(condition(g, got, catalystv1.ConditionDeploymentReady).Reason).To(Equal(catalystv1.ReasonNotImplemented))
+			g.Expect(condition(g, got, catalystv1.ConditionDeploymentReady).Status).To(Equal(metav1.ConditionTrue))
 		}).Should(Succeed())
 		Expect(getEnv(ctx, env).Annotations).To(HaveKeyWithValue(catalystv1.AnnotationEnvironmentID, "env-pr-123"))
 

@@ -8,9 +8,9 @@ import (
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
-// readyParts are the conditions Ready sums up, in the order it reports them. DeploymentReady is
-// reported but not summed: this version of the operator deploys nothing.
-var readyParts = []string{catalystv1.ConditionNamespaceReady, catalystv1.ConditionIngressReady, catalystv1.ConditionBuildReady}
+// readyParts are the conditions Ready sums up, in the order it reports them.
+var readyParts = []string{catalystv1.ConditionNamespaceReady, catalystv1.ConditionIngressReady, catalystv1.ConditionBuildReady,
+	catalystv1.ConditionDeploymentReady}
 
 // environmentConditions are the condition types the Environment status writer owns.
 var environmentConditions = []string{
@@ -33,6 +33,10 @@ var failedReasons = map[string]bool{
 	catalystv1.ReasonRegistryUnauthorized:   true,
 	catalystv1.ReasonSecretInvalid:          true,
 	catalystv1.ReasonCommitAbbreviated:      true,
+	// The deploy's: a repository, a chart or the Project's values to fix.
+	catalystv1.ReasonRenderFailed:   true,
+	catalystv1.ReasonObjectsRefused: true,
+	catalystv1.ReasonHelmFailed:     true,
 }
 
 // buildingReasons are the BuildReady reasons of an image on its way: the environment is Building.

@@ -216,15 +216,6 @@ func (r *EnvironmentReconciler) reconcileIngress(ctx context.Context, s *environ
 	return ctrl.Result{}, nil
 }
 
-// reconcileDeployNotImplemented reports deployments, which this version of the operator does not do yet.
-// It runs before reconcileBuild so that a deploy step added after it overrides DeploymentReady.
-func (r *EnvironmentReconciler) reconcileDeployNotImplemented(_ context.Context, s *environmentScope) (ctrl.Result, error) {
-	s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionUnknown, catalystv1.ReasonNotImplemented,
-		fmt.Sprintf("this version of the operator deploys no application; deploy it by other means as Service %s (port %s) in the environment's namespace",
-			catalyst.ServiceName, catalyst.ServicePort))
-	return ctrl.Result{}, nil
-}
-
 // certificateReady reads cert-manager's Ready condition.
 func certificateReady(c *cmv1.Certificate) (bool, string) {
 	for _, cond := range c.Status.Conditions {

@@ -29,6 +29,8 @@ type Options struct {
 	WatchNamespaces []string
 	// Build is the operator's build settings: the builder image and the plain-http registries.
 	Build catalyst.BuildConfig
+	// Deploy is the operator's deploy settings: git CAs, the checkout cache, Helm's history.
+	Deploy DeployConfig
 }
 
 // Field indexes on Environments, shared by both reconcilers and the webhook.
@@ -59,7 +61,7 @@ func Group(opts Options) manager.Group {
 				return err
 			}
 			env := &EnvironmentReconciler{Defaults: opts.Defaults, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Capabilities: caps,
-				Build: opts.Build}
+				Build: opts.Build, Deploy: opts.Deploy}
 			if err := env.SetupWithManager(mgr); err != nil {
 				return err
 			}
@@ -88,7 +90,7 @@ func CacheRules(caps platform.Capabilities) []manager.CacheRule {
 	if caps.CertManager {
 		rules = append(rules, manager.CacheRule{Object: &cmv1.Certificate{}})
 	}
-	return rules
+	return append(rules, deployCacheRules()...)
 }
 
 func indexEnvironments(mgr ctrl.Manager) error {

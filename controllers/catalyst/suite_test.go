@@ -74,6 +74,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 
 	testRegistry = catalysttest.StartRegistry(registryUser, registryPassword)
+	testGit = startGitServer()
 	caps, err := platform.Discover(cfg)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(caps.CertManager).To(BeTrue())
@@ -85,7 +86,7 @@ var _ = BeforeSuite(func() {
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
 		}),
-	}, caps, Group(Options{Defaults: testDefaults, MaxConcurrentReconciles: 2, Build: testBuild}))
+	}, caps, Group(Options{Defaults: testDefaults, MaxConcurrentReconciles: 2, Build: testBuild, Deploy: deployConfig()}))
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
 		defer GinkgoRecover()
@@ -102,6 +103,9 @@ var _ = AfterSuite(func() {
 	}
 	if testRegistry != nil {
 		testRegistry.Close()
+	}
+	if testGit != nil {
+		testGit.Close()
 	}
 })
 

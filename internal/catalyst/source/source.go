@@ -410,7 +410,7 @@ func validCommit(c string) error {
 }
 
 // cacheKey names the cache entry of one commit of one repository.
-func cacheKey(url, commit string) string {
-	sum := sha256.Sum256([]byte(url + "\x00" + commit))
+func cacheKey(repo, commit string) string {
+	sum := sha256.Sum256([]byte(repo + "\x00" + commit))
 	return hex.EncodeToString(sum[:12])
 }

@@ -1,0 +1,131 @@
+package catalyst
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/catalyst/render"
+)
+
+// maxReleaseName is Helm's limit on release names.
+const maxReleaseName = 53
+
+// ReleaseName is the Helm release of an environment: its name, or when longer than Helm allows, its
+// first 46 characters, '-' and 6 hex digits of the name's SHA-256.
+func ReleaseName(env string) string {
+	if len(env) <= maxReleaseName {
+		return env
+	}
+	sum := sha256.Sum256([]byte(env))
+	return env[:maxReleaseName-7] + "-" + hex.EncodeToString(sum[:3])
+}
+
+// deployHelm installs the release (or installs it anew when its only revision failed), or upgrades it
+// with MaxHistory revisions kept; a failed upgrade is rolled back to the last good revision. Helm keeps
+// its release records in Secrets of the environment's namespace.
+func (r *EnvironmentReconciler) deployHelm(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered, st *catalystv1.DeploymentStatus) (ctrl.Result, error) {
+	cfg, err := r.helmConfig(ctx, in.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	name := ReleaseName(in.Release)
+	st.Release, st.Inventory = name, nil
+	values := render.HelmValues(in.Input)
+	post := render.Labeller{Labels: in.Labels}
+
+	last, err := action.NewGet(cfg).Run(name)
+	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		return ctrl.Result{}, fmt.Errorf("read Helm release %s: %w", name, err)
+	}
+	fresh := last == nil || (last.Version == 1 && last.Info.Status != release.StatusDeployed)
+	var rel *release.Release
+	if fresh {
+		install := action.NewInstall(cfg)
+		install.ReleaseName, install.Namespace, install.PostRenderer = name, in.Namespace, post
+		install.Replace = last != nil
+		rel, err = install.RunWithContext(ctx, rd.chart, values)
+	} else {
+		upgrade := action.NewUpgrade(cfg)
+		upgrade.Namespace, upgrade.PostRenderer, upgrade.MaxHistory = in.Namespace, post, r.deploy.maxHistory
+		rel, err = upgrade.RunWithContext(ctx, name, rd.chart, values)
+	}
+	if err != nil {
+		msg := fmt.Sprintf("Helm could not deploy commit %s as release %s: %v", shortCommit(in.req.Commit), name, err)
+		if !fresh {
+			rollback := action.NewRollback(cfg)
+			rollback.MaxHistory = r.deploy.maxHistory
+			if rerr := rollback.Run(name); rerr != nil {
+				msg += fmt.Sprintf("; the rollback failed too: %v", rerr)
+			} else {
+				msg += "; rolled back to the last revision"
+				r.Recorder.Eventf(s.env, corev1.EventTypeWarning, catalystv1.EventRolledBack, "Rolled back Helm release %s after a failed upgrade", name)
+			}
+			if h, herr := action.NewGet(cfg).Run(name); herr == nil {
+				st.Revision = int32(h.Version)
+			}
+		}
+		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonHelmFailed, msg)
+		s.Warn(catalystv1.ReasonHelmFailed, msg)
+		return ctrl.Result{}, nil
+	}
+	st.Revision, st.Objects = int32(rel.Version), int32(len(rd.objs))
+	r.deploy.remember(s.env, rd)
+	r.Recorder.Eventf(s.env, corev1.EventTypeNormal, catalystv1.EventDeployed, "Deployed commit %s as Helm release %s revision %d",
+		shortCommit(in.req.Commit), name, rel.Version)
+	return r.reportReady(ctx, s, rd.objs)
+}
+
+// helmConfig is a Helm action configuration for one namespace, from the manager's rest.Config: Helm
+// works in that namespace and keeps its release records there (storage driver Secrets).
+func (r *EnvironmentReconciler) helmConfig(ctx context.Context, ns string) (*action.Configuration, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(r.deploy.restConfig)
+	if err != nil {
+		return nil, err
+	}
+	getter := &restGetter{cfg: r.deploy.restConfig, ns: ns, mapper: r.deploy.mapper, dc: memory.NewMemCacheClient(dc)}
+	cfg := &action.Configuration{}
+	log := ctrl.LoggerFrom(ctx).WithName("helm").V(1)
+	if err := cfg.Init(getter, ns, "secret", func(format string, v ...any) { log.Info(fmt.Sprintf(format, v...)) }); err != nil {
+		return nil, fmt.Errorf("helm: %w", err)
+	}
+	return cfg, nil
+}
+
+// restGetter gives Helm the manager's rest.Config and RESTMapper, in one namespace.
+type restGetter struct {
+	cfg    *rest.Config
+	ns     string
+	mapper meta.RESTMapper
+	dc     discovery.CachedDiscoveryInterface
+}
+
+func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.cfg), nil }
+
+func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	return g.dc, nil
+}
+
+func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) { return g.mapper, nil }
+
+func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
+	return clientcmd.NewDefaultClientConfig(clientcmdapi.Config{}, &clientcmd.ConfigOverrides{
+		Context: clientcmdapi.Context{Namespace: g.ns},
+	})
+}
