@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,8 +52,9 @@ func (catalystWorkload) Info() Info {
 			"a commit, a branch, one env var) of one Project, catalysttest's too (1 CPU / 2Gi quota) but with no "+
 			"issuer and no build settings, so it has %d children: %s; the operator runs with "+
 			"`--catalyst-cluster-issuer=` (there is no cert-manager: the Ingress serves plain http). The Project has no "+
-			"`spec.build`, so no image is checked or built and nothing is deployed: *converged* is `NamespaceReady` "+
-			"and `IngressReady` True for the current generation (`Ready` also waits for a build). The Project exists "+
+			"`spec.build`, so no image is checked or built and nothing is deployed: *converged* is every child seen "+
+			"(in the environment's own namespace) and `NamespaceReady` and `IngressReady` True for the current "+
+			"generation (`Ready` also waits for a build). The Project exists "+
 			"before the clock starts; the operator also writes its status (the count of its environments).",
 			len(catalystChildren), strings.Join(catalystChildren, ", ")),
 		EditDoes:    "`spec.source.branch` of one environment after another is merge-patched",
@@ -62,9 +64,11 @@ func (catalystWorkload) Info() Info {
 	}
 }
 
+// Kinds are prototypes for discovery: the children are shown in the bench namespace, although the operator
+// makes them in the environment's own.
 func (w catalystWorkload) Kinds() []client.Object {
 	env := w.environment(benchNamespace, 0)
-	name := catalyst.PartsOf(env).Namespace()
+	name := benchNamespace
 	s := catalyst.SettingsFor(w.project(benchNamespace), catalystDefaults)
 	return []client.Object{env, w.project(benchNamespace), catalyst.Namespace(env, catalyst.PartsOf(env), name),
 		catalyst.ResourceQuota(env, name, s.Quota), catalyst.LimitRange(env, name, s.Quota),
@@ -150,16 +154,24 @@ func (catalystWorkload) NewObserver() Observer {
 	return &catalystObserver{envs: map[string]*catalystState{}}
 }
 
-// catalystObserver follows Environments through a watch of them and of the operator's namespaces. The
-// objects inside those namespaces are outside the bench namespace the tracker watches: the Environment's
-// NamespaceReady and IngressReady, which the operator sets only once every one of them was applied, stand
-// for them.
+// catalystObserver follows Environments through a watch of them, of the operator's namespaces and of
+// the operator's objects in every namespace.
 type catalystObserver struct {
 	envs map[string]*catalystState
 }
 
+// Children an environment has, as bits of catalystState.kinds.
+const (
+	envNamespace uint8 = 1 << iota
+	envQuota
+	envLimitRange
+	envNetworkPolicy
+	envIngress
+	envAllKinds = envNamespace | envQuota | envLimitRange | envNetworkPolicy | envIngress
+)
+
 type catalystState struct {
-	namespace            bool // the operator's namespace for it seen
+	kinds                uint8 // children seen
 	generation, observed int64
 	ready                bool   // NamespaceReady and IngressReady True for the observed generation
 	branch               string // the namespace's branch annotation
@@ -168,9 +180,14 @@ type catalystState struct {
 }
 
 func (o *catalystObserver) Watches() []Watch {
+	managed := manager.ManagedSelector()
 	return []Watch{
 		{Object: &catalystv1.Environment{}},
-		{Object: &corev1.Namespace{}, Selector: manager.ManagedSelector()},
+		{Object: &corev1.Namespace{}, Selector: managed},
+		{Object: &corev1.ResourceQuota{}, Selector: managed, AllNamespaces: true},
+		{Object: &corev1.LimitRange{}, Selector: managed, AllNamespaces: true},
+		{Object: &networkingv1.NetworkPolicy{}, Selector: managed, AllNamespaces: true},
+		{Object: &networkingv1.Ingress{}, Selector: managed, AllNamespaces: true},
 	}
 }
 
@@ -193,21 +210,34 @@ func (o *catalystObserver) Observe(obj client.Object) Progress {
 		s.ready = obj.Status.Namespace != "" &&
 			meta.IsStatusConditionTrue(obj.Status.Conditions, catalystv1.ConditionNamespaceReady) &&
 			meta.IsStatusConditionTrue(obj.Status.Conditions, catalystv1.ConditionIngressReady)
-	case *corev1.Namespace:
-		if obj.Labels[manager.NameLabel] != catalyst.AppName || obj.Labels[manager.InstanceLabel] == "" {
+	default:
+		// The children carry the environment's name; the bench's objects are all in one namespace, so
+		// the name alone tells the environment.
+		if obj.GetLabels()[manager.NameLabel] != catalyst.AppName || obj.GetLabels()[manager.InstanceLabel] == "" {
 			return Progress{}
 		}
-		name = obj.Labels[manager.InstanceLabel]
+		name = obj.GetLabels()[manager.InstanceLabel]
 		s = o.state(name)
-		s.namespace = true
-		s.branch = obj.Annotations[catalystv1.AnnotationBranch]
-	default:
-		return Progress{}
+		switch obj := obj.(type) {
+		case *corev1.Namespace:
+			s.kinds |= envNamespace
+			s.branch = obj.Annotations[catalystv1.AnnotationBranch]
+		case *corev1.ResourceQuota:
+			s.kinds |= envQuota
+		case *corev1.LimitRange:
+			s.kinds |= envLimitRange
+		case *networkingv1.NetworkPolicy:
+			s.kinds |= envNetworkPolicy
+		case *networkingv1.Ingress:
+			s.kinds |= envIngress
+		default:
+			return Progress{}
+		}
 	}
 	written := s.marker != "" && s.branch == s.marker
 	return Progress{
 		Name:      name,
-		Converged: s.namespace && s.ready && s.generation > 0 && s.observed == s.generation,
+		Converged: s.kinds == envAllKinds && s.ready && s.generation > 0 && s.observed == s.generation,
 		Written:   written,
 		Applied:   written && s.observed > s.observedBefore && s.observed == s.generation,
 	}

@@ -30,11 +30,21 @@ func envAt(gen, observed int64, ready bool, ns string) *catalystv1.Environment {
 }
 
 // envNamespace is the operator's namespace for environment 0, its branch annotation branch.
-func envNamespace(branch string) *corev1.Namespace {
+func nsOfEnv(branch string) *corev1.Namespace {
 	env := catalystWorkload{}.environment(benchNamespace, 0)
 	ns := catalyst.Namespace(env, catalyst.PartsOf(env), catalyst.PartsOf(env).Namespace())
 	ns.Annotations[catalystv1.AnnotationBranch] = branch
 	return ns
+}
+
+// envChildren are environment 0's objects inside its namespace, as the operator builds them.
+func envChildren() []client.Object {
+	w := catalystWorkload{}
+	env := w.environment(benchNamespace, 0)
+	ns := catalyst.PartsOf(env).Namespace()
+	s := catalyst.SettingsFor(w.project(benchNamespace), catalystDefaults)
+	return []client.Object{catalyst.ResourceQuota(env, ns, s.Quota), catalyst.LimitRange(env, ns, s.Quota),
+		catalyst.NetworkPolicy(env, ns, s.IngressNamespace, s.Egress), catalyst.Ingress(env, ns, catalyst.Host(ns, s.Domain), s, false)}
 }
 
 func TestCatalystObserver(t *testing.T) {
@@ -45,36 +55,56 @@ func TestCatalystObserver(t *testing.T) {
 		edit int // StartEdit(name, edit) before obj when > 0
 		want Progress
 	}
+	// children are the four objects in the namespace, each seen without converging the environment.
+	children := func() []step {
+		var out []step
+		for _, c := range envChildren() {
+			out = append(out, step{obj: c, want: Progress{Name: name}})
+		}
+		return out
+	}
+	with := func(steps ...[]step) []step { return slices.Concat(steps...) }
 	tests := []struct {
 		name  string
 		steps []step
 	}{
-		{"converges with the namespace and a ready status for its generation", []step{
+		{"converges with its five children and a ready status for its generation", with([]step{
 			{obj: envAt(1, 0, false, ""), want: Progress{Name: name}},
-			{obj: envNamespace("feature/login"), want: Progress{Name: name}},
+			{obj: nsOfEnv("feature/login"), want: Progress{Name: name}},
+		}, children(), []step{
 			{obj: envAt(1, 1, false, ""), want: Progress{Name: name}},
 			{obj: envAt(1, 1, true, ns), want: Progress{Name: name, Converged: true}},
-		}},
-		{"a ready status without the namespace seen is not converged", []step{
+		})},
+		{"a ready status without the namespace seen is not converged", with(children(), []step{
+			{obj: envAt(1, 1, true, ns), want: Progress{Name: name}},
+		})},
+		{"a ready status without the children seen is not converged", []step{
+			{obj: nsOfEnv("feature/login"), want: Progress{Name: name}},
 			{obj: envAt(1, 1, true, ns), want: Progress{Name: name}},
 		}},
-		{"a ready status of an older generation is not converged", []step{
-			{obj: envNamespace("feature/login"), want: Progress{Name: name}},
+		{"the last child converges a ready environment", with([]step{
+			{obj: nsOfEnv("feature/login"), want: Progress{Name: name}},
+			{obj: envAt(1, 1, true, ns), want: Progress{Name: name}},
+		}, children()[:3], []step{
+			{obj: envChildren()[3], want: Progress{Name: name, Converged: true}},
+		})},
+		{"a ready status of an older generation is not converged", with(children(), []step{
+			{obj: nsOfEnv("feature/login"), want: Progress{Name: name}},
 			{obj: envAt(2, 1, true, ns), want: Progress{Name: name}},
-		}},
-		{"an edit is written with the namespace's branch, applied with the status of its generation", []step{
-			{obj: envNamespace("feature/login"), want: Progress{Name: name}},
+		})},
+		{"an edit is written with the namespace's branch, applied with the status of its generation", with(children(), []step{
+			{obj: nsOfEnv("feature/login"), want: Progress{Name: name}},
 			{obj: envAt(1, 1, true, ns), want: Progress{Name: name, Converged: true}},
 			{edit: 7, obj: envAt(2, 1, true, ns), want: Progress{Name: name}},
-			{obj: envNamespace(branchMarker(7)), want: Progress{Name: name, Written: true}},
+			{obj: nsOfEnv(branchMarker(7)), want: Progress{Name: name, Written: true}},
 			{obj: envAt(2, 2, true, ns), want: Progress{Name: name, Converged: true, Written: true, Applied: true}},
-		}},
-		{"the status of the edit's generation before the namespace has it is not applied", []step{
-			{obj: envNamespace("feature/login"), want: Progress{Name: name}},
+		})},
+		{"the status of the edit's generation before the namespace has it is not applied", with(children(), []step{
+			{obj: nsOfEnv("feature/login"), want: Progress{Name: name}},
 			{obj: envAt(1, 1, true, ns), want: Progress{Name: name, Converged: true}},
 			{edit: 8, obj: envAt(2, 2, true, ns), want: Progress{Name: name, Converged: true}},
-			{obj: envNamespace(branchMarker(8)), want: Progress{Name: name, Converged: true, Written: true, Applied: true}},
-		}},
+			{obj: nsOfEnv(branchMarker(8)), want: Progress{Name: name, Converged: true, Written: true, Applied: true}},
+		})},
 		{"a namespace that is not the catalyst operator's is none of the workload's", []step{
 			{obj: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{"app.kubernetes.io/instance": name}}}},
 		}},

@@ -49,8 +49,12 @@ func newTracker(ctx context.Context, cfg *rest.Config, namespace string, obs Obs
 	watches := obs.Watches()
 	byObject := map[client.Object]cache.ByObject{}
 	for _, w := range watches {
-		if w.Selector != nil {
-			byObject[w.Object] = cache.ByObject{Label: w.Selector}
+		if w.Selector != nil || w.AllNamespaces {
+			bo := cache.ByObject{Label: w.Selector}
+			if w.AllNamespaces {
+				bo.Namespaces = map[string]cache.Config{cache.AllNamespaces: {}}
+			}
+			byObject[w.Object] = bo
 		}
 	}
 	c, err := cache.New(cfg, cache.Options{

@@ -108,6 +108,9 @@ type Watch struct {
 	// Selector, when set, is the only objects of the kind watched (the operator's children by their
 	// managed-by label, so that nothing else the bench creates is held).
 	Selector labels.Selector
+	// AllNamespaces watches the kind in every namespace, not only the bench's: for children the operator
+	// makes in namespaces of their own (a Catalyst Environment's). Use it with a Selector.
+	AllNamespaces bool
 }
 
 // Progress is where one workload object is after an event.
