@@ -1,0 +1,75 @@
+package catalyst
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestReleaseName(t *testing.T) {
+	tests := []struct{ env, want string }{
+		{"pr-1", "pr-1"},
+		{strings.Repeat("a", 53), strings.Repeat("a", 53)},
+		{strings.Repeat("a", 54), strings.Repeat("a", 46) + "-"},
+	}
+	for _, tt := range tests {
+		got := ReleaseName(tt.env)
+		if len(got) > 53 || !strings.HasPrefix(got, tt.want) {
+			t.Errorf("ReleaseName(%q) = %q, want %q... of at most 53 characters", tt.env, got, tt.want)
+		}
+	}
+	if ReleaseName(strings.Repeat("a", 60)) == ReleaseName(strings.Repeat("a", 61)) {
+		t.Error("two long names share a release")
+	}
+}
+
+func TestDeployConfigFromFlags(t *testing.T) {
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, []byte("PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := DeployConfigFromFlags(" git.example.com, ,127.0.0.1", ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.GitHosts, []string{"git.example.com", "127.0.0.1"}) || string(c.GitCABundle) != "PEM" {
+		t.Errorf("config = %+v", c)
+	}
+	if c, err := DeployConfigFromFlags("", ""); err != nil || c.GitHosts != nil || c.GitCABundle != nil {
+		t.Errorf("empty flags: %+v, %v", c, err)
+	}
+	if _, err := DeployConfigFromFlags("", filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("a missing CA file is accepted")
+	}
+}
+
+func TestDeploymentAvailable(t *testing.T) {
+	dep := func(gen, observed int64, replicas *int32, updated, available int32) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: gen}, Spec: appsv1.DeploymentSpec{Replicas: replicas},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: observed, UpdatedReplicas: updated, AvailableReplicas: available}}
+	}
+	tests := []struct {
+		name string
+		d    *appsv1.Deployment
+		ok   bool
+		msg  string
+	}{
+		{"available, default one replica", dep(2, 2, nil, 1, 1), true, ""},
+		{"new spec not seen", dep(3, 2, nil, 1, 1), false, "has not seen the new spec"},
+		{"rolling out", dep(2, 2, ptr.To[int32](3), 1, 3), false, "1 of 3 replicas updated"},
+		{"not available", dep(2, 2, ptr.To[int32](2), 2, 1), false, "1 of 2 replicas available"},
+		{"scaled to zero", dep(1, 1, ptr.To[int32](0), 0, 0), true, ""},
+	}
+	for _, tt := range tests {
+		ok, msg := deploymentAvailable(tt.d)
+		if ok != tt.ok || !strings.Contains(msg, tt.msg) {
+			t.Errorf("%s: got %v %q, want %v %q", tt.name, ok, msg, tt.ok, tt.msg)
+		}
+	}
+}
