@@ -593,6 +593,9 @@ func (r *EnvironmentReconciler) keepDeployed(ctx context.Context, s *environment
 	objs := rd.objs
 	if in.typ == catalystv1.DeploymentHelm {
 		for _, o := range objs {
+			if _, hook := o.GetAnnotations()["helm.sh/hook"]; hook {
+				continue // Helm deletes hooks after they ran, as their delete policy says
+			}
 			if _, err := r.readLive(ctx, o.GroupVersionKind(), client.ObjectKeyFromObject(o)); apierrors.IsNotFound(err) {
 				ctrl.LoggerFrom(ctx).Info("a deployed object is gone; upgrading the release again", "object", render.Describe(o))
 				st := s.status.Deployment.DeepCopy()
