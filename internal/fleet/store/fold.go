@@ -43,7 +43,7 @@ func (s *Store) foldOnce(ctx context.Context, c *fleet.Counters, synced func()) 
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", fleet.BucketState, err)
 	}
-	defer func() { _ = w.Stop() }()
+	defer stopWatch(w)
 	reconnected := s.Reconnected()
 	for {
 		select {
@@ -69,4 +69,16 @@ func (s *Store) foldOnce(ctx context.Context, c *fleet.Counters, synced func()) 
 			}
 		}
 	}
+}
+
+// stopWatch stops a KV watch and drains what it had yet to deliver: the client's delivery blocks on a
+// full Updates channel, and a watch stopped in the middle of its initial values would otherwise keep
+// every message it had received, and its goroutine, for good. The channel closes once the
+// subscription is gone.
+func stopWatch(w jetstream.KeyWatcher) {
+	_ = w.Stop()
+	go func() {
+		for range w.Updates() { //nolint:revive // draining
+		}
+	}()
 }

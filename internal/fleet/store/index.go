@@ -45,12 +45,12 @@ func (s *Store) foldIndexOnce(ctx context.Context, x *fleet.Index, synced func()
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", fleet.BucketDevices, err)
 	}
-	defer func() { _ = dw.Stop() }()
+	defer stopWatch(dw)
 	hw, err := s.Heartbeats.WatchAll(ctx)
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", fleet.BucketHeartbeats, err)
 	}
-	defer func() { _ = hw.Stop() }()
+	defer stopWatch(hw)
 	devices, beats := dw.Updates(), hw.Updates()
 	for {
 		select {

@@ -404,7 +404,7 @@ func each(ctx context.Context, kv jetstream.KeyValue, filter string, fn func(jet
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", kv.Bucket(), err)
 	}
-	defer func() { _ = w.Stop() }()
+	defer stopWatch(w)
 	for {
 		select {
 		case <-ctx.Done():
