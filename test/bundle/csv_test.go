@@ -22,7 +22,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/platform-operator/platform-operator/internal/authentik"
+	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/ergo"
+	"github.com/platform-operator/platform-operator/internal/soju"
 )
 
 const (
@@ -114,7 +116,10 @@ func TestCSVInstallModes(t *testing.T) {
 // as the RELATED_IMAGE_* variable that mirrors rewrite, and is the operator's default for it.
 func TestCSVRelatedImages(t *testing.T) {
 	csv := loadCSV(t)
-	defaults := map[string]string{"ergo": ergo.DefaultImage, "authentik": authentik.DefaultImage}
+	defaults := map[string]string{
+		"ergo": ergo.DefaultImage, "soju": soju.DefaultImage, "authentik": authentik.DefaultImage,
+		"kaniko": catalyst.DefaultBuilderImage,
+	}
 	var want []operatorsv1alpha1.RelatedImage
 	for name, image := range defaults {
 		env := "RELATED_IMAGE_" + strings.ToUpper(name)

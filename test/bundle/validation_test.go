@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -52,9 +53,22 @@ func TestBundleValidation(t *testing.T) {
 		t.Errorf("error: %s", e)
 	}
 	for _, w := range warns {
+		if removedAPIFalsePositive.MatchString(w) {
+			t.Logf("known false positive: %s", w)
+			continue
+		}
 		t.Errorf("warning: %s", w)
 	}
 }
+
+// removedAPIFalsePositive matches the deprecated-API validator's warning about the RBAC rules for cronjobs,
+// horizontalpodautoscalers and poddisruptionbudgets, which Catalyst deploys apply from a project's
+// repository. RBAC rules name a group and a resource, never a version: the validator reads them as the
+// batch/v1beta1, autoscaling/v2beta1 and policy/v1beta1 APIs removed in 1.25, while the operator applies
+// whatever version the manifests name and the cluster serves (batch/v1, autoscaling/v2, policy/v1). Any
+// other resource in that warning still fails the test.
+var removedAPIFalsePositive = regexp.MustCompile(`deprecated and removed in v1\.25.*Migrate the API\(s\) for ` +
+	`((cronjobs|horizontalpodautoscalers|poddisruptionbudgets): \(\[[^)]*\]\),){1,3}$`)
 
 // TestValidatorsAreWired breaks the bundle in ways each optional validator exists to catch, so a
 // validator that silently stopped running would show.

@@ -255,7 +255,7 @@ type BuildStatus struct {
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +operator-sdk:csv:customresourcedefinitions:displayName="Catalyst Environment",resources={{Namespace,v1},{ResourceQuota,v1},{LimitRange,v1},{NetworkPolicy,v1},{Ingress,v1},{Certificate,v1}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="Catalyst Environment",resources={{Namespace,v1},{ResourceQuota,v1},{LimitRange,v1},{NetworkPolicy,v1},{Ingress,v1},{Certificate,v1},{Job,v1},{Deployment,v1},{StatefulSet,v1},{Service,v1},{ConfigMap,v1},{Secret,v1}}
 type Environment struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
