@@ -1,41 +1,61 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
+	"github.com/platform-operator/platform-operator/internal/catalyst/render"
+	"github.com/platform-operator/platform-operator/internal/catalyst/source/sourcetest"
 )
 
-// The catalyst scenario: the team and project namespaces, the sample Project and its pull-request
-// Environment are applied; the operator makes the environment's namespace, locks it down and asks
-// cert-manager for its certificate, which the demo plays; once Ready with its URL, the Environment is
-// deleted, and kube-controller-manager's namespace controller removes the namespace before the operator
-// lets the Environment go.
+// The catalyst scenario: beside the cluster, before the operator starts, the demo runs an OCI registry
+// on 127.0.0.1 holding the image of its app's commit (as a build would have pushed it) and a Git server
+// over https on 127.0.0.1, with a CA of its own the operator is told to trust, serving that commit: a
+// manifest directory with one Deployment of the environment's image. The team and project namespaces
+// are applied, then a Project and its pull-request Environment named as the samples are but pointing at
+// those servers and that commit (the samples name github.com, which the demo cannot reach). The operator
+// makes the environment's namespace, locks it down and asks cert-manager for its certificate, which
+// the demo plays; it finds the image in the registry (nothing to build), fetches the commit, applies the
+// Deployment, which kwok runs; once Ready with its URL, the Environment is deleted, and
+// kube-controller-manager's namespace controller removes the namespace before the operator lets the
+// Environment go.
 func init() {
 	register(Scenario{
-		Name:    "catalyst",
-		Title:   "Project and Environment, a locked-down namespace per preview environment (catalyst.catalyst.dev/v1alpha1)",
-		Samples: []string{"extras/catalyst-namespaces.yaml", "catalyst_v1alpha1_project.yaml", "catalyst_v1alpha1_environment.yaml"},
-		Follow:  catalystv1.GroupVersion.WithKind("Environment"),
+		Name:     "catalyst",
+		Title:    "Project and Environment, a locked-down namespace per preview environment, built and deployed (catalyst.catalyst.dev/v1alpha1)",
+		Samples:  []string{"extras/catalyst-namespaces.yaml"},
+		Objects:  catalystObjects,
+		Operator: startCatalystServers,
+		Follow:   catalystv1.GroupVersion.WithKind("Environment"),
 		Steps: func(obj client.Object) []Step {
 			return []Step{
 				WaitFor(fmt.Sprintf("Waiting for Environment %s/%s to get its namespace (quota, limits, network policy)",
 					obj.GetNamespace(), obj.GetName()), ConditionTrue(catalystv1.ConditionNamespaceReady)),
 				Play(playCatalystCertManager),
+				WaitFor("Waiting for the operator to find the commit's image in the registry (BuildReady)",
+					ConditionTrue(catalystv1.ConditionBuildReady)),
+				WaitFor("Waiting for the operator to fetch the commit over https, apply its manifests and see the "+
+					"Deployment available (DeploymentReady; kwok plays the kubelet and runs its pod)",
+					ConditionTrue(catalystv1.ConditionDeploymentReady)),
 			}
 		},
 		Show: catalystShow,
@@ -46,6 +66,132 @@ func init() {
 			}
 		},
 	})
+}
+
+// The names of the samples' Project and Environment, which the demo's versions keep.
+const (
+	catalystTeam        = "my-team"
+	catalystProject     = "my-project"
+	catalystProjectNS   = "my-team-my-project"
+	catalystEnvironment = "pr-123"
+)
+
+// catalystApp is the demo app's repository: a manifest directory deploy/ with one Deployment of the
+// environment's image (render.ImagePlaceholder, which the operator replaces), fit for the restricted Pod
+// Security profile the environment's namespace enforces, with requests and limits within its quota.
+var catalystApp = map[string]string{
+	"README.md": "# my-project\n\nThe catalyst demo's app: `deploy/` is what the operator applies.\n",
+	"deploy/app.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 10001
+        seccompProfile: {type: RuntimeDefault}
+      containers:
+      - name: web
+        image: ` + render.ImagePlaceholder + `
+        ports:
+        - {name: http, containerPort: 8080}
+        resources:
+          requests: {cpu: 50m, memory: 64Mi}
+          limits: {cpu: 200m, memory: 128Mi}
+        securityContext:
+          allowPrivilegeEscalation: false
+          capabilities: {drop: [ALL]}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: ` + catalyst.ServiceName + `
+spec:
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: http}
+`,
+}
+
+// catalystLocal is what startCatalystServers started, for catalystObjects and catalystShow: nil until it
+// ran.
+var catalystLocal *catalystServers
+
+type catalystServers struct {
+	registry *catalysttest.Registry
+	git      *sourcetest.Server
+	// repoURL is the app repository's https URL, commit the full id of its one commit.
+	repoURL, commit string
+	// image is <registry>/<repository>:<commit>, pushed with digest.
+	image, digest string
+}
+
+// startCatalystServers is the scenario's Operator hook: it starts the registry and the Git server on
+// 127.0.0.1, commits the app into a repository under dir, pushes the commit's image, writes the Git
+// server's CA to dir/git-ca.pem and returns the flags that make the operator trust it and fetch only from
+// 127.0.0.1.
+func startCatalystServers(_ context.Context, dir string) (args []string, stop func(), err error) {
+	git := &sourcetest.Server{Root: filepath.Join(dir, "git"), SHA1InWant: true}
+	repo, err := sourcetest.Init(filepath.Join(git.Root, catalystTeam, catalystProject), "main")
+	if err != nil {
+		return nil, nil, fmt.Errorf("make the app's Git repository: %w", err)
+	}
+	commit, err := repo.Commit("The demo app: a Deployment of the environment's image", catalystApp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("commit the app: %w", err)
+	}
+	reg := catalysttest.StartRegistry("", "")
+	git.Start()
+	stop = func() {
+		git.Close()
+		reg.Close()
+		catalystLocal = nil
+	}
+	l := &catalystServers{registry: reg, git: git, repoURL: git.URL(repo.Dir), commit: commit}
+	catalystLocal = l
+	l.image = catalyst.ImageReference(catalystDemoProject(), commit)
+	if l.digest, err = reg.Push(l.image); err != nil {
+		return nil, stop, err
+	}
+	ca := filepath.Join(dir, "git-ca.pem")
+	if err := os.WriteFile(ca, git.CABundle(), 0o600); err != nil {
+		return nil, stop, err
+	}
+	return []string{"--catalyst-git-ca-file=" + ca, "--catalyst-git-hosts=127.0.0.1"}, stop, nil
+}
+
+// catalystObjects are the sample Project and Environment as the demo applies them: the Project builds
+// into the demo's registry and deploys the manifest directory deploy/ of the demo's repository; the
+// Environment is at its commit. Before startCatalystServers ran (in the demo's tests) they name
+// 127.0.0.1 without a port and a made-up commit.
+func catalystObjects(string) []client.Object {
+	env := catalysttest.Environment(catalystProjectNS, catalystEnvironment, catalystTeam, catalystProject)
+	env.Annotations[catalystv1.AnnotationEnvironmentID] = "123"
+	env.Spec.Source.CommitSHA = strings.Repeat("0", 40)
+	if catalystLocal != nil {
+		env.Spec.Source.CommitSHA = catalystLocal.commit
+	}
+	return []client.Object{catalystDemoProject(), env}
+}
+
+// catalystDemoProject is the sample Project pointed at the demo's registry and repository.
+func catalystDemoProject() *catalystv1.Project {
+	p := catalysttest.Project(catalystTeam, catalystProject)
+	p.Spec.Source.RepositoryURL = "https://127.0.0.1/" + catalystTeam + "/" + catalystProject
+	p.Spec.Deployment = catalystv1.ProjectDeployment{Type: catalystv1.DeploymentManifest, Path: "deploy"}
+	p.Spec.Build = &catalystv1.ProjectBuild{Registry: "127.0.0.1"}
+	if catalystLocal != nil {
+		p.Spec.Source.RepositoryURL = catalystLocal.repoURL
+		p.Spec.Build.Registry = catalystLocal.registry.Host
+	}
+	return p
 }
 
 // playCatalystCertManager marks the environment's Certificate Ready, as cert-manager does once issued.
@@ -79,6 +225,7 @@ func catalystShow(ctx context.Context, e *Env, obj client.Object) {
 		return
 	}
 	catalystShowNamespace(ctx, e, ns)
+	catalystShowBuildDeploy(ctx, e, env, ns)
 	e.Events(ctx, e.Client, "Environment", env)
 	if !e.OperatorRuns() || !meta.IsStatusConditionTrue(env.Status.Conditions, catalystv1.ConditionReady) {
 		return
@@ -138,6 +285,46 @@ func catalystShowNamespace(ctx context.Context, e *Env, ns string) {
 			catalyst.ServiceName, catalyst.ServicePort)})
 	}
 	e.Table([]string{"OBJECT", "WHAT"}, rows)
+}
+
+// catalystShowBuildDeploy prints where the commit and its image came from, status.build and
+// status.deployment, and the Deployment the operator applied from the commit.
+func catalystShowBuildDeploy(ctx context.Context, e *Env, env *catalystv1.Environment, ns string) {
+	if l := catalystLocal; l != nil {
+		e.Step("What the demo runs beside the cluster (on 127.0.0.1)")
+		e.Table([]string{"WHAT", "WHERE"}, [][]string{
+			{"Git server (https, its own CA)", l.repoURL + " at commit " + l.commit},
+			{"OCI registry (plain http)", l.image + " (" + l.digest + "), pushed by the demo as a build would"},
+		})
+	}
+	e.Step("Build and deploy (status.build, status.deployment)")
+	var rows [][]string
+	if b := env.Status.Build; b != nil {
+		rows = append(rows, []string{"build", "commit " + b.CommitSHA, "image " + b.Image + "@" + b.Digest,
+			cmp.Or(b.JobName, "no build Job: the image was in the registry")})
+	}
+	if d := env.Status.Deployment; d != nil {
+		rows = append(rows, []string{"deployment", "commit " + d.Commit, "image " + d.Image,
+			fmt.Sprintf("%s, %d object(s) applied", d.Type, d.Objects)})
+	}
+	e.Table([]string{"", "COMMIT", "IMAGE", "HOW"}, rows)
+
+	var deps appsv1.DeploymentList
+	if err := e.Client.List(ctx, &deps, client.InNamespace(ns)); err != nil {
+		e.Printf("(Deployments in %s: %v)", ns, err)
+		return
+	}
+	e.Step("Deployments the operator applied from the commit in namespace %s", ns)
+	rows = nil
+	for _, d := range deps.Items {
+		var images []string
+		for _, c := range d.Spec.Template.Spec.Containers {
+			images = append(images, c.Image)
+		}
+		rows = append(rows, []string{d.Name, fmt.Sprintf("%d/%d", d.Status.AvailableReplicas, ptr.Deref(d.Spec.Replicas, 1)),
+			strings.Join(images, ",")})
+	}
+	e.Table([]string{"NAME", "AVAILABLE", "IMAGE"}, rows)
 }
 
 // catalystDelete deletes the Environment and waits until the namespace and then the Environment are gone.

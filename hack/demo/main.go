@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -158,11 +159,18 @@ func run(o options) (code int) {
 	}
 	p.Printf("%-34s %6s   (API server %s)", "ready", secs(time.Since(start)), cluster.APIServerURL())
 
+	operatorArgs, stopBeside, err := startBeside(ctx, p, o.scenarios)
+	// Stopped after the operator: the deferred op.Stop below runs first.
+	defer stopBeside()
+	if err != nil {
+		fail("%v", err)
+		return 1
+	}
+
 	if o.skipOperator {
 		p.Step("Not starting the operator (-skip-operator): nothing will reconcile the samples")
 	} else {
-		var err error
-		if op, err = startOperator(ctx, p, o, cluster.KubeconfigPath()); err != nil {
+		if op, err = startOperator(ctx, p, o, cluster.KubeconfigPath(), operatorArgs); err != nil {
 			fail("%v", err) // with the end of the operator's log
 			return 1
 		}
@@ -277,9 +285,47 @@ func summary(p Printer, results []result, operatorRan bool) {
 	p.Table([]string{"SCENARIO", "OBJECT", "STATE", "READY"}, rows)
 }
 
+// startBeside calls the Operator hook of every scenario that has one, each with a new directory of its
+// own, and returns the operator flags they need and a func that stops what they started (in the
+// reverse order) and removes their directories. After an error, what started is stopped too.
+func startBeside(ctx context.Context, p Printer, scenarios []Scenario) (args []string, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, s := range slices.Backward(stops) {
+			s()
+		}
+		stops = nil
+	}
+	for _, s := range scenarios {
+		if s.Operator == nil {
+			continue
+		}
+		dir, err := os.MkdirTemp("", "platform-operator-demo-"+s.Name+"-")
+		if err != nil {
+			stop()
+			return nil, func() {}, err
+		}
+		stops = append(stops, func() { _ = os.RemoveAll(dir) })
+		p.Step("Starting what scenario %s runs beside the cluster (in %s)", s.Name, dir)
+		a, st, err := s.Operator(ctx, dir)
+		if st != nil {
+			stops = append(stops, st)
+		}
+		if err != nil {
+			stop()
+			return nil, func() {}, fmt.Errorf("scenario %s: %w", s.Name, err)
+		}
+		if len(a) > 0 {
+			p.Printf("operator flags it needs: %s", strings.Join(a, " "))
+		}
+		args = append(args, a...)
+	}
+	return args, stop, nil
+}
+
 // startOperator builds the operator when the default binary is missing, then starts it against the
-// cluster with localcluster.StartOperator and waits for /readyz.
-func startOperator(ctx context.Context, p Printer, o options, kubeconfig string) (*localcluster.Operator, error) {
+// cluster with localcluster.StartOperator, with the console log and extra flags, and waits for /readyz.
+func startOperator(ctx context.Context, p Printer, o options, kubeconfig string, extra []string) (*localcluster.Operator, error) {
 	bin := o.operator
 	if !isFile(bin) {
 		if bin != filepath.Join(o.root, "bin", "platform-operator") {
@@ -296,9 +342,10 @@ func startOperator(ctx context.Context, p Printer, o options, kubeconfig string)
 	}
 
 	opts := localcluster.OperatorOptions{
-		Binary:      bin,
-		Kubeconfig:  kubeconfig,
-		Args:        []string{"--zap-encoder=console"}, // a log meant for people, not for a log pipeline
+		Binary:     bin,
+		Kubeconfig: kubeconfig,
+		// A log meant for people, not for a log pipeline; then what the scenarios' Operator hooks need.
+		Args:        append([]string{"--zap-encoder=console"}, extra...),
 		StopTimeout: operatorStopTimeout,
 		// The admission webhooks, called by the API server as in a deployed operator (docs/webhooks.md).
 		WebhookManifests: filepath.Join(o.root, "config", "webhook", "manifests.yaml"),

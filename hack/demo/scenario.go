@@ -30,6 +30,14 @@ type Scenario struct {
 	Samples []string
 	// Objects, when set, returns more objects to apply after the samples (from a fixtures package, say).
 	Objects func(namespace string) []client.Object
+	// Operator, when set, is what the scenario runs beside the cluster before the operator starts (a
+	// registry or a Git server on 127.0.0.1, say), and the operator flags it then needs (a CA file to
+	// trust, say): the operator's flags are fixed before any scenario plays. main calls it once for each
+	// selected scenario, after the cluster and before the operator starts (also with -skip-operator,
+	// since Objects may name what it started), with dir, an empty directory of the scenario's own that
+	// is removed at exit; stop is called at exit, after the operator stopped, and must stop everything
+	// it started. An error stops the demo.
+	Operator func(ctx context.Context, dir string) (args []string, stop func(), err error)
 	// Follow is the kind, among what was applied, that the scenario follows to Ready and shows: the
 	// first object of this kind.
 	Follow schema.GroupVersionKind

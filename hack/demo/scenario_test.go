@@ -1,18 +1,29 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/crane"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/scheme"
 	"github.com/platform-operator/platform-operator/internal/testutil"
@@ -113,6 +124,15 @@ func TestRegistry(t *testing.T) {
 	root := testutil.RepoRoot(t)
 	for _, s := range registry {
 		t.Run(s.Name, func(t *testing.T) {
+			if s.Operator != nil { // Objects may name what it starts
+				_, stop, err := s.Operator(t.Context(), t.TempDir())
+				if stop != nil {
+					t.Cleanup(stop)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
 			if _, err := scheme.Scheme.New(s.Follow); err != nil {
 				t.Errorf("the demo's client cannot read %s: %v", s.Follow, err)
 			}
@@ -234,5 +254,133 @@ func TestPrefixWriter(t *testing.T) {
 	}
 	if want := "op | one\nop | two\nop | three\n"; b.String() != want {
 		t.Errorf("wrote %q, want %q (an unfinished line waits for its end)", b.String(), want)
+	}
+}
+
+func TestStartBeside(t *testing.T) {
+	var log []string
+	hook := func(name string, args []string, err error) func(context.Context, string) ([]string, func(), error) {
+		return func(_ context.Context, dir string) ([]string, func(), error) {
+			if fi, statErr := os.Stat(dir); statErr != nil || !fi.IsDir() {
+				t.Errorf("%s: dir %q is not a directory: %v", name, dir, statErr)
+			}
+			log = append(log, "start "+name)
+			return args, func() { log = append(log, "stop "+name) }, err
+		}
+	}
+	a, b, c, none := fakeScenario("a"), fakeScenario("b"), fakeScenario("c"), fakeScenario("none")
+	a.Operator = hook("a", []string{"--x=1"}, nil)
+	b.Operator = hook("b", []string{"--y=2", "--z"}, nil)
+	c.Operator = hook("c", nil, errors.New("port taken"))
+	p := Printer{w: io.Discard}
+
+	args, stop, err := startBeside(t.Context(), p, []Scenario{a, none, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"--x=1", "--y=2", "--z"}; !slices.Equal(args, want) {
+		t.Errorf("args %q, want %q", args, want)
+	}
+	stop()
+	if want := []string{"start a", "start b", "stop b", "stop a"}; !slices.Equal(log, want) {
+		t.Errorf("calls %q, want %q (stopped in the reverse order)", log, want)
+	}
+
+	log = nil
+	args, stop, err = startBeside(t.Context(), p, []Scenario{a, c, b})
+	if err == nil || !strings.Contains(err.Error(), "scenario c: port taken") {
+		t.Errorf("error %v, want one naming scenario c", err)
+	}
+	stop() // a no-op: what started is stopped already
+	if want := []string{"start a", "start c", "stop c", "stop a"}; args != nil || !slices.Equal(log, want) {
+		t.Errorf("args %q, calls %q; want none and %q (b never starts, a and c are stopped)", args, log, want)
+	}
+}
+
+// TestCatalystServers starts what the catalyst scenario runs beside the cluster and checks that the
+// objects it applies name it: the Project the registry (which has the commit's image) and the https
+// repository (whose CA the operator is told to trust), the Environment the commit.
+func TestCatalystServers(t *testing.T) {
+	dir := t.TempDir()
+	args, stop, err := startCatalystServers(t.Context(), dir)
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := catalystLocal
+	ca := filepath.Join(dir, "git-ca.pem")
+	if want := []string{"--catalyst-git-ca-file=" + ca, "--catalyst-git-hosts=127.0.0.1"}; !slices.Equal(args, want) {
+		t.Errorf("args %q, want %q", args, want)
+	}
+	pem, err := os.ReadFile(ca)
+	if err != nil || !bytes.Equal(pem, l.git.CABundle()) {
+		t.Errorf("%s does not hold the Git server's CA (%v)", ca, err)
+	}
+
+	objs := catalystObjects(namespace)
+	if len(objs) != 2 {
+		t.Fatalf("%d objects, want the Project and the Environment", len(objs))
+	}
+	p, ok1 := objs[0].(*catalystv1.Project)
+	env, ok2 := objs[1].(*catalystv1.Environment)
+	if !ok1 || !ok2 {
+		t.Fatalf("objects %T, %T", objs[0], objs[1])
+	}
+	if p.Namespace != "my-team" || p.Name != "my-project" || env.Namespace != "my-team-my-project" || env.Name != "pr-123" ||
+		env.Spec.ProjectRef.Name != p.Name {
+		t.Errorf("Project %s/%s, Environment %s/%s of %s: not the samples' names", p.Namespace, p.Name, env.Namespace,
+			env.Name, env.Spec.ProjectRef.Name)
+	}
+	if !catalyst.FullCommit(env.Spec.Source.CommitSHA) || env.Spec.Source.CommitSHA != l.commit {
+		t.Errorf("Environment at commit %q, want the repository's %q", env.Spec.Source.CommitSHA, l.commit)
+	}
+	if p.Spec.Build == nil || p.Spec.Build.Registry != l.registry.Host {
+		t.Errorf("spec.build %+v, want the registry %s", p.Spec.Build, l.registry.Host)
+	}
+	if p.Spec.Deployment.Type != catalystv1.DeploymentManifest || p.Spec.Deployment.Path != "deploy" {
+		t.Errorf("spec.deployment %+v", p.Spec.Deployment)
+	}
+
+	// The image the operator looks for is there, as pushed.
+	image := catalyst.ImageReference(p, env.Spec.Source.CommitSHA)
+	digest, err := crane.Digest(image, crane.Insecure)
+	if err != nil || digest != l.digest {
+		t.Errorf("registry: %s has digest %q (%v), want %q", image, digest, err, l.digest)
+	}
+
+	// The repository is served over https with that CA, and holds the commit with the app's manifests.
+	u, err := url.Parse(p.Spec.Source.RepositoryURL)
+	if err != nil || u.Scheme != "https" || u.Hostname() != "127.0.0.1" {
+		t.Fatalf("repositoryUrl %q (%v): want https on 127.0.0.1", p.Spec.Source.RepositoryURL, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatal("no certificate in the CA file")
+	}
+	httpc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	resp, err := httpc.Get(p.Spec.Source.RepositoryURL + "/info/refs?service=git-upload-pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	refs, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(refs), l.commit+" refs/heads/main") {
+		t.Errorf("GET info/refs: %s, %v: %q does not advertise main at %s", resp.Status, err, refs, l.commit)
+	}
+	if !strings.Contains(catalystApp["deploy/app.yaml"], "image: "+render.ImagePlaceholder) {
+		t.Errorf("the app's Deployment does not use the image placeholder %s", render.ImagePlaceholder)
+	}
+
+	stop()
+	stop = nil
+	if catalystLocal != nil {
+		t.Error("catalystLocal is still set after stop")
+	}
+	if _, err := crane.Digest(image, crane.Insecure); err == nil {
+		t.Error("the registry still answers after stop")
 	}
 }
