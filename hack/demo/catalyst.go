@@ -23,7 +23,6 @@ import (
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
-	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 	"github.com/platform-operator/platform-operator/internal/catalyst/source/sourcetest"
 )
 
@@ -76,50 +75,6 @@ const (
 	catalystEnvironment = "pr-123"
 )
 
-// catalystApp is the demo app's repository: a manifest directory deploy/ with one Deployment of the
-// environment's image (render.ImagePlaceholder, which the operator replaces), fit for the restricted Pod
-// Security profile the environment's namespace enforces, with requests and limits within its quota.
-var catalystApp = map[string]string{
-	"README.md": "# my-project\n\nThe catalyst demo's app: `deploy/` is what the operator applies.\n",
-	"deploy/app.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      securityContext:
-        runAsNonRoot: true
-        runAsUser: 10001
-        seccompProfile: {type: RuntimeDefault}
-      containers:
-      - name: web
-        image: ` + render.ImagePlaceholder + `
-        ports:
-        - {name: http, containerPort: 8080}
-        resources:
-          requests: {cpu: 50m, memory: 64Mi}
-          limits: {cpu: 200m, memory: 128Mi}
-        securityContext:
-          allowPrivilegeEscalation: false
-          capabilities: {drop: [ALL]}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: ` + catalyst.ServiceName + `
-spec:
-  selector: {app: web}
-  ports:
-  - {name: http, port: 80, targetPort: http}
-`,
-}
-
 // catalystLocal is what startCatalystServers started, for catalystObjects and catalystShow: nil until it
 // ran.
 var catalystLocal *catalystServers
@@ -143,7 +98,7 @@ func startCatalystServers(_ context.Context, dir string) (args []string, stop fu
 	if err != nil {
 		return nil, nil, fmt.Errorf("make the app's Git repository: %w", err)
 	}
-	commit, err := repo.Commit("The demo app: a Deployment of the environment's image", catalystApp)
+	commit, err := repo.Commit("The demo app: a Deployment of the environment's image", catalysttest.AppFiles())
 	if err != nil {
 		return nil, nil, fmt.Errorf("commit the app: %w", err)
 	}
@@ -185,7 +140,7 @@ func catalystObjects(string) []client.Object {
 func catalystDemoProject() *catalystv1.Project {
 	p := catalysttest.Project(catalystTeam, catalystProject)
 	p.Spec.Source.RepositoryURL = "https://127.0.0.1/" + catalystTeam + "/" + catalystProject
-	p.Spec.Deployment = catalystv1.ProjectDeployment{Type: catalystv1.DeploymentManifest, Path: "deploy"}
+	p.Spec.Deployment = catalystv1.ProjectDeployment{Type: catalystv1.DeploymentManifest, Path: catalysttest.AppPath}
 	p.Spec.Build = &catalystv1.ProjectBuild{Registry: "127.0.0.1"}
 	if catalystLocal != nil {
 		p.Spec.Source.RepositoryURL = catalystLocal.repoURL

@@ -23,6 +23,7 @@ import (
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/scheme"
@@ -371,8 +372,8 @@ func TestCatalystServers(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(refs), l.commit+" refs/heads/main") {
 		t.Errorf("GET info/refs: %s, %v: %q does not advertise main at %s", resp.Status, err, refs, l.commit)
 	}
-	if !strings.Contains(catalystApp["deploy/app.yaml"], "image: "+render.ImagePlaceholder) {
-		t.Errorf("the app's Deployment does not use the image placeholder %s", render.ImagePlaceholder)
+	if catalysttest.AppImagePlaceholder != render.ImagePlaceholder {
+		t.Errorf("the app's Deployment uses image %s, the operator replaces %s", catalysttest.AppImagePlaceholder, render.ImagePlaceholder)
 	}
 
 	stop()

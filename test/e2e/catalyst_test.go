@@ -5,10 +5,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +23,7 @@ import (
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
+	"github.com/platform-operator/platform-operator/internal/catalyst/source/sourcetest"
 )
 
 // The catalyst scenarios run their operator for the whole cluster (WATCH_NAMESPACE empty, OLM's
@@ -26,21 +31,86 @@ import (
 // namespace a scoped operator could be given. kube-controller-manager's namespace controller empties and
 // removes the namespaces the operator deletes, as in a real cluster.
 
+// An Environment is Ready only once its commit's image is in its Project's registry and the commit is
+// fetched over https and deployed. The suite therefore runs, in its own process on 127.0.0.1, an OCI
+// registry (catalysttest.StartRegistry) and a Git server over https with a certificate of its own
+// (sourcetest.Server), started in BeforeSuite and stopped in AfterSuite; catalyst operators trust that
+// certificate (--catalyst-git-ca-file) and fetch only from 127.0.0.1. kwok runs the pods of the
+// Deployment the operator applies, so it becomes available as on a real cluster.
+var (
+	catalystRegistry *catalysttest.Registry
+	catalystGit      *sourcetest.Server
+	catalystDir      string // the Git server's repositories (under git/) and its CA file
+)
+
+// startCatalystServers starts the registry and the Git server and writes the Git server's CA file.
+func startCatalystServers() {
+	GinkgoHelper()
+	var err error
+	catalystDir, err = os.MkdirTemp("", "platform-operator-e2e-catalyst-")
+	Expect(err).NotTo(HaveOccurred())
+	catalystRegistry = catalysttest.StartRegistry("", "")
+	catalystGit = &sourcetest.Server{Root: filepath.Join(catalystDir, "git"), SHA1InWant: true}
+	catalystGit.Start()
+	Expect(os.WriteFile(catalystCAFile(), catalystGit.CABundle(), 0o600)).To(Succeed())
+}
+
+// stopCatalystServers stops what startCatalystServers started, if it did.
+func stopCatalystServers() {
+	if catalystGit != nil {
+		catalystGit.Close()
+	}
+	if catalystRegistry != nil {
+		catalystRegistry.Close()
+	}
+	if catalystDir != "" {
+		_ = os.RemoveAll(catalystDir)
+	}
+}
+
+func catalystCAFile() string { return filepath.Join(catalystDir, "git-ca.pem") }
+
+// catalystOperator is the configuration of a catalyst scenario's operator: the whole cluster, trusting
+// the suite's Git server.
+func catalystOperator() operatorConfig {
+	return operatorConfig{args: []string{"--catalyst-git-ca-file=" + catalystCAFile(), "--catalyst-git-hosts=127.0.0.1"}}
+}
+
 // catalystTeam is a scenario's team: the team namespace holds Project "web", a second namespace the
-// Environments.
-type catalystTeam struct{ name, envNS string }
+// Environments. The Project deploys the manifests of the team's repository on the suite's Git server,
+// whose one commit's image is in the suite's registry with digest.
+type catalystTeam struct{ name, envNS, commit, digest string }
 
 func newCatalystTeam(ctx context.Context) catalystTeam {
 	GinkgoHelper()
 	t := catalystTeam{name: newNamespace(ctx, nil)}
 	t.envNS = t.name + "-web"
 	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: t.envNS}})).To(Succeed())
-	Expect(k8s.Create(ctx, catalysttest.Project(t.name, "web"))).To(Succeed())
+	repo, err := sourcetest.Init(filepath.Join(catalystGit.Root, t.name, "web"), "main")
+	Expect(err).NotTo(HaveOccurred())
+	t.commit, err = repo.Commit("web: a Deployment of the environment's image", catalysttest.AppFiles())
+	Expect(err).NotTo(HaveOccurred())
+	p := catalysttest.Project(t.name, "web")
+	p.Spec.Source.RepositoryURL = catalystGit.URL(repo.Dir)
+	p.Spec.Deployment = catalystv1.ProjectDeployment{Type: catalystv1.DeploymentManifest, Path: catalysttest.AppPath}
+	p.Spec.Build = &catalystv1.ProjectBuild{Registry: catalystRegistry.Host}
+	// As a build would have pushed it: nothing is built (no Kaniko Job, which nothing could run here).
+	t.digest, err = catalystRegistry.Push(catalyst.ImageReference(p, t.commit))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(k8s.Create(ctx, p)).To(Succeed())
 	return t
 }
 
+// environment is a pull-request Environment of the team at its commit.
 func (t catalystTeam) environment(name string) *catalystv1.Environment {
-	return catalysttest.Environment(t.envNS, name, t.name, "web")
+	env := catalysttest.Environment(t.envNS, name, t.name, "web")
+	env.Spec.Source.CommitSHA = t.commit
+	return env
+}
+
+// image is the image the operator deploys for the team's commit: pinned by digest.
+func (t catalystTeam) image() string {
+	return catalystRegistry.Host + "/" + t.name + "/web@" + t.digest
 }
 
 func getEnvironment(ctx context.Context, env *catalystv1.Environment) (*catalystv1.Environment, error) {
@@ -49,7 +119,8 @@ func getEnvironment(ctx context.Context, env *catalystv1.Environment) (*catalyst
 }
 
 // environmentReady waits for the environment's namespace, plays cert-manager for its Certificate, and
-// waits for phase Ready; it returns the namespace.
+// waits for phase Ready (which needs the image found and the commit deployed and available); it returns
+// the namespace.
 func environmentReady(ctx context.Context, env *catalystv1.Environment) string {
 	GinkgoHelper()
 	var ns string
@@ -94,7 +165,7 @@ func namespaceBeforeEnvironment(ctx context.Context, env *catalystv1.Environment
 
 var _ = Describe("catalyst Environment", func() {
 	It("catalyst: an Environment becomes Ready in a locked-down namespace, and deleting it removes the namespace and then the Environment", func(ctx SpecContext) {
-		startOperator("catalyst", operatorConfig{})
+		startOperator("catalyst", catalystOperator())
 		t := newCatalystTeam(ctx)
 		env := t.environment("pr-123")
 		Expect(k8s.Create(ctx, env)).To(Succeed())
@@ -105,6 +176,28 @@ var _ = Describe("catalyst Environment", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(got.Status.URL).To(Equal("https://" + ns + ".preview.example.com"))
 		Expect(got.Annotations).To(HaveKeyWithValue(catalystv1.AnnotationEnvironmentID, "env-pr-123"))
+
+		By("the image was found in the registry, and the commit deployed with it")
+		build := meta.FindStatusCondition(got.Status.Conditions, catalystv1.ConditionBuildReady)
+		Expect(build).NotTo(BeNil())
+		Expect(build.Status).To(Equal(metav1.ConditionTrue))
+		Expect(build.Reason).To(Equal(catalystv1.ReasonImageExists))
+		Expect(got.Status.Build).NotTo(BeNil())
+		Expect(got.Status.Build.Digest).To(Equal(t.digest))
+		Expect(got.Status.Build.JobName).To(BeEmpty(), "nothing to build")
+		Expect(meta.IsStatusConditionTrue(got.Status.Conditions, catalystv1.ConditionDeploymentReady)).To(BeTrue(),
+			"conditions: %+v", got.Status.Conditions)
+		Expect(got.Status.Deployment).NotTo(BeNil())
+		Expect(got.Status.Deployment.Commit).To(Equal(t.commit))
+		Expect(got.Status.Deployment.Image).To(Equal(t.image()))
+		var jobs batchv1.JobList
+		Expect(k8s.List(ctx, &jobs, client.InNamespace(t.name))).To(Succeed())
+		Expect(jobs.Items).To(BeEmpty(), "no build Job")
+		d := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalysttest.AppDeployment}, d)).To(Succeed())
+		Expect(d.Spec.Template.Spec.Containers).To(HaveLen(1))
+		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(t.image()))
+		Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(1), "kwok runs its pod")
 
 		By("the namespace carries the labels, the quota, the limits and the policy")
 		n := &corev1.Namespace{}
@@ -129,7 +222,7 @@ var _ = Describe("catalyst Environment", func() {
 	})
 
 	It("catalyst deletion: deleting the Project first, or removing the labels, does not block deletion", func(ctx SpecContext) {
-		startOperator("catalyst-deletion", operatorConfig{})
+		startOperator("catalyst-deletion", catalystOperator())
 		t := newCatalystTeam(ctx)
 		unlabelled, viaProject := t.environment("unlabelled"), t.environment("via-project")
 		Expect(k8s.Create(ctx, unlabelled)).To(Succeed())
@@ -153,7 +246,7 @@ var _ = Describe("catalyst Environment", func() {
 	})
 
 	It("catalyst webhook: the API server calls the operator's webhook, which refuses an Environment whose namespace another has", func(ctx SpecContext) {
-		startOperator("catalyst-webhook", operatorConfig{})
+		startOperator("catalyst-webhook", catalystOperator())
 		t := newCatalystTeam(ctx)
 		first := t.environment("pr-7")
 		Expect(k8s.Create(ctx, first)).To(Succeed())
@@ -178,7 +271,7 @@ var _ = Describe("catalyst Environment", func() {
 	})
 
 	It("catalyst safety: a pre-existing namespace is never touched", func(ctx SpecContext) {
-		startOperator("catalyst-safety", operatorConfig{})
+		startOperator("catalyst-safety", catalystOperator())
 		t := newCatalystTeam(ctx)
 		theirs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name: catalyst.NamespaceName(t.name, "web", "taken"), Labels: map[string]string{"owner": "someone-else"}}}

@@ -81,6 +81,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(cluster.Start(ctx)).To(Succeed(), "start the local cluster; its logs are in %s", filepath.Join(logDir, "cluster"))
 	record("cluster start (total)", time.Since(t), cluster.APIServerURL().String())
 	k8s = cluster.Client()
+	startCatalystServers() // the catalyst scenarios' registry and Git server, in this process
 }, NodeTimeout(5*time.Minute))
 
 var _ = ReportAfterEach(func(r SpecReport) {
@@ -102,6 +103,7 @@ var _ = AfterSuite(func() {
 		}
 	}
 	record("operators stop", time.Since(t), "")
+	stopCatalystServers() // after the operators, which fetch from them
 
 	if cluster != nil {
 		t = time.Now()
