@@ -45,7 +45,9 @@ func hash(parts ...string) uint64 {
 	return h.Sum64()
 }
 
-func childKey(gvk schema.GroupVersionKind, name string) uint64 { return hash(gvk.Group, gvk.Kind, name) }
+func childKey(gvk schema.GroupVersionKind, name string) uint64 {
+	return hash(gvk.Group, gvk.Kind, name)
+}
 
 // parseRV reads a resourceVersion as the number etcd makes it, or 0.
 func parseRV(rv string) uint64 {

@@ -76,11 +76,15 @@ type DeploymentStatus struct {
 type DeployedObject struct {
 	// Group is the object's API group, empty for the core group.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Group"
 	Group string `json:"group,omitempty"`
 	// Version is the API version it was applied with.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Version"
 	Version string `json:"version"`
 	// Kind is the object's kind.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Kind"
 	Kind string `json:"kind"`
 	// Name is the object's name.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Name"
 	Name string `json:"name"`
 }
