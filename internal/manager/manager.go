@@ -134,11 +134,10 @@ func cacheRules(caps platform.Capabilities, groups []Group) []namedRule {
 // nothing), and the transforms (one for the whole kind, or one per selector).
 func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]cache.ByObject, error) {
 	type merged struct {
-		obj        client.Object
-		scope      Scope
-		whole      *namedRule // the rule transforming every object of the kind
-		selected   []namedRule
-		transforms []string
+		obj      client.Object
+		scope    Scope
+		whole    *namedRule // the rule transforming every object of the kind
+		selected []namedRule
 	}
 	byGVK := map[schema.GroupVersionKind]*merged{}
 	var errs []error
