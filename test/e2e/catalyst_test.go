@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -18,6 +21,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
@@ -78,10 +83,27 @@ func catalystOperator() operatorConfig {
 
 // catalystTeam is a scenario's team: the team namespace holds Project "web", a second namespace the
 // Environments. The Project deploys the manifests of the team's repository on the suite's Git server,
-// whose one commit's image is in the suite's registry with digest.
-type catalystTeam struct{ name, envNS, commit, digest string }
+// whose one commit's image is in the suite's registry with digest (unless the team was made to build it:
+// then digest is empty). repo is the team's repository, project its Project as created.
+type catalystTeam struct {
+	name, envNS, commit, digest string
+	repo                        *sourcetest.Repo
+	project                     *catalystv1.Project
+}
 
 func newCatalystTeam(ctx context.Context) catalystTeam {
+	GinkgoHelper()
+	return makeCatalystTeam(ctx, true)
+}
+
+// newCatalystBuildTeam is a team whose registry does not have its commit's image: the operator builds it.
+func newCatalystBuildTeam(ctx context.Context) catalystTeam {
+	GinkgoHelper()
+	return makeCatalystTeam(ctx, false)
+}
+
+// makeCatalystTeam makes the team; push says whether its commit's image is pushed to the registry first.
+func makeCatalystTeam(ctx context.Context, push bool) catalystTeam {
 	GinkgoHelper()
 	t := catalystTeam{name: newNamespace(ctx, nil)}
 	t.envNS = t.name + "-web"
@@ -94,10 +116,13 @@ func newCatalystTeam(ctx context.Context) catalystTeam {
 	p.Spec.Source.RepositoryURL = catalystGit.URL(repo.Dir)
 	p.Spec.Deployment = catalystv1.ProjectDeployment{Type: catalystv1.DeploymentManifest, Path: catalysttest.AppPath}
 	p.Spec.Build = &catalystv1.ProjectBuild{Registry: catalystRegistry.Host}
-	// As a build would have pushed it: nothing is built (no Kaniko Job, which nothing could run here).
-	t.digest, err = catalystRegistry.Push(catalyst.ImageReference(p, t.commit))
-	Expect(err).NotTo(HaveOccurred())
+	if push {
+		// As a build would have pushed it: nothing is built (no Kaniko Job).
+		t.digest, err = catalystRegistry.Push(catalyst.ImageReference(p, t.commit))
+		Expect(err).NotTo(HaveOccurred())
+	}
 	Expect(k8s.Create(ctx, p)).To(Succeed())
+	t.repo, t.project = repo, p
 	return t
 }
 
@@ -163,6 +188,141 @@ func namespaceBeforeEnvironment(ctx context.Context, env *catalystv1.Environment
 	}).WithTimeout(2 * time.Minute).Should(Succeed())
 }
 
+// phaseLog records the phases an Environment goes through, polled by a goroutine from recordPhases, so a
+// test can assert the phases it passed without racing a transient one.
+type phaseLog struct {
+	mu     sync.Mutex
+	phases []catalystv1.Phase // each change, in order
+}
+
+// recordPhases polls env's phase until ctx ends or the returned stop is called.
+func recordPhases(ctx context.Context, env *catalystv1.Environment) (*phaseLog, func()) {
+	log := &phaseLog{}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if got, err := getEnvironment(ctx, env); err == nil {
+				log.mu.Lock()
+				if n := len(log.phases); got.Status.Phase != "" && (n == 0 || log.phases[n-1] != got.Status.Phase) {
+					log.phases = append(log.phases, got.Status.Phase)
+				}
+				log.mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return log, func() { cancel(); <-done }
+}
+
+// seen is the phases recorded so far.
+func (l *phaseLog) seen() []catalystv1.Phase {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.phases)
+}
+
+// awaitBuild waits for env to be Building commit through a Job of its own in the Project's namespace
+// whose arguments name the commit, and returns the Job.
+func (t catalystTeam) awaitBuild(ctx context.Context, env *catalystv1.Environment, commit string) *batchv1.Job {
+	GinkgoHelper()
+	job := &batchv1.Job{}
+	Eventually(ctx, func(g Gomega) {
+		got, err := getEnvironment(ctx, env)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.Status.Phase).To(Equal(catalystv1.PhaseBuilding), "conditions: %+v", got.Status.Conditions)
+		c := meta.FindStatusCondition(got.Status.Conditions, catalystv1.ConditionBuildReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(catalystv1.ReasonBuilding))
+		g.Expect(got.Status.Build).NotTo(BeNil())
+		g.Expect(got.Status.Build.CommitSHA).To(Equal(commit))
+		g.Expect(got.Status.Build.JobName).NotTo(BeEmpty())
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: t.name, Name: got.Status.Build.JobName}, job)).To(Succeed())
+		g.Expect(job.Labels).To(HaveKeyWithValue(catalyst.BuildOwnerUIDLabel, string(got.UID)))
+		g.Expect(job.Annotations).To(HaveKeyWithValue(catalyst.BuildCommitAnnotation, commit))
+	}).Should(Succeed())
+	Expect(job.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "platform-operator"))
+	Expect(job.Spec.Template.Spec.Containers).To(HaveLen(1))
+	Expect(job.Spec.Template.Spec.Containers[0].Args).To(ContainElements(
+		ContainSubstring("#"+commit), "--destination="+catalyst.ImageReference(t.project, commit)))
+	return job
+}
+
+// playKaniko does what the build Job would: pushes commit's image to the registry, then marks the Job
+// complete through its status subresource with the conditions a batch/v1 Job needs (SuccessCriteriaMet
+// before Complete), as controllers/catalyst's envtest does; it returns the image's digest.
+//
+// Here kube-controller-manager's Job controller runs, and kwok may run the Job's pod, so the Job's status
+// may already count it active or ready: a finished Job must have none (the API server refuses it
+// otherwise), so they are zeroed in the same update. Once the Job is finished, the Job controller no
+// longer changes its status (a finished Job is final); a conflict with one of its earlier writes is
+// retried on the fresh object.
+func (t catalystTeam) playKaniko(ctx context.Context, job *batchv1.Job, commit string) string {
+	GinkgoHelper()
+	digest, err := catalystRegistry.Push(catalyst.ImageReference(t.project, commit))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		j := &batchv1.Job{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(job), j); err != nil {
+			return err
+		}
+		now := metav1.Now()
+		if j.Status.StartTime == nil {
+			start := metav1.NewTime(now.Add(-time.Minute))
+			j.Status.StartTime = &start
+		}
+		cond := func(c batchv1.JobConditionType) batchv1.JobCondition {
+			return batchv1.JobCondition{Type: c, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonCompletionsReached,
+				Message: "set by the test", LastProbeTime: now, LastTransitionTime: now}
+		}
+		j.Status.Active, j.Status.Succeeded, j.Status.CompletionTime = 0, 1, &now
+		j.Status.Ready = ptr.To[int32](0)
+		if j.Status.Terminating != nil {
+			j.Status.Terminating = ptr.To[int32](0)
+		}
+		j.Status.UncountedTerminatedPods = nil
+		j.Status.Conditions = append(slices.DeleteFunc(j.Status.Conditions, func(c batchv1.JobCondition) bool {
+			return c.Type == batchv1.JobSuccessCriteriaMet || c.Type == batchv1.JobComplete
+		}), cond(batchv1.JobSuccessCriteriaMet), cond(batchv1.JobComplete))
+		return k8s.Status().Update(ctx, j)
+	})).To(Succeed())
+	return digest
+}
+
+// deployedAt waits for env to be Ready on its current generation with commit built by job and deployed
+// as digest, and returns it.
+func (t catalystTeam) deployedAt(ctx context.Context, env *catalystv1.Environment, commit, jobName, digest string) *catalystv1.Environment {
+	GinkgoHelper()
+	var got *catalystv1.Environment
+	Eventually(ctx, func(g Gomega) {
+		var err error
+		got, err = getEnvironment(ctx, env)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.Status.Phase).To(Equal(catalystv1.PhaseReady), "conditions: %+v", got.Status.Conditions)
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, catalystv1.ConditionReady)).To(BeTrue())
+		g.Expect(got.Status.Deployment).NotTo(BeNil())
+		g.Expect(got.Status.Deployment.Commit).To(Equal(commit))
+	}).Should(Succeed())
+	build := meta.FindStatusCondition(got.Status.Conditions, catalystv1.ConditionBuildReady)
+	Expect(build).NotTo(BeNil())
+	Expect(build.Status).To(Equal(metav1.ConditionTrue))
+	Expect(build.Reason).To(Equal(catalystv1.ReasonImagePushed))
+	Expect(got.Status.Build).NotTo(BeNil())
+	Expect(got.Status.Build.JobName).To(Equal(jobName))
+	Expect(got.Status.Build.CommitSHA).To(Equal(commit))
+	Expect(got.Status.Build.Digest).To(Equal(digest))
+	image := catalystRegistry.Host + "/" + catalyst.ImageRepository(t.project) + "@" + digest
+	Expect(got.Status.Deployment.Image).To(Equal(image))
+	Expect(meta.IsStatusConditionTrue(got.Status.Conditions, catalystv1.ConditionDeploymentReady)).To(BeTrue())
+	return got
+}
+
 var _ = Describe("catalyst Environment", func() {
 	It("catalyst: an Environment becomes Ready in a locked-down namespace, and deleting it removes the namespace and then the Environment", func(ctx SpecContext) {
 		startOperator("catalyst", catalystOperator())
@@ -217,6 +377,77 @@ var _ = Describe("catalyst Environment", func() {
 		Expect(ing.Spec.TLS).To(HaveLen(1))
 
 		By("deleting the Environment (background, as kubectl does)")
+		Expect(k8s.Delete(ctx, env, client.PropagationPolicy("Background"))).To(Succeed())
+		namespaceBeforeEnvironment(ctx, env, ns)
+	})
+
+	It("catalyst build: a PR Environment goes Pending → Building → Deploying → Ready; a new commit rebuilds and redeploys", func(ctx SpecContext) {
+		startOperator("catalyst-build", catalystOperator())
+		t := newCatalystBuildTeam(ctx)
+		env := t.environment("pr-9")
+		Expect(k8s.Create(ctx, env)).To(Succeed())
+		phases, stop := recordPhases(ctx, env)
+		DeferCleanup(stop)
+
+		By("the registry does not have the commit's image: a build Job for it, phase Building")
+		job := t.awaitBuild(ctx, env, t.commit)
+		got, err := getEnvironment(ctx, env)
+		Expect(err).NotTo(HaveOccurred())
+		ns := got.Status.Namespace
+		Expect(ns).To(Equal(catalyst.NamespaceName(t.name, "web", "pr-9")))
+		Expect(got.Status.Build.Image).To(BeEmpty(), "no image before the registry has it")
+		markCertificateReady(ctx, ns, catalyst.CertificateName)
+
+		By("playing Kaniko: the image is pushed and the Job completes; the commit is deployed with it")
+		digest := t.playKaniko(ctx, job, t.commit)
+		t.deployedAt(ctx, env, t.commit, job.Name, digest)
+		d := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalysttest.AppDeployment}, d)).To(Succeed())
+		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(catalystRegistry.Host + "/" + t.name + "/web@" + digest))
+		Expect(d.Spec.Template.Spec.Containers[0].Env).To(BeEmpty())
+		seen := phases.seen()
+		GinkgoWriter.Printf("phases of the first build: %v\n", seen)
+		// Pending and Deploying may each last less than one poll; Building waits for the test, so it is
+		// always seen, and it comes before Ready (which is last).
+		Expect(seen).To(ContainElement(catalystv1.PhaseBuilding))
+		Expect(seen[len(seen)-1]).To(Equal(catalystv1.PhaseReady))
+		Expect(slices.Index(seen, catalystv1.PhaseBuilding)).To(BeNumerically("<", slices.Index(seen, catalystv1.PhaseReady)))
+		Expect(seen).NotTo(ContainElement(catalystv1.PhaseFailed))
+		for _, p := range seen[:slices.Index(seen, catalystv1.PhaseBuilding)] {
+			Expect(p).To(Equal(catalystv1.PhasePending), "only Pending before Building: %v", seen)
+		}
+
+		By("a new commit that changes the Deployment: a new build Job, and the environment redeploys at it")
+		files := catalysttest.AppFiles()
+		app := files[catalysttest.AppPath+"/app.yaml"]
+		changed := strings.Replace(app, "        ports:\n", "        env:\n        - {name: APP_REVISION, value: \"2\"}\n        ports:\n", 1)
+		Expect(changed).NotTo(Equal(app), "the fixture changed: nothing to edit")
+		files[catalysttest.AppPath+"/app.yaml"] = changed
+		second, err := t.repo.Commit("web: an environment variable", files)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			e, err := getEnvironment(ctx, env)
+			if err != nil {
+				return err
+			}
+			e.Spec.Source.CommitSHA = second
+			return k8s.Update(ctx, e)
+		})).To(Succeed())
+		secondJob := t.awaitBuild(ctx, env, second)
+		Expect(secondJob.Name).NotTo(Equal(job.Name))
+		secondDigest := t.playKaniko(ctx, secondJob, second)
+		Expect(secondDigest).NotTo(Equal(digest))
+		t.deployedAt(ctx, env, second, secondJob.Name, secondDigest)
+		Eventually(ctx, func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalysttest.AppDeployment}, d)).To(Succeed())
+			c := d.Spec.Template.Spec.Containers[0]
+			g.Expect(c.Image).To(Equal(catalystRegistry.Host + "/" + t.name + "/web@" + secondDigest))
+			g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "APP_REVISION", Value: "2"}))
+		}).Should(Succeed())
+
+		By("deleting the Environment (background, as kubectl does)")
+		stop()
 		Expect(k8s.Delete(ctx, env, client.PropagationPolicy("Background"))).To(Succeed())
 		namespaceBeforeEnvironment(ctx, env, ns)
 	})
