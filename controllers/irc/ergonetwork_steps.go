@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 
-	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	routev1 "github.com/openshift/api/route/v1"
 	"golang.org/x/crypto/bcrypt"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -161,28 +159,7 @@ func keepImmutableClaimFields(s *scope, desired, live *corev1.PersistentVolumeCl
 
 // reconcileCertificate asks cert-manager for the network's certificate.
 func (r *ErgoNetworkReconciler) reconcileCertificate(ctx context.Context, s *scope) (ctrl.Result, error) {
-	desired := ergo.Certificate(s.net)
-	if desired == nil {
-		s.Drop(ircv1.ConditionCertificate)
-		if !r.Capabilities.CertManager {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, s.DeleteIfControlled(ctx, &cmv1.Certificate{}, ergo.CertificateName(s.net))
-	}
-	if !r.Capabilities.CertManager {
-		s.MissingAPI(ircv1.ConditionCertificate, "spec.tls needs cert-manager (cert-manager.io/v1 Certificate), which this cluster does not serve; install cert-manager, then restart the operator")
-		return ctrl.Result{}, nil
-	}
-	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionCertificate); !ok {
-		return res, err
-	}
-	// desired now holds the live Certificate (see apply.Applier.Apply).
-	if ok, msg := certificateReady(desired); ok {
-		s.Set(ircv1.ConditionCertificate, metav1.ConditionTrue, ircv1.ReasonReady, msg)
-	} else {
-		s.Set(ircv1.ConditionCertificate, metav1.ConditionFalse, ircv1.ReasonCertificatePending, msg)
-	}
-	return ctrl.Result{}, nil
+	return applyCertificate(ctx, s.Session, r.Capabilities.CertManager, ergo.Certificate(s.net), ergo.CertificateName(s.net))
 }
 
 // reconcileConfig renders ircd.yaml into the network's ConfigMap.
@@ -268,57 +245,14 @@ func (r *ErgoNetworkReconciler) servingCertificate(ctx context.Context, s *scope
 
 // reconcileService exposes every listener inside the cluster.
 func (r *ErgoNetworkReconciler) reconcileService(ctx context.Context, s *scope) (ctrl.Result, error) {
-	desired := ergo.Service(s.net)
-	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionService); !ok {
+	if ok, res, err := applyService(ctx, s.Session, ergo.Service(s.net), &s.status.ServiceHost); !ok {
 		return res, err
 	}
-	s.status.ServiceHost = fmt.Sprintf("%s.%s.svc", desired.Name, desired.Namespace)
 	s.status.Ports = ergo.ServicePorts(s.net)
-	s.Set(ircv1.ConditionService, metav1.ConditionTrue, ircv1.ReasonApplied,
-		fmt.Sprintf("Service %s has %d ports", desired.Name, len(desired.Spec.Ports)))
 	return ctrl.Result{}, nil
 }
 
 // reconcileRoute exposes the TLS listener outside the cluster through an OpenShift Route.
 func (r *ErgoNetworkReconciler) reconcileRoute(ctx context.Context, s *scope) (ctrl.Result, error) {
-	desired := ergo.Route(s.net)
-	if desired == nil {
-		s.Drop(ircv1.ConditionRoute)
-		s.status.RouteHost = ""
-		if !r.Capabilities.Routes {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, s.DeleteIfControlled(ctx, &routev1.Route{}, ergo.RouteName(s.net))
-	}
-	if !r.Capabilities.Routes {
-		s.status.RouteHost = ""
-		s.MissingAPI(ircv1.ConditionRoute, "spec.route needs the OpenShift Route API (route.openshift.io/v1), which this cluster does not serve; remove spec.route and expose the Service another way")
-		return ctrl.Result{}, nil
-	}
-	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionRoute); !ok {
-		return res, err
-	}
-	host, admitted := admittedHost(desired)
-	if host == "" {
-		host = desired.Spec.Host
-	}
-	s.status.RouteHost = host
-	msg := fmt.Sprintf("Route %s admitted with host %s", desired.Name, host)
-	if !admitted {
-		msg = fmt.Sprintf("Route %s applied; no router has admitted it yet", desired.Name)
-	}
-	s.Set(ircv1.ConditionRoute, metav1.ConditionTrue, ircv1.ReasonApplied, msg)
-	return ctrl.Result{}, nil
-}
-
-// admittedHost is the host of the first router that admitted the Route.
-func admittedHost(rt *routev1.Route) (string, bool) {
-	for _, in := range rt.Status.Ingress {
-		for _, c := range in.Conditions {
-			if c.Type == routev1.RouteAdmitted && c.Status == corev1.ConditionTrue {
-				return in.Host, true
-			}
-		}
-	}
-	return "", false
+	return applyRoute(ctx, s.Session, r.Capabilities.Routes, ergo.Route(s.net), ergo.RouteName(s.net), &s.status.RouteHost)
 }

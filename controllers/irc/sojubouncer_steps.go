@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	routev1 "github.com/openshift/api/route/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -199,27 +197,7 @@ func (r *SojuBouncerReconciler) reconcileAdminUser(ctx context.Context, s *sojuS
 
 // reconcileCertificate asks cert-manager for the bouncer's certificate.
 func (r *SojuBouncerReconciler) reconcileCertificate(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
-	desired := soju.Certificate(s.b)
-	if desired == nil {
-		s.Drop(ircv1.ConditionCertificate)
-		if !r.Capabilities.CertManager {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, s.DeleteIfControlled(ctx, &cmv1.Certificate{}, soju.CertificateName(s.b))
-	}
-	if !r.Capabilities.CertManager {
-		s.MissingAPI(ircv1.ConditionCertificate, "spec.tls needs cert-manager (cert-manager.io/v1 Certificate), which this cluster does not serve; install cert-manager, then restart the operator")
-		return ctrl.Result{}, nil
-	}
-	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionCertificate); !ok {
-		return res, err
-	}
-	if ok, msg := certificateReady(desired); ok {
-		s.Set(ircv1.ConditionCertificate, metav1.ConditionTrue, ircv1.ReasonReady, msg)
-	} else {
-		s.Set(ircv1.ConditionCertificate, metav1.ConditionFalse, ircv1.ReasonCertificatePending, msg)
-	}
-	return ctrl.Result{}, nil
+	return applyCertificate(ctx, s.Session, r.Capabilities.CertManager, soju.Certificate(s.b), soju.CertificateName(s.b))
 }
 
 // reconcileConfig renders soju's config into the bouncer's ConfigMap, once the database's login is
@@ -284,45 +262,14 @@ func (r *SojuBouncerReconciler) reconcileDeployment(ctx context.Context, s *soju
 
 // reconcileService exposes every listener inside the cluster.
 func (r *SojuBouncerReconciler) reconcileService(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
-	desired := soju.Service(s.b)
-	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionService); !ok {
+	if ok, res, err := applyService(ctx, s.Session, soju.Service(s.b), &s.status.ServiceHost); !ok {
 		return res, err
 	}
-	s.status.ServiceHost = fmt.Sprintf("%s.%s.svc", desired.Name, desired.Namespace)
 	s.status.Ports = soju.Ports(s.b)
-	s.Set(ircv1.ConditionService, metav1.ConditionTrue, ircv1.ReasonApplied,
-		fmt.Sprintf("Service %s has %d ports", desired.Name, len(desired.Spec.Ports)))
 	return ctrl.Result{}, nil
 }
 
 // reconcileRoute exposes the TLS listener outside the cluster through an OpenShift Route.
 func (r *SojuBouncerReconciler) reconcileRoute(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
-	desired := soju.Route(s.b)
-	if desired == nil {
-		s.Drop(ircv1.ConditionRoute)
-		s.status.RouteHost = ""
-		if !r.Capabilities.Routes {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, s.DeleteIfControlled(ctx, &routev1.Route{}, soju.RouteName(s.b))
-	}
-	if !r.Capabilities.Routes {
-		s.status.RouteHost = ""
-		s.MissingAPI(ircv1.ConditionRoute, "spec.route needs the OpenShift Route API (route.openshift.io/v1), which this cluster does not serve; remove spec.route and expose the Service another way")
-		return ctrl.Result{}, nil
-	}
-	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionRoute); !ok {
-		return res, err
-	}
-	host, admitted := admittedHost(desired)
-	if host == "" {
-		host = desired.Spec.Host
-	}
-	s.status.RouteHost = host
-	msg := fmt.Sprintf("Route %s admitted with host %s", desired.Name, host)
-	if !admitted {
-		msg = fmt.Sprintf("Route %s applied; no router has admitted it yet", desired.Name)
-	}
-	s.Set(ircv1.ConditionRoute, metav1.ConditionTrue, ircv1.ReasonApplied, msg)
-	return ctrl.Result{}, nil
+	return applyRoute(ctx, s.Session, r.Capabilities.Routes, soju.Route(s.b), soju.RouteName(s.b), &s.status.RouteHost)
 }
