@@ -674,35 +674,29 @@ func (r *EnvironmentReconciler) readTyped(ctx context.Context, key client.Object
 }
 
 func deploymentAvailable(d *appsv1.Deployment) (bool, string) {
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
 	st := d.Status
-	switch {
-	case st.ObservedGeneration < d.Generation:
-		return false, "its controller has not seen the new spec yet"
-	case st.UpdatedReplicas < want:
-		return false, fmt.Sprintf("%d of %d replicas updated", st.UpdatedReplicas, want)
-	case st.AvailableReplicas < want:
-		return false, fmt.Sprintf("%d of %d replicas available", st.AvailableReplicas, want)
-	}
-	return true, ""
+	return rolledOut(d.Spec.Replicas, d.Generation, st.ObservedGeneration, st.UpdatedReplicas, st.AvailableReplicas)
 }
 
 func statefulSetAvailable(ss *appsv1.StatefulSet) (bool, string) {
-	want := int32(1)
-	if ss.Spec.Replicas != nil {
-		want = *ss.Spec.Replicas
-	}
 	st := ss.Status
+	return rolledOut(ss.Spec.Replicas, ss.Generation, st.ObservedGeneration, st.UpdatedReplicas, st.AvailableReplicas)
+}
+
+// rolledOut is whether a workload's controller has rolled out its current spec to every replica (one when
+// replicas is unset) and each is available, or what it still waits for.
+func rolledOut(replicas *int32, generation, observed int64, updated, available int32) (bool, string) {
+	want := int32(1)
+	if replicas != nil {
+		want = *replicas
+	}
 	switch {
-	case st.ObservedGeneration < ss.Generation:
+	case observed < generation:
 		return false, "its controller has not seen the new spec yet"
-	case st.UpdatedReplicas < want:
-		return false, fmt.Sprintf("%d of %d replicas updated", st.UpdatedReplicas, want)
-	case st.AvailableReplicas < want:
-		return false, fmt.Sprintf("%d of %d replicas available", st.AvailableReplicas, want)
+	case updated < want:
+		return false, fmt.Sprintf("%d of %d replicas updated", updated, want)
+	case available < want:
+		return false, fmt.Sprintf("%d of %d replicas available", available, want)
 	}
 	return true, ""
 }
