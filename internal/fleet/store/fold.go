@@ -16,8 +16,13 @@ import (
 // impossible transition, a record deleted without being withdrawn) or the watch breaks (the NATS
 // server restarted). synced is called after each (re)count, when the counts are the bucket's.
 func (s *Store) Fold(ctx context.Context, c *fleet.Counters, synced func()) error {
+	return refold(ctx, func() error { return s.foldOnce(ctx, c, synced) })
+}
+
+// refold runs pass, each pass a count from scratch followed by the changes it folds, until ctx ends.
+func refold(ctx context.Context, pass func() error) error {
 	for {
-		err := s.foldOnce(ctx, c, synced)
+		err := pass()
 		if ctx.Err() != nil {
 			return nil
 		}

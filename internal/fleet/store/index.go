@@ -19,17 +19,7 @@ import (
 // lapsed record (WriteLapse), and keeps a lapsed record's labels those of its device. synced is called
 // after each (re)count, when the counts are the buckets'.
 func (s *Store) FoldIndex(ctx context.Context, x *fleet.Index, synced func()) error {
-	for {
-		err := s.foldIndexOnce(ctx, x, synced)
-		if ctx.Err() != nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(recountBackoff(err)):
-		}
-	}
+	return refold(ctx, func() error { return s.foldIndexOnce(ctx, x, synced) })
 }
 
 // errRecount ends a pass because a new selector wants a recount.
