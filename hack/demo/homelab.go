@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
 )
 
 // The PostgresDatabase scenario: the sample PostgresConnection and PostgresDatabase are applied; the demo
@@ -40,10 +37,7 @@ func init() {
 }
 
 // postgresServer is the demo's PostgreSQL server, once a Play step started it.
-var postgresServer struct {
-	sync.Mutex
-	s *postgrestest.Server
-}
+var postgresServer demoPostgres
 
 // postgresSteps start the server and write the connection's Secret, then follow the connection and the
 // database to Ready.
@@ -68,42 +62,7 @@ func playPostgresServer(ctx context.Context, e *Env, obj client.Object) error {
 	}
 	e.Step("Playing the database admin: starting a PostgreSQL server on 127.0.0.1 and writing Secret %s for PostgresConnection %s",
 		conn.Spec.Secret, conn.Name)
-	s, err := postgrestest.Start(ctx)
-	if err != nil {
-		return err
-	}
-	postgresServer.Lock()
-	postgresServer.s = s
-	postgresServer.Unlock()
-	// The server stops with the operator, which the demo stops before the cluster (so the server is gone,
-	// and its directory removed, before the demo exits), or when the run ends, whichever comes first.
-	var operatorDone <-chan struct{}
-	if e.operator != nil {
-		operatorDone = e.operator.Done()
-	}
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-operatorDone:
-		}
-		_ = s.Stop()
-	}()
-	e.Printf("PostgreSQL listens on %s:%d (data and statement log in a temporary directory, removed on stop)", s.Host, s.Port)
-	const login, password = "platform_operator", "demo-operator-password"
-	if err := s.CreateRole(ctx, login, password, "CREATEROLE CREATEDB"); err != nil {
-		return fmt.Errorf("create the operator's login: %w", err)
-	}
-	e.Printf("CREATE ROLE %s LOGIN CREATEROLE CREATEDB (no superuser)", login)
-	secret := &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: conn.Namespace, Name: conn.Spec.Secret},
-		Data:       s.SecretData(login, password),
-	}
-	if err := e.Client.Patch(ctx, secret, client.Apply, client.FieldOwner(e.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("write Secret %s: %w", conn.Spec.Secret, err)
-	}
-	e.Printf("Secret %s: host, port, user, password, sslmode=disable", conn.Spec.Secret)
-	return nil
+	return playDatabaseAdmin(ctx, e, &postgresServer, conn.Namespace, conn.Spec.Secret, "platform_operator", "demo-operator-password")
 }
 
 // postgresChildKinds are the kinds of what the operator makes in the namespace for a database.
@@ -158,14 +117,7 @@ func postgresLogin(ctx context.Context, e *Env, db *homelabv1.PostgresDatabase) 
 		return
 	}
 	e.Table([]string{"CURRENT_USER", "CURRENT_DATABASE()"}, [][]string{{user, database}})
-	postgresServer.Lock()
-	s := postgresServer.s
-	postgresServer.Unlock()
-	if s != nil {
-		if log, err := s.ReadLog(); err == nil && len(secret.Data["password"]) > 0 && !strings.Contains(log, string(secret.Data["password"])) {
-			e.Printf("the server's statement log (log_statement=all) does not hold the password: the role's password was sent as a SCRAM verifier")
-		}
-	}
+	postgresServer.showPasswordNotLogged(e, secret.Data["password"])
 }
 
 func postgresReady(conds []metav1.Condition) string {

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
-	"sync"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/jackc/pgx/v5"
@@ -12,13 +10,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
-	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
 	"github.com/platform-operator/platform-operator/internal/soju"
 )
 
@@ -44,10 +40,7 @@ func init() {
 }
 
 // sojuServer is the scenario's PostgreSQL server, once a Play step started it.
-var sojuServer struct {
-	sync.Mutex
-	s *postgrestest.Server
-}
+var sojuServer demoPostgres
 
 // sojuChildKinds are the kinds of what the operator makes for a bouncer.
 var sojuChildKinds = []schema.GroupVersionKind{
@@ -82,40 +75,7 @@ func playSojuPostgres(ctx context.Context, e *Env, obj client.Object) error {
 	b := obj.(*ircv1.SojuBouncer)
 	name := b.Spec.Database.AdminSecretName
 	e.Step("Playing the database admin: starting a PostgreSQL server on 127.0.0.1 and writing Secret %s, the bouncer's admin connection", name)
-	s, err := postgrestest.Start(ctx)
-	if err != nil {
-		return fmt.Errorf("start PostgreSQL: %w", err)
-	}
-	sojuServer.Lock()
-	sojuServer.s = s
-	sojuServer.Unlock()
-	var operatorDone <-chan struct{}
-	if e.operator != nil {
-		operatorDone = e.operator.Done()
-	}
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-operatorDone:
-		}
-		_ = s.Stop()
-	}()
-	e.Printf("PostgreSQL listens on %s:%d (data and statement log in a temporary directory, removed on stop)", s.Host, s.Port)
-	const login, password = "soju_operator", "demo-soju-operator-password"
-	if err := s.CreateRole(ctx, login, password, "CREATEROLE CREATEDB"); err != nil {
-		return fmt.Errorf("create the operator's login: %w", err)
-	}
-	e.Printf("CREATE ROLE %s LOGIN CREATEROLE CREATEDB (no superuser)", login)
-	secret := &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: name},
-		Data:       s.SecretData(login, password),
-	}
-	if err := e.Client.Patch(ctx, secret, client.Apply, client.FieldOwner(e.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("write Secret %s: %w", name, err)
-	}
-	e.Printf("Secret %s: host, port, user, password, sslmode=disable", name)
-	return nil
+	return playDatabaseAdmin(ctx, e, &sojuServer, b.Namespace, name, "soju_operator", "demo-soju-operator-password")
 }
 
 // playSojuCertManager marks the bouncer's Certificate Ready, as cert-manager does once it has issued it.
@@ -181,12 +141,5 @@ func sojuLogin(ctx context.Context, e *Env, b *ircv1.SojuBouncer) {
 		return
 	}
 	e.Table([]string{"CURRENT_USER", "CURRENT_DATABASE()", "DATABASE OWNER"}, [][]string{{user, database, owner}})
-	sojuServer.Lock()
-	s := sojuServer.s
-	sojuServer.Unlock()
-	if s != nil {
-		if log, err := s.ReadLog(); err == nil && len(secret.Data["password"]) > 0 && !strings.Contains(log, string(secret.Data["password"])) {
-			e.Printf("the server's statement log (log_statement=all) does not hold the password: it was sent as a SCRAM verifier")
-		}
-	}
+	sojuServer.showPasswordNotLogged(e, secret.Data["password"])
 }
