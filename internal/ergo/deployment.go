@@ -3,7 +3,6 @@ package ergo
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -144,38 +143,21 @@ func probePort(n *ircv1.ErgoNetwork) (string, bool) { return ircnet.ProbePort(Se
 // clients on that address may open.
 func probes(port string) (startup, readiness, liveness *corev1.Probe) { return ircnet.Probes(port) }
 
-// volumes puts the config and the certificate into one projected volume at /etc/ergo. Two volumes, one
-// mounted inside the other, would need kubelet to create the tls mount point inside a read-only
-// ConfigMap volume; one projected volume gives /etc/ergo/ircd.yaml and /etc/ergo/tls/tls.{crt,key}
-// without nesting, and updates both atomically.
+// volumes are the config and the certificate in one projected volume at /etc/ergo (ircnet.ConfigVolume:
+// /etc/ergo/ircd.yaml and /etc/ergo/tls/tls.{crt,key}), the datastore's claim, and /tmp: ergo writes
+// nothing outside /ircd that we know of, /tmp is there so a library that does meets a small, bounded
+// scratch space.
 func volumes(n *ircv1.ErgoNetwork) []corev1.Volume {
-	sources := []corev1.VolumeProjection{{
-		ConfigMap: &corev1.ConfigMapProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(n)},
-			Items:                []corev1.KeyToPath{{Key: ConfigKey, Path: ConfigKey}},
-		},
-	}}
+	tlsSecret := ""
 	if n.Spec.TLS != nil {
-		sources = append(sources, corev1.VolumeProjection{
-			Secret: &corev1.SecretProjection{
-				LocalObjectReference: corev1.LocalObjectReference{Name: TLSSecretName(n)},
-				Items: []corev1.KeyToPath{
-					{Key: corev1.TLSCertKey, Path: "tls/" + corev1.TLSCertKey},
-					{Key: corev1.TLSPrivateKeyKey, Path: "tls/" + corev1.TLSPrivateKeyKey},
-				},
-			},
-		})
+		tlsSecret = TLSSecretName(n)
 	}
 	return []corev1.Volume{
-		{Name: configVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}},
+		ircnet.ConfigVolume(configVolume, ConfigMapName(n), ConfigKey, tlsSecret),
 		{Name: dataVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PVCName(n)},
 		}},
-		// ergo writes nothing outside /ircd that we know of; /tmp is there so a library that does
-		// meets a small, bounded scratch space rather than the read-only root filesystem.
-		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
-			SizeLimit: ptr.To(resource.MustParse("16Mi")),
-		}}},
+		ircnet.TmpVolume(tmpVolume),
 	}
 }
 

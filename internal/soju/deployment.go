@@ -3,7 +3,6 @@ package soju
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -159,31 +158,15 @@ func mounts() []corev1.VolumeMount {
 }
 
 // volumes puts the config and the certificate into one projected volume at /etc/soju (config and
-// tls/tls.{crt,key}), so no mount sits inside another read-only one.
+// tls/tls.{crt,key}), so no mount sits inside another read-only one, and gives /tmp a bounded scratch
+// space.
 func volumes(b *ircv1.SojuBouncer) []corev1.Volume {
-	sources := []corev1.VolumeProjection{{
-		ConfigMap: &corev1.ConfigMapProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(b)},
-			Items:                []corev1.KeyToPath{{Key: ConfigKey, Path: ConfigKey}},
-		},
-	}}
+	tlsSecret := ""
 	if b.Spec.TLS != nil {
-		sources = append(sources, corev1.VolumeProjection{
-			Secret: &corev1.SecretProjection{
-				LocalObjectReference: corev1.LocalObjectReference{Name: TLSSecretName(b)},
-				Items: []corev1.KeyToPath{
-					{Key: corev1.TLSCertKey, Path: "tls/" + corev1.TLSCertKey},
-					{Key: corev1.TLSPrivateKeyKey, Path: "tls/" + corev1.TLSPrivateKeyKey},
-				},
-			},
-		})
+		tlsSecret = TLSSecretName(b)
 	}
 	return []corev1.Volume{
-		{Name: configVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}},
-		// A small, bounded scratch space for a library that writes temporary files, instead of the
-		// read-only root filesystem.
-		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
-			SizeLimit: ptr.To(resource.MustParse("16Mi")),
-		}}},
+		ircnet.ConfigVolume(configVolume, ConfigMapName(b), ConfigKey, tlsSecret),
+		ircnet.TmpVolume(tmpVolume),
 	}
 }
