@@ -208,18 +208,7 @@ func TestAdmission(t *testing.T) {
 			tt.mutate(&spec)
 			n := &ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "case-" + itoa(i)}, Spec: spec}
 			err := c.Create(context.Background(), n)
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("refused a valid spec: %v", err)
-			case tt.want == "":
-				return
-			case err == nil:
-				t.Fatalf("accepted an invalid spec; want an error containing %q", tt.want)
-			case !apierrors.IsInvalid(err):
-				t.Fatalf("got %v, want an Invalid error", err)
-			case !strings.Contains(err.Error(), tt.want):
-				t.Fatalf("error %q does not contain %q", err.Error(), tt.want)
-			}
+			checkAdmission(t, err, tt.want)
 		})
 	}
 }
@@ -266,3 +255,21 @@ func TestDefaults(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// checkAdmission fails t unless the API server's answer err to a create is what the case wants: accepted
+// when want is empty, else refused as Invalid with a message containing want.
+func checkAdmission(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("refused a valid spec: %v", err)
+	case want == "":
+		return
+	case err == nil:
+		t.Fatalf("accepted an invalid spec; want an error containing %q", want)
+	case !apierrors.IsInvalid(err):
+		t.Fatalf("got %v, want an Invalid error", err)
+	case !strings.Contains(err.Error(), want):
+		t.Fatalf("error %q does not contain %q", err.Error(), want)
+	}
+}
