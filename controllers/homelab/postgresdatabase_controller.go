@@ -19,7 +19,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -63,7 +62,7 @@ type PostgresDatabaseReconciler struct {
 	applier *apply.Applier
 	status  *reconcile.StatusWriter
 	// secrets reads Secrets from the API server (see setupPostgresDatabase).
-	secrets readThrough
+	secrets apply.ReadThrough
 	// logins remembers, per PostgresDatabase uid, the role and password known to log in: an unchanged
 	// database then costs no login check and no password statement.
 	logins sync.Map
@@ -358,7 +357,7 @@ func setupPostgresDatabase(mgr ctrl.Manager, _ platform.Capabilities, opts Optio
 	}
 	// The applier reads Secrets from the API server: a typed read through the cache would start an
 	// informer holding every Secret's data.
-	r.secrets = readThrough{Client: r.Client, reader: r.APIReader}
+	r.secrets = apply.ReadThrough{Client: r.Client, Reader: r.APIReader}
 	r.applier = &apply.Applier{Client: r.secrets, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
@@ -428,24 +427,4 @@ func secretHolds(live, desired *corev1.Secret) bool {
 		return false
 	}
 	return apply.Contains(l, d.Object)
-}
-
-// readThrough is a client whose reads go to the API server and whose writes go through the manager's
-// client (and so through tests' write counters).
-type readThrough struct {
-	client.Client
-	reader client.Reader
-}
-
-// Get reads obj from the API server, with its kind set as the cache would set it (apply compares it).
-func (c readThrough) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if err := c.reader.Get(ctx, key, obj, opts...); err != nil {
-		return err
-	}
-	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
-	if err != nil {
-		return err
-	}
-	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	return nil
 }

@@ -18,7 +18,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -164,7 +163,7 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
 	// The database Secret is read from the API server: a typed read through the cache would start an
 	// informer holding every Secret's data.
-	r.secretApplier = &apply.Applier{Client: apiReads{Client: r.Client, reader: r.APIReader}, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
+	r.secretApplier = &apply.Applier{Client: apply.ReadThrough{Client: r.Client, Reader: r.APIReader}, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: sojuStatusFieldOwner,
@@ -242,26 +241,6 @@ func (r *SojuBouncerReconciler) loginKnown(uid types.UID, login postgres.Setting
 // sojuLoginDigest identifies a login without keeping its password in memory in clear.
 func sojuLoginDigest(s postgres.Settings) [sha256.Size]byte {
 	return sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%s\x00%s", s.Host, s.Port, s.User, s.Password))
-}
-
-// apiReads is a client whose reads go to the API server and whose writes go through the manager's
-// client (and so through tests' write counters).
-type apiReads struct {
-	client.Client
-	reader client.Reader
-}
-
-// Get reads obj from the API server, with its kind set as the cache would set it (apply compares it).
-func (c apiReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if err := c.reader.Get(ctx, key, obj, opts...); err != nil {
-		return err
-	}
-	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
-	if err != nil {
-		return err
-	}
-	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	return nil
 }
 
 // ParseAdminSecret reads --soju-database-secret: "namespace/name", or empty for none. A bare name is
