@@ -98,9 +98,14 @@ var _ = Describe("ErgoNetwork", func() {
 			g.Expect(k8s.Get(ctx, key(ns, "again-data"), pvc)).To(Succeed())
 			g.Expect(pvc.UID).NotTo(Equal(old.UID))
 			g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound))
+			g.Expect(pvc.Spec.VolumeName).NotTo(Equal(old.Spec.VolumeName), "the new claim is bound to the old volume")
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
 		Eventually(ctx, converged(ctx, ns, "again")).WithTimeout(90 * time.Second).Should(Succeed())
-		err := k8s.Get(ctx, types.NamespacedName{Name: old.Spec.VolumeName}, &corev1.PersistentVolume{})
-		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the old volume (reclaim policy Delete) must be gone: %v", err)
+		// The persistent-volume controller deletes a released volume of policy Delete on its own schedule,
+		// after the old claim is gone: the new network may converge before it has.
+		Eventually(ctx, func(g Gomega) {
+			err := k8s.Get(ctx, types.NamespacedName{Name: old.Spec.VolumeName}, &corev1.PersistentVolume{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the old volume (reclaim policy Delete) must be gone: %v", err)
+		}).WithTimeout(time.Minute).Should(Succeed())
 	})
 })
