@@ -405,12 +405,17 @@ var _ = Describe("catalyst Environment", func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalysttest.AppDeployment}, d)).To(Succeed())
 		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(catalystRegistry.Host + "/" + t.name + "/web@" + digest))
 		Expect(d.Spec.Template.Spec.Containers[0].Env).To(BeEmpty())
-		seen := phases.seen()
+		// The recorder polls every 50 ms, so it may not have seen Ready yet when deployedAt has.
+		var seen []catalystv1.Phase
+		Eventually(ctx, func(g Gomega) {
+			seen = phases.seen()
+			g.Expect(seen).NotTo(BeEmpty())
+			g.Expect(seen[len(seen)-1]).To(Equal(catalystv1.PhaseReady))
+		}).Should(Succeed())
 		GinkgoWriter.Printf("phases of the first build: %v\n", seen)
 		// Pending and Deploying may each last less than one poll; Building waits for the test, so it is
 		// always seen, and it comes before Ready (which is last).
 		Expect(seen).To(ContainElement(catalystv1.PhaseBuilding))
-		Expect(seen[len(seen)-1]).To(Equal(catalystv1.PhaseReady))
 		Expect(slices.Index(seen, catalystv1.PhaseBuilding)).To(BeNumerically("<", slices.Index(seen, catalystv1.PhaseReady)))
 		Expect(seen).NotTo(ContainElement(catalystv1.PhaseFailed))
 		for _, p := range seen[:slices.Index(seen, catalystv1.PhaseBuilding)] {
