@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
@@ -347,6 +348,40 @@ var _ = Describe("Project", func() {
 			finalizeNamespace(ctx, t.namespaceOf(e.Name))
 		}
 		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, key, &catalystv1.Project{})) }).Should(BeTrue())
+	})
+})
+
+var _ = Describe("Project counts", func() {
+	It("follow an Environment moved to another Project: both Projects are recounted", func(ctx SpecContext) {
+		t := newTeam(ctx)
+		Expect(k8s.Create(ctx, catalysttest.Project(t.projectNS, "api"))).To(Succeed())
+		a, b := t.environment("a"), t.environment("b")
+		for _, e := range []*catalystv1.Environment{a, b} {
+			Expect(k8s.Create(ctx, e)).To(Succeed())
+		}
+		count := func(name string) func(g Gomega) int32 {
+			return func(g Gomega) int32 {
+				p := &catalystv1.Project{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: t.projectNS, Name: name}, p)).To(Succeed())
+				return p.Status.Environments
+			}
+		}
+		Eventually(ctx, count("web")).Should(BeEquivalentTo(2))
+
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got := getEnv(ctx, b)
+			got.Spec.ProjectRef.Name = "api"
+			return k8s.Update(ctx, got)
+		})).To(Succeed())
+		Eventually(ctx, count("web")).Should(BeEquivalentTo(1))
+		Eventually(ctx, count("api")).Should(BeEquivalentTo(1))
+
+		Expect(k8s.Delete(ctx, a)).To(Succeed())
+		finalizeNamespace(ctx, t.namespaceOf("a"))
+		Eventually(ctx, count("web")).Should(BeEquivalentTo(0))
+		Expect(k8s.Delete(ctx, b)).To(Succeed())
+		finalizeNamespace(ctx, t.namespaceOf("b"))
+		Eventually(ctx, count("api")).Should(BeEquivalentTo(0))
 	})
 })
 

@@ -11,11 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -55,12 +57,18 @@ func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	of := client.MatchingFields{projectIndex: req.Namespace + "/" + req.Name}
 	var envs catalystv1.EnvironmentList
-	if err := r.Client.List(ctx, &envs, client.MatchingFields{projectIndex: req.Namespace + "/" + req.Name}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list environments: %w", err)
-	}
 	if !p.DeletionTimestamp.IsZero() {
+		if err := r.Client.List(ctx, &envs, of); err != nil {
+			return ctrl.Result{}, fmt.Errorf("list environments: %w", err)
+		}
 		return r.finalize(ctx, p, envs.Items)
+	}
+	// Only counted: the cache's own objects are read, without a deep copy of each (a Project with
+	// thousands of environments is counted on every environment created or deleted).
+	if err := r.Client.List(ctx, &envs, of, client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list environments: %w", err)
 	}
 	if !controllerutil.ContainsFinalizer(p, catalystv1.Finalizer) {
 		if err := addFinalizer(ctx, r.Client, p); err != nil {
@@ -132,18 +140,44 @@ func (r *ProjectReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("project").
 		For(&catalystv1.Project{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted))).
-		Watches(&catalystv1.Environment{}, handler.EnqueueRequestsFromMapFunc(projectOfEnvironment)).
+		Watches(&catalystv1.Environment{}, projectsOfEnvironment).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(r)
 }
 
-// projectOfEnvironment maps an Environment to its Project. An Environment's delete event comes from the
-// cache, whose object still has the labels it had, so the Project it named is woken.
-func projectOfEnvironment(_ context.Context, o client.Object) []ctrl.Request {
+// projectsOfEnvironment wakes the Projects whose count an Environment event changes: its Project when it is
+// created or deleted, and both Projects when an update moves it from one to another. Every other update
+// (its status, above all, written several times per environment) leaves the counts alone and wakes
+// nothing: with every update waking the Project, which lists its environments, creating N environments
+// of one Project cost O(N²). An Environment's delete event comes from the cache, whose object still has
+// the labels it had, so the Project it named is woken.
+var projectsOfEnvironment = handler.Funcs{
+	CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+		enqueueProject(q, e.Object)
+	},
+	UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+		if projectOf(e.ObjectOld) != projectOf(e.ObjectNew) {
+			enqueueProject(q, e.ObjectOld)
+			enqueueProject(q, e.ObjectNew)
+		}
+	},
+	DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+		enqueueProject(q, e.Object)
+	},
+}
+
+// projectOf is the namespace/name of the Project o, an Environment, refers to; "" for any other object.
+func projectOf(o client.Object) string {
 	env, ok := o.(*catalystv1.Environment)
 	if !ok {
-		return nil
+		return ""
 	}
-	ns, name, _ := strings.Cut(projectKey(env), "/")
-	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	return projectKey(env)
+}
+
+func enqueueProject(q workqueue.TypedRateLimitingInterface[ctrl.Request], o client.Object) {
+	if key := projectOf(o); key != "" {
+		ns, name, _ := strings.Cut(key, "/")
+		q.Add(ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	}
 }
