@@ -37,8 +37,9 @@ type scope struct {
 	// operUsable is false when the network asks for an oper whose hash could not be read: config and
 	// Deployment are then held as they are rather than rolled to a network without its oper.
 	operUsable bool
-	// rendered is the ircd.yaml the ConfigMap holds, once the config step ran.
-	rendered []byte
+	// configPrefix is the config digest's state after the ircd.yaml the ConfigMap holds
+	// (ergo.ConfigDigestPrefix), once the config step ran.
+	configPrefix []byte
 }
 
 func (r *ErgoNetworkReconciler) newScope(n *ircv1.ErgoNetwork) *scope {

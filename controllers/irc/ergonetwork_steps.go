@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/ergo"
 )
 
@@ -162,30 +163,55 @@ func (r *ErgoNetworkReconciler) reconcileCertificate(ctx context.Context, s *sco
 	return applyCertificate(ctx, s.Session, r.Capabilities.CertManager, ergo.Certificate(s.net), ergo.CertificateName(s.net))
 }
 
-// reconcileConfig renders ircd.yaml into the network's ConfigMap.
+// reconcileConfig renders ircd.yaml into the network's ConfigMap. Rendering (and reading the YAML back to
+// check it) is most of an unchanged network's reconcile, so the reconciler remembers, per network, the
+// generation it rendered and what came of it: the ConfigMap's applied digest and the digest state of the
+// config (configMemo). While the generation holds and the applier knows the ConfigMap unchanged, nothing
+// is rendered; any doubt (an edit, another writer, a restart) renders and applies as before.
 func (r *ErgoNetworkReconciler) reconcileConfig(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !s.operUsable {
 		s.Set(ircv1.ConditionConfig, metav1.ConditionFalse, ircv1.ReasonWaiting,
 			"held until the oper credentials are usable; the running config is kept")
 		return ctrl.Result{}, nil
 	}
-	rendered, err := ergo.RenderConfig(ergo.BuildConfig(s.net, s.operHash != nil))
+	withOper := s.operHash != nil
+	applied := fmt.Sprintf("ircd.yaml rendered into ConfigMap %s", ergo.ConfigMapName(s.net))
+	if m, ok := r.secrets.config(client.ObjectKeyFromObject(s.net)); ok && m.matches(s.net, withOper) {
+		cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.net.Namespace, Name: ergo.ConfigMapName(s.net)}}
+		same, err := r.applier.Unchanged(ctx, s.net, cm, m.digest)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if same {
+			s.configPrefix = m.prefix
+			s.Set(ircv1.ConditionConfig, metav1.ConditionTrue, ircv1.ReasonApplied, applied)
+			return ctrl.Result{}, nil
+		}
+	}
+	rendered, err := ergo.RenderConfig(ergo.BuildConfig(s.net, withOper))
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("render ircd.yaml: %w", err)
 	}
-	if ok, res, err := s.Apply(ctx, ergo.ConfigMap(s.net, rendered), ircv1.ConditionConfig); !ok {
+	desired := ergo.ConfigMap(s.net, rendered)
+	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionConfig); !ok {
 		return res, err
 	}
-	s.rendered = rendered
-	s.Set(ircv1.ConditionConfig, metav1.ConditionTrue, ircv1.ReasonApplied,
-		fmt.Sprintf("ircd.yaml rendered into ConfigMap %s", ergo.ConfigMapName(s.net)))
+	s.configPrefix = ergo.ConfigDigestPrefix(rendered)
+	// desired is now the live ConfigMap; its digest is the one applied, unless an older version's digest
+	// key is still on it (then the memo waits for the next apply).
+	if digest := desired.Annotations[apply.DigestAnnotation]; digest != "" {
+		r.secrets.setConfig(client.ObjectKeyFromObject(s.net),
+			configMemo{uid: s.net.UID, generation: s.net.Generation, withOper: withOper, digest: digest, prefix: s.configPrefix})
+	}
+	s.Set(ircv1.ConditionConfig, metav1.ConditionTrue, ircv1.ReasonApplied, applied)
 	return ctrl.Result{}, nil
 }
 
 // reconcileDeployment runs ergo. The pod template carries a digest of the config and oper hash, so a
 // change of either rolls the pod and nothing else does.
 func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.rendered == nil {
+	if s.configPrefix == nil {
 		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting,
 			"held until the config is rendered; the running Deployment is kept")
 		return ctrl.Result{}, nil
@@ -194,7 +220,10 @@ func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scop
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	digest := ergo.ConfigDigest(s.rendered, s.operHash, cert)
+	digest, err := ergo.ConfigDigestFrom(s.configPrefix, s.operHash, cert)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	legacy, err := r.legacyDigestKey(ctx, s, digest)
 	if err != nil {
 		return ctrl.Result{}, err

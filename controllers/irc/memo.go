@@ -12,8 +12,8 @@ import (
 )
 
 // secretMemo is the one value the reconciler needs from each Secret a network reads, with that Secret's
-// resourceVersion, so that an unchanged Secret costs no read. A network's entry goes when the network
-// does. (The status writer remembers the last status write; see reconcile.StatusWriter.)
+// resourceVersion, so that an unchanged Secret costs no read, and what the config step made of the
+// network's generation (configMemo). A network's entry goes when the network does. (The status writer remembers the last status write; see reconcile.StatusWriter.)
 type secretMemo struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]*netMemo
@@ -21,6 +21,41 @@ type secretMemo struct {
 
 type netMemo struct {
 	oper, tls secretValue
+	config    configMemo
+}
+
+// configMemo is what the config step made of one generation of a network: the applied digest of its
+// ConfigMap and the config digest's state after the rendered ircd.yaml (about 100 bytes in place of the
+// 5 KiB config). The rendered config depends on the network's spec (its generation), name and UID, and on
+// whether it has an oper, nothing else.
+type configMemo struct {
+	uid        types.UID
+	generation int64
+	withOper   bool
+	digest     string
+	prefix     []byte
+}
+
+// matches says whether m was made for this generation of n.
+func (m configMemo) matches(n client.Object, withOper bool) bool {
+	return m.digest != "" && m.uid == n.GetUID() && m.generation == n.GetGeneration() && m.withOper == withOper
+}
+
+// config returns the config memo of the network key.
+func (m *secretMemo) config(key types.NamespacedName) (configMemo, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[key]
+	if !ok {
+		return configMemo{}, false
+	}
+	return e.config, true
+}
+
+func (m *secretMemo) setConfig(key types.NamespacedName, c configMemo) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.entry(key).config = c
 }
 
 // secretValue is one key of one Secret as read at resourceVersion, or the Secret's absence.
@@ -86,7 +121,7 @@ func (r *ErgoNetworkReconciler) readSecretKey(ctx context.Context, s *scope, slo
 		return known.value, known.hasKey, nil
 	}
 
-	if known.name == "" && meta.ResourceVersion != "" && primeable(s.net) {
+	if known.name == "" && meta.ResourceVersion != "" && primeable(s.net, r.started) {
 		// Nothing remembered of a network that converged before: the operator just started.
 		// The list kept only the keys networks named then: a key it lacks is read on its own.
 		if primed := r.primedSecret(ctx, s.net.Namespace, name); primed != nil && primed.ResourceVersion == meta.ResourceVersion {

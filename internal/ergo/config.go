@@ -59,3 +59,12 @@ func escapeYAMLForbidden(j []byte) []byte {
 func ConfigDigest(rendered, operHash, tlsCert []byte) string {
 	return ircnet.Digest(rendered, operHash, tlsCert)
 }
+
+// ConfigDigestPrefix is ConfigDigest's state after the rendered config: about 100 bytes to keep instead
+// of the config, which ConfigDigestFrom finishes into the same digest.
+func ConfigDigestPrefix(rendered []byte) []byte { return ircnet.DigestPrefix(rendered) }
+
+// ConfigDigestFrom is ConfigDigest(rendered, operHash, tlsCert) from ConfigDigestPrefix(rendered).
+func ConfigDigestFrom(prefix, operHash, tlsCert []byte) (string, error) {
+	return ircnet.DigestFrom(prefix, operHash, tlsCert)
+}

@@ -435,6 +435,11 @@ func TestConfigDigest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := ConfigDigest([]byte(tt.rendered), []byte(tt.operHash), []byte(tt.cert))
+			// The prefix the reconciler keeps instead of the config finishes into the same digest.
+			from, err := ConfigDigestFrom(ConfigDigestPrefix([]byte(tt.rendered)), []byte(tt.operHash), []byte(tt.cert))
+			if err != nil || from != got {
+				t.Errorf("ConfigDigestFrom(ConfigDigestPrefix(...)) = %q, %v; want %q", from, err, got)
+			}
 			if (got == base) != tt.same {
 				t.Errorf("digest %s vs %s: same = %v, want %v", got, base, got == base, tt.same)
 			}

@@ -2,8 +2,11 @@ package ircnet
 
 import (
 	"crypto/sha256"
+	"encoding"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
+	"hash"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -18,13 +21,40 @@ import (
 // move between parts unnoticed. On a pod template it rolls the pod when any part changes.
 func Digest(parts ...[]byte) string {
 	h := sha256.New()
+	writeParts(h, parts)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// DigestPrefix is Digest's state after the parts given, a little over 100 bytes however long they are:
+// DigestFrom finishes it with the remaining parts, so a caller can keep the state of a large first part
+// (a rendered config) instead of the part itself.
+func DigestPrefix(parts ...[]byte) []byte {
+	h := sha256.New()
+	writeParts(h, parts)
+	state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		panic("sha256 state cannot be marshalled: " + err.Error()) // crypto/sha256 always can
+	}
+	return state
+}
+
+// DigestFrom is Digest of the parts DigestPrefix saw followed by rest.
+func DigestFrom(prefix []byte, rest ...[]byte) (string, error) {
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(prefix); err != nil {
+		return "", fmt.Errorf("digest prefix: %w", err)
+	}
+	writeParts(h, rest)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func writeParts(h hash.Hash, parts [][]byte) {
 	for _, part := range parts {
 		var size [8]byte
 		binary.BigEndian.PutUint64(size[:], uint64(len(part)))
 		h.Write(size[:])
 		h.Write(part)
 	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // PodSecurityContext is the restricted pod security context. Off OpenShift it pins uid, gid and fsGroup
