@@ -61,6 +61,9 @@ type ErgoNetworkReconciler struct {
 	status  *reconcile.StatusWriter
 	secrets secretMemo
 	primer  secretPrimer
+	// started is when SetupWithManager ran: networks whose conditions are older converged under an earlier
+	// process (primeable).
+	started time.Time
 }
 
 // Group is the irc API group's contribution to the manager: the cache rules and the controller, run by r.
@@ -131,6 +134,7 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
 	}
+	r.started = time.Now()
 	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,

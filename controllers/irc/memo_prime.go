@@ -38,10 +38,23 @@ type primed struct {
 	err     error
 }
 
-// primeable says whether a network's first Secret reads go through the primer: it converged before, so
-// this is a resync after a start rather than a new network.
-func primeable(n *ircv1.ErgoNetwork) bool {
-	return n.Generation != 0 && n.Status.ObservedGeneration == n.Generation
+// primeable says whether a network's first Secret reads go through the primer: it converged under an
+// earlier operator process (its status observes its generation, and none of its conditions changed since
+// started, when this process began), so this is a resync after a start. A network made or changed since
+// reads its Secrets on its own: a network whose first reconcile stopped early would otherwise have its
+// whole namespace listed, and held for primeTTL, while the other networks there already know their values.
+func primeable(n *ircv1.ErgoNetwork, started time.Time) bool {
+	if n.Generation == 0 || n.Status.ObservedGeneration != n.Generation || len(n.Status.Conditions) == 0 {
+		return false
+	}
+	// Condition times have second precision: a condition of the second the process started may be its own.
+	before := started.Truncate(time.Second)
+	for _, c := range n.Status.Conditions {
+		if !c.LastTransitionTime.Time.Before(before) {
+			return false
+		}
+	}
+	return true
 }
 
 // primedSecret returns Secret name of namespace ns as the namespace's list read it, or nil when the list did not

@@ -3,6 +3,7 @@ package irc
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -111,5 +112,36 @@ func TestSecretIdentity(t *testing.T) {
 	typed := &corev1.Secret{}
 	if got, _ := secretIdentity(typed); got != typed {
 		t.Error("a typed Secret should pass through")
+	}
+}
+
+func TestPrimeable(t *testing.T) {
+	started := time.Date(2026, 11, 23, 14, 0, 30, 500_000_000, time.UTC)
+	at := func(d time.Duration) metav1.Condition {
+		return metav1.Condition{Type: "Ready", LastTransitionTime: metav1.NewTime(started.Add(d).Truncate(time.Second))}
+	}
+	network := func(generation, observed int64, conds ...metav1.Condition) *ircv1.ErgoNetwork {
+		n := &ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Generation: generation}}
+		n.Status.ObservedGeneration, n.Status.Conditions = observed, conds
+		return n
+	}
+	tests := []struct {
+		name string
+		net  *ircv1.ErgoNetwork
+		want bool
+	}{
+		{"converged under an earlier process", network(2, 2, at(-time.Hour), at(-time.Minute)), true},
+		{"a new network, no status yet", network(1, 0), false},
+		{"a spec change not yet observed", network(3, 2, at(-time.Hour)), false},
+		{"observed, but no conditions", network(2, 2), false},
+		{"a condition changed by this process", network(2, 2, at(-time.Hour), at(time.Second)), false},
+		{"a condition of the second the process started", network(2, 2, at(-400*time.Millisecond)), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := primeable(tt.net, started); got != tt.want {
+				t.Errorf("primeable = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
