@@ -87,7 +87,7 @@ func checkTinyRun(t *testing.T, info Info, res *results) {
 	if _, ok := cv.ServerWrites["POST "+info.Resource]; ok {
 		t.Errorf("the bench's own creates of %s are counted as the operator's: %v", info.Resource, cv.ServerWrites)
 	}
-	if res.Steady.ResyncReconciles < float64(cv.N) || res.Steady.Resync <= 0 {
+	if res.Steady.ResyncReconciles < float64(cv.N) || res.Steady.Resync <= 0 || res.Steady.ResyncWork <= 0 || res.Steady.WorkersAfter <= 0 {
 		t.Errorf("restart resync not measured: %+v", res.Steady)
 	}
 	if ch := res.Churn; ch.Sent == 0 || ch.Applied != ch.Sent || ch.AppliedP99 <= 0 || ch.WrittenP99 <= 0 {

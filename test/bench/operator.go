@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -20,6 +21,8 @@ import (
 type operator struct {
 	*localcluster.Operator
 	controllers []string
+	// poll is how often waitIdle scrapes the metrics, and so the resolution of the time it returns.
+	poll time.Duration
 }
 
 // operatorStopTimeout leaves a large operator time to shut its caches down before it is killed.
@@ -29,11 +32,12 @@ const operatorStopTimeout = 30 * time.Second
 // extra flags, and waits for /readyz; its log is operator-<name>.log in the workload's log directory.
 func (r *workloadRun) startOperator(ctx context.Context, e *env, name string, extra []string) (*operator, error) {
 	op, err := localcluster.StartOperator(ctx, localcluster.OperatorOptions{
-		Binary:      r.Operator,
-		Kubeconfig:  e.cluster.KubeconfigPath(),
-		Name:        name,
-		LogDir:      r.logDir,
-		Args:        append(slices.Clone(r.info.OperatorArgs), extra...),
+		Binary:     r.Operator,
+		Kubeconfig: e.cluster.KubeconfigPath(),
+		Name:       name,
+		LogDir:     r.logDir,
+		// Timestamps to the nanosecond, for workersStarted.
+		Args:        append(append([]string{"--zap-time-encoding=rfc3339nano"}, r.info.OperatorArgs...), extra...),
 		Env:         r.info.OperatorEnv,
 		Pprof:       true,
 		StopTimeout: operatorStopTimeout,
@@ -41,7 +45,40 @@ func (r *workloadRun) startOperator(ctx context.Context, e *env, name string, ex
 	if err != nil {
 		return nil, err
 	}
-	return &operator{Operator: op, controllers: r.info.Controllers}, nil
+	return &operator{Operator: op, controllers: r.info.Controllers, poll: 100 * time.Millisecond}, nil
+}
+
+// workersStarted is when the first of the operator's measured controllers logged "Starting workers":
+// its informers had listed what they watch, and reconciles could begin.
+func (o *operator) workersStarted() (time.Time, error) {
+	data, err := os.ReadFile(o.LogPath)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var first time.Time
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.Contains(line, `"msg":"Starting workers"`) {
+			continue
+		}
+		var entry struct {
+			TS         string `json:"ts"`
+			Controller string `json:"controller"`
+		}
+		if json.Unmarshal([]byte(line), &entry) != nil || !slices.Contains(o.controllers, entry.Controller) {
+			continue
+		}
+		ts, err := time.Parse(time.RFC3339Nano, entry.TS)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("operator log %s: timestamp %q: %w", o.LogPath, entry.TS, err)
+		}
+		if first.IsZero() || ts.Before(first) {
+			first = ts
+		}
+	}
+	if first.IsZero() {
+		return time.Time{}, fmt.Errorf("operator log %s: no \"Starting workers\" line of %v", o.LogPath, o.controllers)
+	}
+	return first, nil
 }
 
 // metrics is one scrape of a /metrics endpoint.
@@ -194,7 +231,7 @@ func (o *operator) waitIdle(ctx context.Context, base metrics, minReconciles flo
 		last      = -1.0
 		lastMoved = time.Now()
 	)
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, o.poll, timeout, true, func(ctx context.Context) (bool, error) {
 		if err := o.exited(); err != nil {
 			return false, err
 		}

@@ -177,8 +177,12 @@ func renderWorkload(b *bytes.Buffer, c *config, r *results) {
 	w("| resync reconciles | %.0f (%s per %s) |\n", st.ResyncReconciles, per(st.ResyncReconciles, st.N), noun)
 	w("| **resync writes per %s** (target 0) | **%s** (%.0f in all) |\n", noun, per(st.ResyncRequests.Writes, st.N), st.ResyncRequests.Writes)
 	w("| resync reads per %s (GET, LIST, discovery) | %s |\n", noun, per(st.ResyncRequests.Reads, st.N))
+	w("| restart: process start to the workers started (every informer listed) | %s |\n", ms(st.WorkersAfter))
 	if st.Resync > 0 {
-		w("| **no-op reconciles per second** (resync, start to last) | **%.0f** |\n", st.ResyncReconciles/st.Resync.Seconds())
+		w("| no-op reconciles per second, process start to last | %.0f |\n", st.ResyncReconciles/st.Resync.Seconds())
+	}
+	if st.ResyncWork > 0 {
+		w("| **no-op reconciles per second**, workers started to last (25 ms resolution) | **%.0f** |\n", st.ResyncReconciles/st.ResyncWork.Seconds())
 	}
 	w("| mean reconcile time | %s |\n", st.ReconcileMean.Round(time.Microsecond))
 	for _, k := range sortedKeys(st.ResyncCounters) {
