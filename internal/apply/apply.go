@@ -110,25 +110,53 @@ func Conflict(live, desired, owner client.Object) *ConflictError {
 // of a slim child. Callers read the child's status from it rather than from a cache that may not have
 // seen their own write yet.
 func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Result, error) {
-	want, err := ToUnstructured(desired)
+	want, result, done, err := a.check(ctx, owner, desired)
+	if done || err != nil {
+		return result, err
+	}
+	gvk := want.GroupVersionKind()
+	rkey := childKey(gvk, desired.GetName())
+	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want),
+		client.FieldOwner(a.FieldOwner), client.ForceOwnership); err != nil {
+		a.records.drop(owner, rkey)
+		return "", fmt.Errorf("apply %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
+	}
+	// The apply request decoded the server's answer into want.
+	a.records.put(owner, childRecord{key: rkey, uid: hash(string(want.GetUID())), digest: parseDigest(want.GetAnnotations()[DigestAnnotation]),
+		rv: parseRV(want.GetResourceVersion())})
+	return result, setLive(desired, want.Object)
+}
+
+// Holds says whether the cluster already holds desired's fields for owner, as Apply would find it, without
+// ever writing: true leaves desired holding the live object as Apply does, false means Apply would send
+// a request (the object differs, or is missing). An object that is not owner's is a *ConflictError.
+func (a *Applier) Holds(ctx context.Context, owner, desired client.Object) (bool, error) {
+	_, result, done, err := a.check(ctx, owner, desired)
+	return done && err == nil && result == Unchanged, err
+}
+
+// check is Apply up to the request: done is true when Apply is over (the object is unchanged, or an
+// error), with its result; otherwise want is what to apply and result what applying it will be.
+func (a *Applier) check(ctx context.Context, owner, desired client.Object) (want *unstructured.Unstructured, result Result, done bool, err error) {
+	want, err = ToUnstructured(desired)
 	if err != nil {
-		return "", err
+		return nil, "", true, err
 	}
 	gvk := want.GroupVersionKind()
 	if gvk.Kind == "" {
-		return "", fmt.Errorf("apply %T %s: TypeMeta is not set", desired, client.ObjectKeyFromObject(desired))
+		return nil, "", true, fmt.Errorf("apply %T %s: TypeMeta is not set", desired, client.ObjectKeyFromObject(desired))
 	}
 
 	// Read into the typed kind so the cached client serves it from the informer it already has.
 	live, err := a.Client.Scheme().New(gvk)
 	if err != nil {
-		return "", fmt.Errorf("apply %s: %w", gvk.Kind, err)
+		return nil, "", true, fmt.Errorf("apply %s: %w", gvk.Kind, err)
 	}
 	liveObj, ok := live.(client.Object)
 	if !ok {
-		return "", fmt.Errorf("apply %s: %T is not a client.Object", gvk.Kind, live)
+		return nil, "", true, fmt.Errorf("apply %s: %T is not a client.Object", gvk.Kind, live)
 	}
-	result := Updated
+	result = Updated
 	key := client.ObjectKeyFromObject(desired)
 	rkey := childKey(gvk, key.Name)
 	wantDigest := parseDigest(want.GetAnnotations()[DigestAnnotation])
@@ -142,32 +170,32 @@ func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Resu
 		switch err := a.Reader.Get(ctx, key, liveObj); {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return "", fmt.Errorf("read %s %s: %w", gvk.Kind, key, err)
+			return nil, "", true, fmt.Errorf("read %s %s: %w", gvk.Kind, key, err)
 		default:
 			if c := Conflict(liveObj, desired, owner); c != nil {
-				return "", c
+				return nil, "", true, c
 			}
 			// Ours; the cache has not seen it yet.
-			if res, done, err := a.compare(owner, desired, want, liveObj, rkey, wantDigest, 0); done {
-				return res, err
+			if res, ok, err := a.compare(owner, desired, want, liveObj, rkey, wantDigest, 0); ok {
+				return nil, res, true, err
 			}
 			result = Updated
 		}
 	case err != nil:
-		return "", fmt.Errorf("read %s %s: %w", gvk.Kind, key, err)
+		return nil, "", true, fmt.Errorf("read %s %s: %w", gvk.Kind, key, err)
 	default:
 		if c := Conflict(liveObj, desired, owner); c != nil {
-			return "", c
+			return nil, "", true, c
 		}
 		content, isShared, slim := slimMark(liveObj)
 		if !slim {
-			if res, done, err := a.compare(owner, desired, want, liveObj, rkey, wantDigest, 0); done {
-				return res, err
+			if res, ok, err := a.compare(owner, desired, want, liveObj, rkey, wantDigest, 0); ok {
+				return nil, res, true, err
 			}
 			break
 		}
 		if a.known(owner, liveObj, rkey, wantDigest, content, isShared) {
-			return Unchanged, setSlimLive(desired, want, liveObj)
+			return nil, Unchanged, true, setSlimLive(desired, want, liveObj)
 		}
 		if !hasDigest(liveObj, wantDigest) || a.Reader == nil {
 			break // it lacks desired's digest, so it cannot hold desired: apply
@@ -175,37 +203,29 @@ func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Resu
 		// Changed by someone, or not known: read it whole and compare.
 		full, err := a.Client.Scheme().New(gvk)
 		if err != nil {
-			return "", fmt.Errorf("apply %s: %w", gvk.Kind, err)
+			return nil, "", true, fmt.Errorf("apply %s: %w", gvk.Kind, err)
 		}
 		fullObj := full.(client.Object)
 		if err := a.Reader.Get(ctx, key, fullObj); err != nil {
 			if !apierrors.IsNotFound(err) {
-				return "", fmt.Errorf("read %s %s: %w", gvk.Kind, key, err)
+				return nil, "", true, fmt.Errorf("read %s %s: %w", gvk.Kind, key, err)
 			}
 			result = Created
 			break
 		}
 		if c := Conflict(fullObj, desired, owner); c != nil {
-			return "", c
+			return nil, "", true, c
 		}
 		seen := uint64(0) // the content digest holds for the object read only at the cached version
 		if fullObj.GetResourceVersion() == liveObj.GetResourceVersion() {
 			seen = content
 		}
-		if res, done, err := a.compare(owner, desired, want, fullObj, rkey, wantDigest, seen); done {
-			return res, err
+		if res, ok, err := a.compare(owner, desired, want, fullObj, rkey, wantDigest, seen); ok {
+			return nil, res, true, err
 		}
 	}
 
-	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want),
-		client.FieldOwner(a.FieldOwner), client.ForceOwnership); err != nil {
-		a.records.drop(owner, rkey)
-		return "", fmt.Errorf("apply %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
-	}
-	// The apply request decoded the server's answer into want.
-	a.records.put(owner, childRecord{key: rkey, uid: hash(string(want.GetUID())), digest: wantDigest,
-		rv: parseRV(want.GetResourceVersion())})
-	return result, setLive(desired, want.Object)
+	return want, result, false, nil
 }
 
 // compare checks a whole live object against want: when it holds every desired field it is remembered

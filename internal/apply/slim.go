@@ -41,6 +41,13 @@ var TrustedManagers = []string{"kube-controller-manager"}
 // fieldOwner is the operator's field manager, for telling whether someone else wrote the object.
 // Objects of other types pass through unchanged, and a copy already slim is left as it is.
 func Slim[T client.Object](fieldOwner string, content func(T) any, strip func(T)) toolscache.TransformFunc {
+	return SlimKeeping(fieldOwner, nil, content, strip)
+}
+
+// SlimKeeping is Slim that also keeps the annotations keep names (small ones a reconciler reads from the
+// cached copy, such as what a child was rendered from).
+func SlimKeeping[T client.Object](fieldOwner string, keep []string, content func(T) any, strip func(T)) toolscache.TransformFunc {
+	keptAnnotations := append([]string{DigestAnnotation, LegacyDigestAnnotation}, keep...)
 	return func(in any) (any, error) {
 		obj, ok := in.(T)
 		if !ok {
@@ -64,7 +71,7 @@ func Slim[T client.Object](fieldOwner string, content func(T) any, strip func(T)
 		}
 		obj.SetLabels(kept)
 		slimAnnotations := map[string]string{CachedAnnotation: mark}
-		for _, k := range []string{DigestAnnotation, LegacyDigestAnnotation} {
+		for _, k := range keptAnnotations {
 			if v, ok := annotations[k]; ok {
 				slimAnnotations[k] = v
 			}

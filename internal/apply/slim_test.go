@@ -114,3 +114,22 @@ func TestKnown(t *testing.T) {
 		t.Error("Forget kept the record")
 	}
 }
+
+func TestSlimKeeping(t *testing.T) {
+	keep := SlimKeeping(manager.FieldOwner, []string{"example.com/source"}, func(c *corev1.ConfigMap) any { return c.Data },
+		func(c *corev1.ConfigMap) { c.Data = nil })
+	in := configMap("a")
+	in.Annotations["example.com/source"] = "s1"
+	in.Annotations["example.com/other"] = "o"
+	out, err := keep(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.ConfigMap).Annotations
+	if got["example.com/source"] != "s1" || got[DigestAnnotation] == "" || got[CachedAnnotation] == "" {
+		t.Errorf("kept annotations %v, want the source, the applied digest and the cache's mark", got)
+	}
+	if _, ok := got["example.com/other"]; ok {
+		t.Errorf("an annotation not asked for was kept: %v", got)
+	}
+}
