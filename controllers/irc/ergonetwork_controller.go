@@ -61,6 +61,8 @@ type ErgoNetworkReconciler struct {
 	status  *reconcile.StatusWriter
 	secrets secretMemo
 	primer  secretPrimer
+	// observeRender, when set, is called after each rendering of a network's ircd.yaml (tests count them).
+	observeRender func(types.NamespacedName)
 	// started is when SetupWithManager ran: networks whose conditions are older converged under an earlier
 	// process (primeable).
 	started time.Time
@@ -245,7 +247,7 @@ var (
 			d.Spec = appsv1.DeploymentSpec{Replicas: d.Spec.Replicas,
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: d.Spec.Template.Annotations}}}
 		})
-	slimConfigMap = apply.Slim(manager.FieldOwner,
+	slimConfigMap = apply.SlimKeeping(manager.FieldOwner, []string{ergo.ConfigSourceAnnotation, ergo.ConfigStateAnnotation},
 		func(c *corev1.ConfigMap) any { return []any{c.Data, c.BinaryData, c.Immutable} },
 		func(c *corev1.ConfigMap) { c.Data, c.BinaryData = nil, nil })
 	slimService = apply.Slim(manager.FieldOwner, func(s *corev1.Service) any { return &s.Spec },

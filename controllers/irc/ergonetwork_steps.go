@@ -164,10 +164,14 @@ func (r *ErgoNetworkReconciler) reconcileCertificate(ctx context.Context, s *sco
 }
 
 // reconcileConfig renders ircd.yaml into the network's ConfigMap. Rendering (and reading the YAML back to
-// check it) is most of an unchanged network's reconcile, so the reconciler remembers, per network, the
-// generation it rendered and what came of it: the ConfigMap's applied digest and the digest state of the
-// config (configMemo). While the generation holds and the applier knows the ConfigMap unchanged, nothing
-// is rendered; any doubt (an edit, another writer, a restart) renders and applies as before.
+// check it) was most of an unchanged network's reconcile, so it happens only when the config may have
+// changed:
+//   - while the network's generation holds, the reconciler remembers what it applied (configMemo);
+//   - after a restart, the ConfigMap's annotations say which config it holds (ergo.ConfigSource, a digest
+//     of the config's JSON form, far cheaper than rendering it) and the config digest's state after it.
+//
+// Either way the applier must know the ConfigMap unchanged since (apply.Applier.Unchanged: its own write,
+// or, after a restart, no writer but the operator); any doubt renders and applies as before.
 func (r *ErgoNetworkReconciler) reconcileConfig(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !s.operUsable {
 		s.Set(ircv1.ConditionConfig, metav1.ConditionFalse, ircv1.ReasonWaiting,
@@ -175,37 +179,68 @@ func (r *ErgoNetworkReconciler) reconcileConfig(ctx context.Context, s *scope) (
 		return ctrl.Result{}, nil
 	}
 	withOper := s.operHash != nil
-	applied := fmt.Sprintf("ircd.yaml rendered into ConfigMap %s", ergo.ConfigMapName(s.net))
-	if m, ok := r.secrets.config(client.ObjectKeyFromObject(s.net)); ok && m.matches(s.net, withOper) {
-		cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+	netKey := client.ObjectKeyFromObject(s.net)
+	configMap := func() *corev1.ConfigMap {
+		return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: s.net.Namespace, Name: ergo.ConfigMapName(s.net)}}
-		same, err := r.applier.Unchanged(ctx, s.net, cm, m.digest)
-		if err != nil {
-			return ctrl.Result{}, err
+	}
+	done := func(prefix []byte, digest string) (ctrl.Result, error) {
+		s.configPrefix = prefix
+		if digest != "" {
+			r.secrets.setConfig(netKey, configMemo{uid: s.net.UID, generation: s.net.Generation, withOper: withOper, digest: digest, prefix: prefix})
 		}
-		if same {
-			s.configPrefix = m.prefix
-			s.Set(ircv1.ConditionConfig, metav1.ConditionTrue, ircv1.ReasonApplied, applied)
-			return ctrl.Result{}, nil
+		s.Set(ircv1.ConditionConfig, metav1.ConditionTrue, ircv1.ReasonApplied,
+			fmt.Sprintf("ircd.yaml rendered into ConfigMap %s", ergo.ConfigMapName(s.net)))
+		return ctrl.Result{}, nil
+	}
+	unchanged := func(digest string) (bool, error) { return r.applier.Unchanged(ctx, s.net, configMap(), digest) }
+
+	if m, ok := r.secrets.config(netKey); ok && m.matches(s.net, withOper) {
+		if same, err := unchanged(m.digest); err != nil {
+			return ctrl.Result{}, err
+		} else if same {
+			return done(m.prefix, "")
 		}
 	}
-	rendered, err := ergo.RenderConfig(ergo.BuildConfig(s.net, withOper))
+	cfg := ergo.BuildConfig(s.net, withOper)
+	source, err := ergo.ConfigSource(cfg)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	live := configMap()
+	cached := r.Client.Get(ctx, client.ObjectKeyFromObject(live), live) == nil
+	if prefix := ergo.ConfigStateOf(live.Annotations); cached && prefix != nil && live.Annotations[ergo.ConfigSourceAnnotation] == source {
+		digest := live.Annotations[apply.DigestAnnotation]
+		if same, err := unchanged(digest); err != nil {
+			return ctrl.Result{}, err
+		} else if same {
+			return done(prefix, digest)
+		}
+	}
+
+	rendered, err := ergo.RenderConfig(cfg)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("render ircd.yaml: %w", err)
 	}
-	desired := ergo.ConfigMap(s.net, rendered)
+	if r.observeRender != nil {
+		r.observeRender(netKey)
+	}
+	prefix := ergo.ConfigDigestPrefix(rendered)
+	plain := ergo.ConfigMap(s.net, rendered)
+	if cached && live.Annotations[ergo.ConfigSourceAnnotation] == "" {
+		// Made by a version before config sources: left as it is while it holds the config (checked as
+		// Apply would, without a write), so that an upgrade writes nothing; the next config change
+		// annotates it. An error here (a conflict) is Apply's to report, below.
+		if same, err := r.applier.Holds(ctx, s.net, plain); err == nil && same {
+			return done(prefix, plain.Annotations[apply.DigestAnnotation])
+		}
+	}
+	desired := ergo.WithConfigSource(plain, source, rendered)
 	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionConfig); !ok {
 		return res, err
 	}
-	s.configPrefix = ergo.ConfigDigestPrefix(rendered)
-	// desired is now the live ConfigMap; its digest is the one applied, unless an older version's digest
-	// key is still on it (then the memo waits for the next apply).
-	if digest := desired.Annotations[apply.DigestAnnotation]; digest != "" {
-		r.secrets.setConfig(client.ObjectKeyFromObject(s.net),
-			configMemo{uid: s.net.UID, generation: s.net.Generation, withOper: withOper, digest: digest, prefix: s.configPrefix})
-	}
-	s.Set(ircv1.ConditionConfig, metav1.ConditionTrue, ircv1.ReasonApplied, applied)
-	return ctrl.Result{}, nil
+	// desired is now the live ConfigMap, carrying the digest applied or verified.
+	return done(prefix, desired.Annotations[apply.DigestAnnotation])
 }
 
 // reconcileDeployment runs ergo. The pod template carries a digest of the config and oper hash, so a

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
@@ -70,6 +71,7 @@ func (r *ErgoNetworkReconciler) primedSecret(ctx context.Context, ns, name strin
 		e = &primed{done: make(chan struct{})}
 		p.ns[ns] = e
 		p.mu.Unlock()
+		ctrl.LoggerFrom(ctx).V(1).Info("listing the namespace's Secrets once for the networks' first reads after the start", "namespace", ns)
 		e.secrets, e.err = r.listWanted(ctx, ns)
 		close(e.done)
 		time.AfterFunc(primeTTL, func() {

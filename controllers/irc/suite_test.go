@@ -57,7 +57,7 @@ func crdPaths(external bool) []string {
 func startManager(ctx context.Context, cfg *rest.Config, counter *testutil.WriteCounter) *ErgoNetworkReconciler {
 	caps, err := platform.Discover(cfg)
 	Expect(err).NotTo(HaveOccurred())
-	r := &ErgoNetworkReconciler{Image: "registry.example/ergo:test", MaxConcurrentReconciles: 2}
+	r := &ErgoNetworkReconciler{Image: "registry.example/ergo:test", MaxConcurrentReconciles: 2, observeRender: countRender}
 	mgr, err := manager.New(cfg, ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Two suites run a manager each in this process.

@@ -524,3 +524,59 @@ func topLevelKeys(c *Config) []string {
 	}
 	return keys
 }
+
+// TestConfigSource: the source names the config exactly (a spec change or the oper moves it, nothing else
+// does), and the annotated ConfigMap carries the digest state that finishes into ConfigDigest.
+func TestConfigSource(t *testing.T) {
+	base := referenceNetwork()
+	source := func(n *ircv1.ErgoNetwork, withOper bool) string {
+		t.Helper()
+		s, err := ConfigSource(BuildConfig(n, withOper))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	renamed := base.DeepCopy()
+	renamed.Spec.NetworkName = "Other"
+	relabelled := base.DeepCopy()
+	relabelled.Labels = map[string]string{"team": "irc"}
+	tests := []struct {
+		name string
+		got  string
+		same bool
+	}{
+		{"the same config", source(base.DeepCopy(), true), true},
+		{"a label on the network (not in the config)", source(relabelled, true), true},
+		{"another network name", source(renamed, true), false},
+		{"without the oper", source(base, false), false},
+	}
+	want := source(base, true)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if (tt.got == want) != tt.same {
+				t.Errorf("source %s vs %s: same = %v, want %v", tt.got, want, tt.got == want, tt.same)
+			}
+		})
+	}
+
+	cfg := BuildConfig(base, true)
+	rendered, err := RenderConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := SourcedConfigMap(base, cfg, rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Annotations[ConfigSourceAnnotation] != want || cm.Data[ConfigKey] != string(rendered) {
+		t.Errorf("ConfigMap annotations %v, data of %d bytes", cm.Annotations, len(cm.Data[ConfigKey]))
+	}
+	digest, err := ConfigDigestFrom(ConfigStateOf(cm.Annotations), []byte("$2a$10$hash"), []byte("CERT"))
+	if err != nil || digest != ConfigDigest(rendered, []byte("$2a$10$hash"), []byte("CERT")) {
+		t.Errorf("the ConfigMap's digest state gives %q, %v; want ConfigDigest's", digest, err)
+	}
+	if ConfigStateOf(map[string]string{ConfigStateAnnotation: "not base64!"}) != nil || ConfigStateOf(nil) != nil {
+		t.Error("a missing or invalid state annotation read as a state")
+	}
+}

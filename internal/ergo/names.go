@@ -23,6 +23,12 @@ const (
 	// kept for, which the owner reference holds otherwise: a claim without it, or with another UID, was
 	// kept from an earlier network of the same name.
 	RetainedForAnnotation = manager.AnnotationDomain + "/retained-for"
+
+	// ConfigSourceAnnotation is, on the ConfigMap, the ConfigSource its ircd.yaml was rendered from.
+	ConfigSourceAnnotation = manager.AnnotationDomain + "/config-source"
+	// ConfigStateAnnotation is, on the ConfigMap, the config digest's state after its ircd.yaml
+	// (ConfigDigestPrefix, base64): with the oper hash and certificate it gives the pod's config digest.
+	ConfigStateAnnotation = manager.AnnotationDomain + "/config-digest-state"
 	// OperPasswordEnv feeds the oper's bcrypt hash to ergo through allow-environment-overrides, so the
 	// hash lives only in the user's Secret and never in the ConfigMap.
 	OperPasswordEnv = "ERGO__OPERS__ADMIN__PASSWORD"

@@ -125,14 +125,19 @@ func (w ircWorkload) Floor(ctx context.Context, c client.Client, namespace strin
 	if err := c.Create(ctx, net); err != nil {
 		return err
 	}
-	rendered, err := ergo.RenderConfig(ergo.BuildConfig(net, true))
+	cfg := ergo.BuildConfig(net, true)
+	rendered, err := ergo.RenderConfig(cfg)
+	if err != nil {
+		return err
+	}
+	configMap, err := ergo.SourcedConfigMap(net, cfg, rendered)
 	if err != nil {
 		return err
 	}
 	children := []client.Object{
 		ergo.PVC(net),
 		ergo.Certificate(net),
-		ergo.ConfigMap(net, rendered),
+		configMap,
 		ergo.Deployment(net, ergo.Options{Image: ergoImage}, ergo.ConfigDigest(rendered, operHash, tlsCert)),
 		ergo.Service(net),
 		ergo.Route(net),

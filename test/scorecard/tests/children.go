@@ -87,7 +87,11 @@ func childrenOf(ctx context.Context, r *result, c client.Client, n *ircv1.ErgoNe
 	problems := CheckErgoConfig(n, rendered, deploy)
 	r.logf("%s/%s: ircd.yaml is %d bytes", n.Namespace, n.Name, len(rendered))
 
-	children := []client.Object{ergo.ConfigMap(n, rendered), ergo.PVC(n), deploy, ergo.Service(n)}
+	configMap, err := ergo.SourcedConfigMap(n, cfg, rendered)
+	if err != nil {
+		return []string{fmt.Sprintf("ircd.yaml has no source: %v", err)}
+	}
+	children := []client.Object{configMap, ergo.PVC(n), deploy, ergo.Service(n)}
 	if cert := ergo.Certificate(n); cert != nil {
 		children = append(children, cert)
 	}
