@@ -524,8 +524,8 @@ func (r *workloadRun) steadyAndChurn(ctx context.Context, e *env, op *operator, 
 	// ... and while it resyncs after the restart: cpu-<n>-restart.pb.gz.
 	op2.profileCPU(ctx, 5*time.Second, filepath.Join(r.logDir, fmt.Sprintf("cpu-%d-restart.pb.gz", n)))
 	st.RestartReady = op2.ReadyAfter
-	// The resync of a fast operator is over in well under a second: scrape often enough to time it.
-	op2.poll = 25 * time.Millisecond
+	// The resync of a fast operator is over in well under a second: scrape often enough to time it (a scrape costs the operator CPU: not more often).
+	op2.poll = 50 * time.Millisecond
 	m, last, err := op2.waitIdle(ctx, nil, float64(n), 3*time.Second, r.Timeout)
 	op2.poll = 100 * time.Millisecond
 	if err != nil {
@@ -615,7 +615,11 @@ func (r *workloadRun) memoryRun(ctx context.Context) ([]memPoint, error) {
 			return err
 		}
 		// For `go tool pprof -top bin/platform-operator <file>` when a figure needs explaining.
-		if err := o.saveHeapProfile(ctx, filepath.Join(r.logDir, fmt.Sprintf("heap-%d-%d.pb.gz", n, unrelated))); err != nil {
+		name := fmt.Sprintf("heap-%d-%d", n, unrelated)
+		if o != op {
+			name += "-restart" // the restarted operator's: not to overwrite the point before the restart
+		}
+		if err := o.saveHeapProfile(ctx, filepath.Join(r.logDir, name+".pb.gz")); err != nil {
 			return err
 		}
 		points = append(points, memPoint{Label: label, Objects: n, Unrelated: unrelated, Mem: mem, Converged: took})

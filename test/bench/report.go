@@ -182,7 +182,7 @@ func renderWorkload(b *bytes.Buffer, c *config, r *results) {
 		w("| no-op reconciles per second, process start to last | %.0f |\n", st.ResyncReconciles/st.Resync.Seconds())
 	}
 	if st.ResyncWork > 0 {
-		w("| **no-op reconciles per second**, workers started to last (25 ms resolution) | **%.0f** |\n", st.ResyncReconciles/st.ResyncWork.Seconds())
+		w("| **no-op reconciles per second**, workers started to last (50 ms resolution) | **%.0f** |\n", st.ResyncReconciles/st.ResyncWork.Seconds())
 	}
 	w("| mean reconcile time | %s |\n", st.ReconcileMean.Round(time.Microsecond))
 	for _, k := range sortedKeys(st.ResyncCounters) {
