@@ -7,10 +7,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/platform"
@@ -79,12 +81,15 @@ func Group(opts Options) manager.Group {
 // operator made (namespaces and their contents carry its managed-by label). A namespace the operator did
 // not make is read from the API server, once, when an environment's name leads to it.
 func CacheRules(caps platform.Capabilities) []manager.CacheRule {
+	children := labels.SelectorFromSet(labels.Set{manager.ManagedByLabel: manager.OperatorName, manager.NameLabel: catalyst.AppName})
 	rules := []manager.CacheRule{
 		{Object: &corev1.Namespace{}},
-		{Object: &corev1.ResourceQuota{}},
-		{Object: &corev1.LimitRange{}},
-		{Object: &networkingv1.NetworkPolicy{}},
-		{Object: &networkingv1.Ingress{}},
+		// What an environment's namespace holds is only applied, never read but by the applier: cached
+		// slim (apply.Slim: identity, status, and a digest of the rest), as ErgoNetwork's children are.
+		{Object: &corev1.ResourceQuota{}, TransformSelector: children, Transform: slimQuota},
+		{Object: &corev1.LimitRange{}, TransformSelector: children, Transform: slimLimitRange},
+		{Object: &networkingv1.NetworkPolicy{}, TransformSelector: children, Transform: slimNetworkPolicy},
+		{Object: &networkingv1.Ingress{}, TransformSelector: children, Transform: slimIngress},
 		{Object: &batchv1.Job{}}, // build Jobs
 	}
 	if caps.CertManager {
@@ -92,6 +97,18 @@ func CacheRules(caps platform.Capabilities) []manager.CacheRule {
 	}
 	return append(rules, deployCacheRules()...)
 }
+
+// The slim transforms of an environment namespace's children: their specs are only ever applied.
+var (
+	slimQuota = apply.Slim(manager.FieldOwner, func(q *corev1.ResourceQuota) any { return &q.Spec },
+		func(q *corev1.ResourceQuota) { q.Spec = corev1.ResourceQuotaSpec{} })
+	slimLimitRange = apply.Slim(manager.FieldOwner, func(l *corev1.LimitRange) any { return &l.Spec },
+		func(l *corev1.LimitRange) { l.Spec = corev1.LimitRangeSpec{} })
+	slimNetworkPolicy = apply.Slim(manager.FieldOwner, func(p *networkingv1.NetworkPolicy) any { return &p.Spec },
+		func(p *networkingv1.NetworkPolicy) { p.Spec = networkingv1.NetworkPolicySpec{} })
+	slimIngress = apply.Slim(manager.FieldOwner, func(i *networkingv1.Ingress) any { return &i.Spec },
+		func(i *networkingv1.Ingress) { i.Spec = networkingv1.IngressSpec{} })
+)
 
 func indexEnvironments(mgr ctrl.Manager) error {
 	idx := mgr.GetFieldIndexer()
