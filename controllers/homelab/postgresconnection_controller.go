@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -63,6 +64,7 @@ func (r *PostgresConnectionReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.status.Forget(req.NamespacedName)
+			postgres.Sessions.Forget(sessionOwner(req.Namespace, req.Name))
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -145,7 +147,7 @@ func (r *PostgresConnectionReconciler) reconcileServer(ctx context.Context, s *c
 		s.Set(homelabv1.ConditionServer, metav1.ConditionUnknown, homelabv1.ReasonWaitingForDependency, "waiting for a usable Secret")
 		return ctrl.Result{}, nil
 	}
-	admin, err := postgres.Connect(ctx, *s.settings)
+	admin, err := postgres.Sessions.Acquire(ctx, sessionOwner(s.conn.Namespace, s.conn.Name), *s.settings)
 	if err != nil {
 		reason, retry := connectFailure(err)
 		s.fail(homelabv1.ConditionServer, reason, fmt.Sprintf("cannot log in to %s as %q: %v", s.address, s.settings.User, err))
@@ -204,6 +206,14 @@ func setupPostgresConnection(mgr ctrl.Manager, _ platform.Capabilities, opts Opt
 		func(o client.Object) []string { return []string{o.(*homelabv1.PostgresConnection).Spec.Secret} }); err != nil {
 		return err
 	}
+	// The admin sessions kept for connections are closed when the manager stops.
+	if err := mgr.Add(crmanager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		postgres.Sessions.CloseIdle()
+		return nil
+	})); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("postgresconnection").
 		For(&homelabv1.PostgresConnection{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -239,3 +249,7 @@ func postgresCacheRules(platform.Capabilities) []manager.CacheRule {
 	return []manager.CacheRule{{Object: &corev1.Secret{}, Scope: manager.All,
 		Why: "a PostgresConnection's Secret is the user's; only metadata is watched, and the data read from the API server"}}
 }
+
+// sessionOwner names a PostgresConnection to postgres.Sessions: its pooled admin sessions are those of
+// its current Secret, and a rotated Secret closes the former login's sessions.
+func sessionOwner(namespace, name string) string { return "PostgresConnection/" + namespace + "/" + name }

@@ -271,7 +271,7 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *d
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 	}
-	admin, err := postgres.Connect(ctx, *s.settings)
+	admin, err := postgres.Sessions.Acquire(ctx, sessionOwner(s.conn.Namespace, s.conn.Name), *s.settings)
 	if err != nil {
 		reason, retry := connectFailure(err)
 		s.fail(homelabv1.ConditionDatabase, metav1.ConditionFalse, reason, fmt.Sprintf("cannot log in to %s:%d: %v", s.settings.Host, s.settings.Port, err))

@@ -67,7 +67,7 @@ func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *dat
 // drop drops the database and role on the connection's server. A connection that is missing, not Ready
 // or unreachable is an error: the caller retries.
 func (r *PostgresDatabaseReconciler) drop(ctx context.Context, s *databaseScope) (dropped, kept []string, err error) {
-	_, settings, _, msg, err := r.resolveConnection(ctx, s.db)
+	conn, settings, _, msg, err := r.resolveConnection(ctx, s.db)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,7 +75,7 @@ func (r *PostgresDatabaseReconciler) drop(ctx context.Context, s *databaseScope)
 		return nil, nil, errors.New(msg)
 	}
 	s.settings = settings
-	admin, err := postgres.Connect(ctx, *settings)
+	admin, err := postgres.Sessions.Acquire(ctx, sessionOwner(conn.Namespace, conn.Name), *settings)
 	if err != nil {
 		return nil, nil, fmt.Errorf("log in to %s:%d: %w", settings.Host, settings.Port, err)
 	}

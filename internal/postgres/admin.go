@@ -46,6 +46,8 @@ func Classify(err error) Failure {
 // databases, and drops them. It is not safe for concurrent use; Close it when done.
 type Admin struct {
 	conn *pgx.Conn
+	// release hands a pooled session back to its Pool; nil for a session of its own.
+	release func(context.Context, *pgx.Conn) error
 }
 
 // Connect logs in with s.
@@ -70,8 +72,18 @@ func CheckLogin(ctx context.Context, s Settings) error {
 	return a.Close(ctx)
 }
 
-// Close ends the session.
-func (a *Admin) Close(ctx context.Context) error { return a.conn.Close(ctx) }
+// Close ends the session, or releases it to its Pool when it came from one. Only the first Close counts.
+func (a *Admin) Close(ctx context.Context) error {
+	if a.conn == nil {
+		return nil
+	}
+	c := a.conn
+	a.conn = nil
+	if a.release != nil {
+		return a.release(ctx, c)
+	}
+	return c.Close(ctx)
+}
 
 // Privileges are the operator login's role attributes.
 type Privileges struct {
