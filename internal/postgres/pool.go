@@ -246,3 +246,11 @@ func (p *Pool) Stats() (logins, idle int) {
 	}
 	return len(p.logins), idle
 }
+
+// Has says whether the pool keeps sessions (idle or in use) of the login s describes.
+func (p *Pool) Has(s Settings) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.logins[keyOf(s)]
+	return l != nil && (len(l.idle) > 0 || len(l.slots) > 0)
+}
