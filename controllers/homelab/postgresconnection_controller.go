@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
-	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
@@ -252,4 +252,6 @@ func postgresCacheRules(platform.Capabilities) []manager.CacheRule {
 
 // sessionOwner names a PostgresConnection to postgres.Sessions: its pooled admin sessions are those of
 // its current Secret, and a rotated Secret closes the former login's sessions.
-func sessionOwner(namespace, name string) string { return "PostgresConnection/" + namespace + "/" + name }
+func sessionOwner(namespace, name string) string {
+	return "PostgresConnection/" + namespace + "/" + name
+}
