@@ -159,7 +159,7 @@ func (r *SojuBouncerReconciler) drop(ctx context.Context, b *ircv1.SojuBouncer) 
 		return nil, nil, "", fmt.Errorf("%s", msg)
 	}
 	where = fmt.Sprintf("%s:%d", settings.Host, settings.Port)
-	admin, err := postgres.Connect(ctx, *settings)
+	admin, err := postgres.Sessions.Acquire(ctx, "", *settings)
 	if err != nil {
 		return nil, nil, where, fmt.Errorf("log in to %s: %w", where, err)
 	}

@@ -109,7 +109,7 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuSc
 		}
 	}
 	where := fmt.Sprintf("%s:%d", admin.Host, admin.Port)
-	conn, err := postgres.Connect(ctx, *admin)
+	conn, err := postgres.Sessions.Acquire(ctx, "", *admin)
 	if err != nil {
 		reason, retry := connectFailure(err)
 		s.fail(ircv1.ConditionDatabase, reason, fmt.Sprintf("cannot log in to %s as the admin connection's user: %v", where, err))
