@@ -91,17 +91,10 @@ func (p *Pool) Acquire(ctx context.Context, owner string, s Settings) (*Admin, e
 		}
 		p.owners[owner] = k
 	}
-	l := p.logins[k]
-	if l == nil {
-		l = &login{slots: make(chan struct{}, p.size)}
-		p.logins[k] = l
-	}
 	p.mu.Unlock()
-
-	select {
-	case l.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	l, err := p.slot(ctx, k)
+	if err != nil {
+		return nil, err
 	}
 	for {
 		p.mu.Lock()
@@ -132,6 +125,33 @@ func (p *Pool) Acquire(ctx context.Context, owner string, s Settings) (*Admin, e
 	}
 	<-l.slots
 	return nil, err
+}
+
+// slot takes one of k's session slots, waiting while they are all in use. A login closed meanwhile (a
+// rotation, an idle sweep) is replaced by a new one, so that a session is never released to a login the
+// pool no longer holds.
+func (p *Pool) slot(ctx context.Context, k loginKey) (*login, error) {
+	for {
+		p.mu.Lock()
+		l := p.logins[k]
+		if l == nil {
+			l = &login{slots: make(chan struct{}, p.size)}
+			p.logins[k] = l
+		}
+		p.mu.Unlock()
+		select {
+		case l.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		p.mu.Lock()
+		gone := l.gone
+		p.mu.Unlock()
+		if !gone {
+			return l, nil
+		}
+		<-l.slots
+	}
 }
 
 func (p *Pool) releaser(l *login) func(context.Context, *pgx.Conn) error {
@@ -200,6 +220,7 @@ func (p *Pool) sweep() {
 		l.idle = keep
 		if len(l.idle) == 0 && len(l.slots) == 0 && !p.ownedLocked(k) {
 			delete(p.logins, k)
+			l.gone = true
 		}
 	}
 	if !next.IsZero() {
