@@ -3,9 +3,11 @@ package postgrestest
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // LogConnections turns log_connections on (ALTER SYSTEM, then a reload): from then on every session the
@@ -20,8 +22,30 @@ func (s *Server) LogConnections(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "ALTER SYSTEM SET log_connections = on"); err != nil {
 		return err
 	}
-	_, err = conn.Exec(ctx, "SELECT pg_reload_conf()")
-	return err
+	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		return err
+	}
+	// pg_reload_conf only signals the postmaster: wait until a new session has the setting, or the next
+	// login could go unlogged and a count of logins read one short.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fresh, err := s.Connect(ctx)
+		if err != nil {
+			return err
+		}
+		var v string
+		err = fresh.QueryRow(ctx, "SHOW log_connections").Scan(&v)
+		_ = fresh.Close(ctx)
+		switch {
+		case err != nil:
+			return err
+		case v == "on":
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("log_connections is still %q 10s after the reload", v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Activity is what the server's log says its clients did, counted line by line.
