@@ -170,7 +170,7 @@ func (r *ErgoNetworkReconciler) reconcileCertificate(ctx context.Context, s *sco
 //   - after a restart, the ConfigMap's annotations say which config it holds (ergo.ConfigSource, a digest
 //     of the config's JSON form, far cheaper than rendering it) and the config digest's state after it.
 //
-// Either way the applier must know the ConfigMap unchanged since (apply.Applier.Unchanged: its own write,
+// Either way the applier must know the ConfigMap unchanged since (apply.Applier.Known: its own write,
 // or, after a restart, no writer but the operator); any doubt renders and applies as before.
 func (r *ErgoNetworkReconciler) reconcileConfig(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !s.operUsable {
@@ -180,10 +180,6 @@ func (r *ErgoNetworkReconciler) reconcileConfig(ctx context.Context, s *scope) (
 	}
 	withOper := s.operHash != nil
 	netKey := client.ObjectKeyFromObject(s.net)
-	configMap := func() *corev1.ConfigMap {
-		return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: s.net.Namespace, Name: ergo.ConfigMapName(s.net)}}
-	}
 	done := func(prefix []byte, digest string) (ctrl.Result, error) {
 		s.configPrefix = prefix
 		if digest != "" {
@@ -193,27 +189,24 @@ func (r *ErgoNetworkReconciler) reconcileConfig(ctx context.Context, s *scope) (
 			fmt.Sprintf("ircd.yaml rendered into ConfigMap %s", ergo.ConfigMapName(s.net)))
 		return ctrl.Result{}, nil
 	}
-	unchanged := func(digest string) (bool, error) { return r.applier.Unchanged(ctx, s.net, configMap(), digest) }
 
-	if m, ok := r.secrets.config(netKey); ok && m.matches(s.net, withOper) {
-		if same, err := unchanged(m.digest); err != nil {
-			return ctrl.Result{}, err
-		} else if same {
-			return done(m.prefix, "")
-		}
+	live := &corev1.ConfigMap{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.net.Namespace, Name: ergo.ConfigMapName(s.net)}, live)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("read ConfigMap: %w", err)
+	}
+	cached := err == nil
+	live.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	if m, ok := r.secrets.config(netKey); ok && cached && m.matches(s.net, withOper) && r.applier.Known(s.net, live, m.digest) {
+		return done(m.prefix, "")
 	}
 	cfg := ergo.BuildConfig(s.net, withOper)
 	source, err := ergo.ConfigSource(cfg)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	live := configMap()
-	cached := r.Client.Get(ctx, client.ObjectKeyFromObject(live), live) == nil
 	if prefix := ergo.ConfigStateOf(live.Annotations); cached && prefix != nil && live.Annotations[ergo.ConfigSourceAnnotation] == source {
-		digest := live.Annotations[apply.DigestAnnotation]
-		if same, err := unchanged(digest); err != nil {
-			return ctrl.Result{}, err
-		} else if same {
+		if digest := live.Annotations[apply.DigestAnnotation]; r.applier.Known(s.net, live, digest) {
 			return done(prefix, digest)
 		}
 	}
