@@ -44,13 +44,7 @@ var _ = Describe("PostgreSQL admin sessions", func() {
 
 		offset := pg.LogSize()
 		touch(db, "1")
-		Eventually(func() []string {
-			var sql []string
-			for _, st := range statementsBy(operator, offset) {
-				sql = append(sql, st.SQL)
-			}
-			return sql
-		}).Should(ContainElement(ContainSubstring("pg_get_userbyid(datdba)")), "the reconcile did not read the server")
+		Eventually(sqlBy(operator, offset)).Should(ContainElement(ContainSubstring("pg_get_userbyid(datdba)")), "the reconcile did not read the server")
 		Expect(loginsOf(operator, offset)).To(BeZero(), "an unchanged reconcile logged in as the operator")
 		Expect(loginsOf(role, offset)).To(BeZero(), "an unchanged reconcile logged in as the database's role")
 
@@ -74,13 +68,7 @@ var _ = Describe("PostgreSQL admin sessions", func() {
 
 		offset = pg.LogSize()
 		touch(db, "2")
-		Eventually(func() []string {
-			var sql []string
-			for _, st := range statementsBy(operator, offset) {
-				sql = append(sql, st.SQL)
-			}
-			return sql
-		}).Should(ContainElement(ContainSubstring("pg_get_userbyid(datdba)")))
+		Eventually(sqlBy(operator, offset)).Should(ContainElement(ContainSubstring("pg_get_userbyid(datdba)")))
 		expectCondition(db, homelabv1.ConditionReady, metav1.ConditionTrue, homelabv1.ReasonReady)
 		Expect(postgres.Sessions.Has(old)).To(BeFalse(), "the former login was used again")
 	})

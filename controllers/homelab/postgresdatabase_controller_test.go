@@ -92,6 +92,17 @@ func statementsBy(user string, offset int64) []postgrestest.Statement {
 	return out
 }
 
+// sqlBy polls the SQL user ran since offset, for Eventually.
+func sqlBy(user string, offset int64) func() []string {
+	return func() []string {
+		var sql []string
+		for _, st := range statementsBy(user, offset) {
+			sql = append(sql, st.SQL)
+		}
+		return sql
+	}
+}
+
 func expectGone(obj client.Object) {
 	EventuallyWithOffset(1, func() bool {
 		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
@@ -137,13 +148,7 @@ var _ = Describe("PostgresDatabase", func() {
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
 		db.Annotations = map[string]string{"example.com/touch": "1"}
 		Expect(k8s.Update(ctx, db)).To(Succeed())
-		Eventually(func() []string {
-			var sql []string
-			for _, st := range statementsBy(operator, offset) {
-				sql = append(sql, st.SQL)
-			}
-			return sql
-		}).Should(ContainElement(ContainSubstring("pg_get_userbyid(datdba)")), "the reconcile did not read the server")
+		Eventually(sqlBy(operator, offset)).Should(ContainElement(ContainSubstring("pg_get_userbyid(datdba)")), "the reconcile did not read the server")
 		Consistently(func() []string { return writes.Since(ns, before) }).Should(BeEmpty())
 		for _, st := range statementsBy(operator, offset) {
 			Expect(st.IsWrite()).To(BeFalse(), "an unchanged reconcile sent %q", st.SQL)

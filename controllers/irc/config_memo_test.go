@@ -57,13 +57,7 @@ var _ = Describe("the config of an unchanged network", func() {
 		markDeploymentAvailable(ctx, ns, "memo")
 		markClaimBound(ctx, ns, "memo-data")
 		eventuallyNetwork(ctx, ns, "memo", haveCondition(ircv1.ConditionReady, metav1.ConditionTrue, ircv1.ReasonReady))
-		// Quiet: a reconcile writes nothing once the cache has caught up with the operator's writes.
-		Eventually(func(g Gomega) {
-			before := writes.In(ns)
-			_, err := reconciler.Reconcile(ctx, req)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(writes.In(ns) - before).To(BeZero())
-		}).Should(Succeed())
+		reconcileUntilQuiet(ctx, ns, "memo")
 	})
 
 	// restart forgets the network as a new operator process has never known it.

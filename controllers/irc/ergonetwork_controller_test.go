@@ -49,6 +49,18 @@ func update(ctx context.Context, ns, name string, mutate func(*ircv1.ErgoNetwork
 	})).To(Succeed())
 }
 
+// reconcileUntilQuiet reconciles network name until a reconcile writes nothing: the cache has caught up
+// with the operator's own writes.
+func reconcileUntilQuiet(ctx context.Context, ns, name string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		before := writes.In(ns)
+		_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(writes.In(ns) - before).To(BeZero())
+	}).Should(Succeed())
+}
+
 func get[T client.Object](ctx context.Context, obj T, ns, name string) func() error {
 	return func() error { return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj) }
 }
@@ -234,12 +246,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 			return out
 		}
 		// Let the cache catch up with our own status write before counting.
-		Eventually(func(g Gomega) {
-			before := writes.In(ns)
-			_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "quiet"}})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(writes.In(ns) - before).To(BeZero())
-		}).Should(Succeed())
+		reconcileUntilQuiet(ctx, ns, "quiet")
 
 		Expect(writes.In(ns)).To(BeNumerically(">=", 7), "creating the network's children must have been counted here")
 		rv := versions()
