@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -32,6 +33,12 @@ import (
 	"github.com/platform-operator/platform-operator/internal/memlimit"
 	"github.com/platform-operator/platform-operator/internal/platform"
 )
+
+// eventCorrelatorObjects is how many objects' recent events client-go's event correlator remembers (to
+// aggregate repeats and rate-limit a spamming object). Its default, 4096, costs about 1.2 KiB per object
+// up to that many; an object of the operator emits an event only when something about it changes, so
+// remembering the last 512 loses nothing a user would see.
+const eventCorrelatorObjects = 512
 
 func main() {
 	var (
@@ -153,6 +160,11 @@ func main() {
 		RenewDeadline:                 &renewDeadline,
 		RetryPeriod:                   &retryPeriod,
 		LeaderElectionReleaseOnCancel: true,
+		// The manager lives as long as the process, so the broadcaster's goroutines cannot outlive it
+		// (what the option's deprecation warns of).
+		EventBroadcaster: record.NewBroadcasterWithCorrelatorOptions(record.CorrelatorOptions{
+			LRUCacheSize: eventCorrelatorObjects,
+		}),
 		Cache: cache.Options{
 			SyncPeriod:        &resync,
 			DefaultNamespaces: watched,

@@ -240,12 +240,17 @@ func CacheRules(caps platform.Capabilities) []manager.CacheRule {
 }
 
 // The slim transforms of a network's children: each keeps metadata and status, and of the rest only
-// what a step reads from the cache (the pod template's annotations, for legacyDigestKey).
+// what a step reads from the cache (the pod template's legacy config digest, for legacyDigestKey, on the
+// Deployments of networks that have not changed since an upgrade).
 var (
 	slimDeployment = apply.Slim(manager.FieldOwner, func(d *appsv1.Deployment) any { return &d.Spec },
 		func(d *appsv1.Deployment) {
+			var kept map[string]string
+			if v, ok := d.Spec.Template.Annotations[ergo.LegacyConfigDigestAnnotation]; ok {
+				kept = map[string]string{ergo.LegacyConfigDigestAnnotation: v}
+			}
 			d.Spec = appsv1.DeploymentSpec{Replicas: d.Spec.Replicas,
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: d.Spec.Template.Annotations}}}
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: kept}}}
 		})
 	slimConfigMap = apply.SlimKeeping(manager.FieldOwner, []string{ergo.ConfigSourceAnnotation, ergo.ConfigStateAnnotation},
 		func(c *corev1.ConfigMap) any { return []any{c.Data, c.BinaryData, c.Immutable} },
@@ -282,5 +287,6 @@ func secretIdentity(in any) (any, error) {
 			out.Labels[k] = v
 		}
 	}
+	manager.Compact(out)
 	return out, nil
 }

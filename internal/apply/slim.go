@@ -63,11 +63,12 @@ func SlimKeeping[T client.Object](fieldOwner string, keep []string, content func
 		}
 		obj.SetManagedFields(nil)
 		strip(obj)
+		manager.CompactIdentity(obj)
 		// Of the labels and annotations, the digest covers every one; the copy keeps only what is read
 		// without it: the managed-by label (Conflict) and the applied digests.
 		var kept map[string]string
 		if manager.IsManaged(obj.GetLabels()) {
-			kept = map[string]string{manager.ManagedByLabel: manager.OperatorName}
+			kept = managedLabels
 		}
 		obj.SetLabels(kept)
 		slimAnnotations := map[string]string{CachedAnnotation: mark}
@@ -80,6 +81,11 @@ func SlimKeeping[T client.Object](fieldOwner string, keep []string, content func
 		return obj, nil
 	}
 }
+
+// managedLabels is the labels of every slim copy of the operator's objects: one map that they all share,
+// which is safe because the cache never writes to what it holds and deep-copies what it hands out (a
+// map is the largest part of a small object's metadata).
+var managedLabels = map[string]string{manager.ManagedByLabel: manager.OperatorName}
 
 // contentDigest is the digest Slim records: of the metadata that writers change (labels, annotations but
 // the cache's own and kubectl's copy, owner references, finalizers) and content. Status, resourceVersion,

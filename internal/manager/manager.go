@@ -84,7 +84,7 @@ func New(cfg *rest.Config, opts ctrl.Options, caps platform.Capabilities, groups
 		opts.LeaderElectionID = LeaderElectionID
 	}
 	if opts.Cache.DefaultTransform == nil {
-		opts.Cache.DefaultTransform = cache.TransformStripManagedFields()
+		opts.Cache.DefaultTransform = CompactTransform()
 	}
 	if opts.Cache.ByObject != nil {
 		return nil, errors.New("manager: Cache.ByObject comes from the groups' cache rules; leave it empty")
@@ -202,10 +202,10 @@ func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]ca
 }
 
 // selectedTransform applies the first rule whose selector matches an object's labels, and to objects no
-// rule selects what the cache does by default (strip managed fields): ByObject's transform replaces the
+// rule selects what the cache does by default (CompactTransform): ByObject's transform replaces the
 // default one.
 func selectedTransform(rules []namedRule) toolscache.TransformFunc {
-	strip := cache.TransformStripManagedFields()
+	strip := CompactTransform()
 	return func(in any) (any, error) {
 		if obj, ok := in.(client.Object); ok {
 			l := labels.Set(obj.GetLabels())
