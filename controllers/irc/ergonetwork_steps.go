@@ -244,11 +244,7 @@ func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scop
 			"held until the config is rendered; the running Deployment is kept")
 		return ctrl.Result{}, nil
 	}
-	cert, err := r.servingCertificate(ctx, s)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	digest, err := ergo.ConfigDigestFrom(s.configPrefix, s.operHash, cert)
+	digest, err := r.podDigest(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -281,6 +277,42 @@ func (r *ErgoNetworkReconciler) legacyDigestKey(ctx context.Context, s *scope, d
 		return false, fmt.Errorf("read Deployment: %w", err)
 	}
 	return live.Spec.Template.Annotations[ergo.LegacyConfigDigestAnnotation] == digest, nil
+}
+
+// podDigest is the config digest the pod template carries: of the rendered config (from its digest
+// state), the oper hash and the serving certificate. The certificate is not kept in memory: the digest is
+// remembered with the TLS Secret's resourceVersion (podMemo), and the certificate read again (one request)
+// only when the config, the oper hash or the Secret changed.
+func (r *ErgoNetworkReconciler) podDigest(ctx context.Context, s *scope) (string, error) {
+	if s.net.Spec.TLS == nil {
+		return ergo.ConfigDigestFrom(s.configPrefix, s.operHash, nil)
+	}
+	netKey := client.ObjectKeyFromObject(s.net)
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.net.Namespace, Name: ergo.TLSSecretName(s.net)}, meta)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("read TLS secret: %w", err)
+	}
+	if m := r.secrets.pod(netKey); m.digest != "" && m.tlsVersion != "" && m.tlsVersion == meta.ResourceVersion &&
+		bytes.Equal(m.prefix, s.configPrefix) && bytes.Equal(m.oper, s.operHash) {
+		return m.digest, nil
+	}
+	cert, err := r.servingCertificate(ctx, s)
+	if err != nil {
+		return "", err
+	}
+	digest, err := ergo.ConfigDigestFrom(s.configPrefix, s.operHash, cert)
+	if err != nil {
+		return "", err
+	}
+	if cert != nil {
+		r.secrets.mu.Lock()
+		version := tlsSlot(r.secrets.entry(netKey)).resourceVersion
+		r.secrets.mu.Unlock()
+		r.secrets.setPod(netKey, podMemo{prefix: s.configPrefix, oper: s.operHash, tlsVersion: version, digest: digest})
+	}
+	return digest, nil
 }
 
 // servingCertificate is the certificate in the network's TLS Secret, nil while cert-manager has not

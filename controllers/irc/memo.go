@@ -22,6 +22,17 @@ type secretMemo struct {
 type netMemo struct {
 	oper, tls secretValue
 	config    configMemo
+	pod       podMemo
+}
+
+// podMemo is the pod template's config digest as last computed, with what it was computed from: the
+// config digest's state after ircd.yaml, the oper hash, and the TLS Secret's resourceVersion. The
+// certificate itself (1.3 KiB) is not kept: while all three hold, the digest is this one, and any change
+// reads the certificate again.
+type podMemo struct {
+	prefix, oper []byte
+	tlsVersion   string
+	digest       string
 }
 
 // configMemo is what the config step made of one generation of a network: the applied digest of its
@@ -64,6 +75,7 @@ type secretValue struct {
 	value                      []byte
 	hasKey                     bool
 	missing                    bool // the cache and then the API server said the Secret does not exist
+	dropped                    bool // value was not kept (see podMemo): a read asks the API server again
 }
 
 func (m *secretMemo) entry(key types.NamespacedName) *netMemo {
@@ -82,6 +94,26 @@ func (m *secretMemo) forget(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.m, key)
+}
+
+func (m *secretMemo) pod(key types.NamespacedName) podMemo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.m[key]; ok {
+		return e.pod
+	}
+	return podMemo{}
+}
+
+// setPod remembers the pod digest p, and drops the TLS certificate it was computed from.
+func (m *secretMemo) setPod(key types.NamespacedName, p podMemo) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entry(key)
+	e.pod = p
+	if e.tls.value != nil {
+		e.tls.value, e.tls.dropped = nil, true
+	}
 }
 
 // secretSlot picks which of a network's remembered Secret values a read uses.
@@ -117,7 +149,7 @@ func (r *ErgoNetworkReconciler) readSecretKey(ctx context.Context, s *scope, slo
 		}
 	case err != nil:
 		return nil, false, err
-	case known.name == name && known.key == key && !known.missing && known.resourceVersion == meta.ResourceVersion:
+	case known.name == name && known.key == key && !known.missing && !known.dropped && known.resourceVersion == meta.ResourceVersion:
 		return known.value, known.hasKey, nil
 	}
 

@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/ergo"
+	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/scheme"
 )
@@ -143,5 +145,58 @@ func TestPrimeable(t *testing.T) {
 				t.Errorf("primeable = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestPodDigest(t *testing.T) {
+	ctx := context.Background()
+	net := ergotest.FullNetwork("ns", "net", "irc.example")
+	tls := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: ergo.TLSSecretName(net)},
+		Data: map[string][]byte{corev1.TLSCertKey: []byte("cert-1")}}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(tls).Build()
+	api := &countingReader{Reader: c}
+	r := &ErgoNetworkReconciler{Client: c, APIReader: api}
+	s := r.newScope(net)
+	s.configPrefix, s.operHash = ergo.ConfigDigestPrefix([]byte("config-1")), []byte("oper-1")
+
+	steps := []struct {
+		name   string
+		change func()
+		cert   string
+		gets   int // API server reads this step
+	}{
+		{name: "first digest reads the certificate", cert: "cert-1", gets: 1},
+		{name: "unchanged: remembered, nothing read", cert: "cert-1", gets: 0},
+		{name: "a new config reads the certificate again", cert: "cert-1", gets: 1,
+			change: func() { s.configPrefix = ergo.ConfigDigestPrefix([]byte("config-2")) }},
+		{name: "a new oper hash too", cert: "cert-1", gets: 1, change: func() { s.operHash = []byte("oper-2") }},
+		{name: "a renewed certificate is read", cert: "cert-2", gets: 1,
+			change: func() {
+				tls.Data[corev1.TLSCertKey] = []byte("cert-2")
+				if err := c.Update(ctx, tls); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "and then remembered", cert: "cert-2", gets: 0},
+	}
+	for _, st := range steps {
+		if st.change != nil {
+			st.change()
+		}
+		before := api.gets
+		got, err := r.podDigest(ctx, s)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		want, _ := ergo.ConfigDigestFrom(s.configPrefix, s.operHash, []byte(st.cert))
+		if got != want {
+			t.Errorf("%s: digest %s, want the digest with %s: %s", st.name, got, st.cert, want)
+		}
+		if n := api.gets - before; n != st.gets {
+			t.Errorf("%s: %d API reads, want %d", st.name, n, st.gets)
+		}
+		if kept := r.secrets.m[client.ObjectKeyFromObject(net)].tls.value; kept != nil {
+			t.Errorf("%s: the certificate is kept in memory (%q)", st.name, kept)
+		}
 	}
 }

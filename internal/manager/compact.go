@@ -2,9 +2,11 @@ package manager
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -77,32 +79,127 @@ func CompactTransform() toolscache.TransformFunc {
 		}
 		if obj, ok := out.(client.Object); ok {
 			Compact(obj)
-			if conditions := statusConditions(obj); conditions != nil {
-				CompactConditions(conditions)
-			}
+			compactStatusConditions(obj)
+			compactSpecResources(obj)
 		}
 		return out, nil
 	}
 }
 
-var conditionsType = reflect.TypeFor[[]metav1.Condition]()
+var (
+	conditionsType   = reflect.TypeFor[[]metav1.Condition]()
+	resourceListType = reflect.TypeFor[corev1.ResourceList]()
+)
+
+// field is obj's field outer.inner when obj is a pointer to a struct with a struct field outer that has a
+// field inner of type t, or an invalid Value.
+func field(obj client.Object, outer, inner string, t reflect.Type) reflect.Value {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	o := v.Elem().FieldByName(outer)
+	if o.Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	f := o.FieldByName(inner)
+	if !f.IsValid() || f.Type() != t {
+		return reflect.Value{}
+	}
+	return f
+}
 
 // statusConditions is obj's Status.Conditions when obj is a pointer to a struct with such a field of
 // []metav1.Condition (every custom resource of the operator), or nil.
 func statusConditions(obj client.Object) []metav1.Condition {
+	if f := field(obj, "Status", "Conditions", conditionsType); f.IsValid() {
+		return f.Interface().([]metav1.Condition)
+	}
+	return nil
+}
+
+// compactStatusConditions compacts obj's status conditions (CompactConditions) and stores them in a slice
+// of their length: the JSON decoder grows a slice by doubling, so nine conditions (a network has nine)
+// arrive in room for sixteen.
+func compactStatusConditions(obj client.Object) {
+	f := field(obj, "Status", "Conditions", conditionsType)
+	if !f.IsValid() || f.Len() == 0 {
+		return
+	}
+	conditions := f.Interface().([]metav1.Condition)
+	if cap(conditions) > len(conditions) && f.CanSet() {
+		conditions = slices.Clone(conditions)
+		f.Set(reflect.ValueOf(conditions))
+	}
+	CompactConditions(conditions)
+}
+
+// compactSpecResources shares obj's Spec.Resources requests and limits (see CompactResources) when
+// obj is a pointer to a struct whose Spec has a Resources struct, or pointer to one, with Requests and
+// Limits maps of quantities (corev1.ResourceRequirements, or the copy of it an API type declares).
+func compactSpecResources(obj client.Object) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return nil
+		return
 	}
-	status := v.Elem().FieldByName("Status")
-	if status.Kind() != reflect.Struct {
-		return nil
+	spec := v.Elem().FieldByName("Spec")
+	if spec.Kind() != reflect.Struct {
+		return
 	}
-	c := status.FieldByName("Conditions")
-	if !c.IsValid() || c.Type() != conditionsType {
-		return nil
+	r := spec.FieldByName("Resources")
+	if r.Kind() == reflect.Pointer {
+		if r.IsNil() {
+			return
+		}
+		r = r.Elem()
 	}
-	return c.Interface().([]metav1.Condition)
+	if r.Kind() != reflect.Struct {
+		return
+	}
+	for _, name := range []string{"Requests", "Limits"} {
+		f := r.FieldByName(name)
+		if !f.IsValid() || !f.CanSet() || !f.Type().ConvertibleTo(resourceListType) || f.Kind() != reflect.Map || f.IsNil() {
+			continue
+		}
+		shared := sharedResourceList(f.Convert(resourceListType).Interface().(corev1.ResourceList))
+		f.Set(reflect.ValueOf(shared).Convert(f.Type()))
+	}
+}
+
+// resourceLists holds one shared ResourceList per content (at most internLimit/64, starting over when
+// full): most objects ask for the same requests and limits, and a map of quantities is half a kilobyte.
+var resourceLists = struct {
+	sync.Mutex
+	m map[string]corev1.ResourceList
+}{m: map[string]corev1.ResourceList{}}
+
+func sharedResourceList(l corev1.ResourceList) corev1.ResourceList {
+	if len(l) == 0 {
+		return l
+	}
+	names := make([]string, 0, len(l))
+	for name := range l {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	var key strings.Builder
+	for _, name := range names {
+		q := l[corev1.ResourceName(name)]
+		key.WriteString(name)
+		key.WriteByte('=')
+		key.WriteString(q.String())
+		key.WriteByte(',')
+	}
+	resourceLists.Lock()
+	defer resourceLists.Unlock()
+	if shared, ok := resourceLists.m[key.String()]; ok {
+		return shared
+	}
+	if len(resourceLists.m) >= internLimit/64 {
+		resourceLists.m = map[string]corev1.ResourceList{}
+	}
+	resourceLists.m[key.String()] = l
+	return l
 }
 
 // CompactIdentity is Compact without the labels and annotations, for a transform that rebuilds those

@@ -2,12 +2,14 @@ package manager
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -129,6 +131,15 @@ func TestStatusConditions(t *testing.T) {
 			t.Errorf("managed fields kept: %v", obj.ManagedFields)
 		}
 	}
+	grown := &withConditions{}
+	grown.Status.Conditions = make([]metav1.Condition, 2, 16)
+	grown.Status.Conditions[1].Type = "Ready"
+	if _, err := transform(grown); err != nil {
+		t.Fatal(err)
+	}
+	if got := grown.Status.Conditions; len(got) != 2 || cap(got) > 4 || got[1].Type != "Ready" {
+		t.Errorf("conditions after the transform: len %d cap %d %+v; want them in a slice of their length", len(got), cap(got), got)
+	}
 	x, y := c.Status.Conditions[0], d.Status.Conditions[0]
 	if !sameStorage(x.Type, y.Type) || !sameStorage(x.Reason, y.Reason) || !sameStorage(string(x.Status), string(y.Status)) {
 		t.Errorf("conditions' type, status and reason are not shared")
@@ -152,5 +163,74 @@ func TestInternTableIsBounded(t *testing.T) {
 	// The table started over: the string is interned again, with storage of its own, same value.
 	if again := intern(fresh("bounded-first")); again != first || sameStorage(again, first) {
 		t.Fatalf("after the table started over, intern gave %q (shared storage %v)", again, sameStorage(again, first))
+	}
+}
+
+type withResources struct {
+	corev1.ConfigMap
+	Spec struct {
+		Resources corev1.ResourceRequirements
+	}
+}
+
+// ownResources is how an API type of the operator declares its resources: a struct of its own, by pointer.
+type ownResources struct {
+	corev1.ConfigMap
+	Spec struct {
+		Resources *struct {
+			Requests map[corev1.ResourceName]resource.Quantity
+			Limits   map[corev1.ResourceName]resource.Quantity
+		}
+	}
+}
+
+func TestCompactSpecResources(t *testing.T) {
+	list := func(memory string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse(memory)}
+	}
+	core := func(memory string) *withResources {
+		o := &withResources{}
+		o.Spec.Resources = corev1.ResourceRequirements{Requests: list(memory), Limits: list(memory)}
+		return o
+	}
+	own := func(memory string) *ownResources {
+		o := &ownResources{}
+		o.Spec.Resources = &struct {
+			Requests map[corev1.ResourceName]resource.Quantity
+			Limits   map[corev1.ResourceName]resource.Quantity
+		}{Requests: list(memory), Limits: map[corev1.ResourceName]resource.Quantity{corev1.ResourceMemory: resource.MustParse(memory)}}
+		return o
+	}
+	a, b, c := core("128Mi"), core("128Mi"), core("256Mi")
+	d, e := own("128Mi"), own("128Mi")
+	transform := CompactTransform()
+	for _, o := range []client.Object{a, b, c, d, e, &ownResources{}} {
+		if _, err := transform(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func(x, y any) bool {
+		return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	}
+	if !same(a.Spec.Resources.Requests, b.Spec.Resources.Requests) || !same(a.Spec.Resources.Limits, b.Spec.Resources.Limits) {
+		t.Errorf("equal requests and limits are not one shared list")
+	}
+	if same(a.Spec.Resources.Requests, c.Spec.Resources.Requests) {
+		t.Errorf("different requests share a list")
+	}
+	if !same(d.Spec.Resources.Requests, e.Spec.Resources.Requests) || !same(d.Spec.Resources.Limits, e.Spec.Resources.Limits) {
+		t.Errorf("an API type's own resources are not shared")
+	}
+	if !same(a.Spec.Resources.Requests, d.Spec.Resources.Requests) {
+		t.Errorf("equal requests of two types are not one shared list")
+	}
+	if got := c.Spec.Resources.Limits[corev1.ResourceMemory]; got.String() != "256Mi" {
+		t.Errorf("limit after compacting = %s", got.String())
+	}
+	if got := e.Spec.Resources.Limits[corev1.ResourceMemory]; got.String() != "128Mi" || len(e.Spec.Resources.Limits) != 1 {
+		t.Errorf("limits after compacting = %v", e.Spec.Resources.Limits)
+	}
+	if got := statusConditions(&withResources{}); got != nil {
+		t.Errorf("statusConditions of an object without conditions = %v", got)
 	}
 }
