@@ -105,19 +105,38 @@ func Conflict(live, desired, owner client.Object) *ConflictError {
 // compared in full, and applied only if it differs. Drift by another writer is thus repaired as before,
 // at the cost of one read.
 //
+// A child the cache does not have is sent create-only (createOnlyVersion): the API server creates it if
+// the name is free and refuses otherwise, and only then is the object read and judged (Conflict). A new
+// object thus costs one request, not a read and a write.
+//
 // On success desired holds the live object, as client writes leave it: the API server's answer when a
 // request was sent, otherwise the object read, or desired's own fields with the cached metadata and status
 // of a slim child. Callers read the child's status from it rather than from a cache that may not have
 // seen their own write yet.
 func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Result, error) {
-	want, result, done, err := a.check(ctx, owner, desired)
+	want, result, done, err := a.check(ctx, owner, desired, false)
 	if done || err != nil {
 		return result, err
 	}
 	gvk := want.GroupVersionKind()
 	rkey := childKey(gvk, desired.GetName())
-	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want),
-		client.FieldOwner(a.FieldOwner), client.ForceOwnership); err != nil {
+	createOnly := result == Created && a.Reader != nil
+	if createOnly {
+		want.SetResourceVersion(createOnlyVersion)
+	}
+	err = a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(a.FieldOwner), client.ForceOwnership)
+	if createOnly && apierrors.IsConflict(err) {
+		// The name is taken (by someone else, or by our own object the cache has not seen yet): read it
+		// and decide as for any existing object.
+		if want, result, done, err = a.check(ctx, owner, desired, true); done || err != nil {
+			return result, err
+		}
+		if result == Created { // it went again in between: still create-only
+			want.SetResourceVersion(createOnlyVersion)
+		}
+		err = a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(a.FieldOwner), client.ForceOwnership)
+	}
+	if err != nil {
 		a.records.drop(owner, rkey)
 		return "", fmt.Errorf("apply %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
 	}
@@ -131,13 +150,22 @@ func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Resu
 // ever writing: true leaves desired holding the live object as Apply does, false means Apply would send
 // a request (the object differs, or is missing). An object that is not owner's is a *ConflictError.
 func (a *Applier) Holds(ctx context.Context, owner, desired client.Object) (bool, error) {
-	_, result, done, err := a.check(ctx, owner, desired)
+	_, result, done, err := a.check(ctx, owner, desired, true)
 	return done && err == nil && result == Unchanged, err
 }
 
+// createOnlyVersion is the resourceVersion Apply sends with an object the cache does not have: no object
+// can have it (etcd's revisions are int64; this is the largest uint64), so the API server creates the
+// object if the name is free, in one atomic step, and answers 409 Conflict if anything holds the name.
+// That replaces a read before every creation, and leaves no moment in which an object someone else
+// creates under that name could be taken over.
+const createOnlyVersion = "18446744073709551615"
+
 // check is Apply up to the request: done is true when Apply is over (the object is unchanged, or an
-// error), with its result; otherwise want is what to apply and result what applying it will be.
-func (a *Applier) check(ctx context.Context, owner, desired client.Object) (want *unstructured.Unstructured, result Result, done bool, err error) {
+// error), with its result; otherwise want is what to apply and result what applying it will be. An
+// object the cache does not have is read from the API server (Reader) only when read is true; otherwise
+// its result is Created and Apply sends it create-only (createOnlyVersion).
+func (a *Applier) check(ctx context.Context, owner, desired client.Object, read bool) (want *unstructured.Unstructured, result Result, done bool, err error) {
 	want, err = ToUnstructured(desired)
 	if err != nil {
 		return nil, "", true, err
@@ -163,10 +191,10 @@ func (a *Applier) check(ctx context.Context, owner, desired client.Object) (want
 	switch err := a.Client.Get(ctx, key, liveObj); {
 	case apierrors.IsNotFound(err):
 		result = Created
-		if a.Reader == nil {
+		if a.Reader == nil || !read {
 			break
 		}
-		// Only on creation: one read to be sure the name is free, so that nobody's object is taken over.
+		// The name is taken, or the cache lags: one read, so that nobody's object is taken over.
 		switch err := a.Reader.Get(ctx, key, liveObj); {
 		case apierrors.IsNotFound(err):
 		case err != nil:
