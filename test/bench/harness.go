@@ -213,8 +213,11 @@ const benchNamespace = "bench"
 
 // profileAPIServer writes a CPU profile of the control plane's kube-apiserver over the next d to path,
 // in the background (its /debug/pprof, which the bench's admin credentials may read): where the API
-// server's time goes in a floor run against an operator run.
-func (e *env) profileAPIServer(ctx context.Context, d time.Duration, path string) {
+// server's time goes in a floor run against an operator run. The returned func ends the profile early
+// (a run shorter than d); call it before stopping the control plane, which would otherwise wait for the
+// request.
+func (e *env) profileAPIServer(ctx context.Context, d time.Duration, path string) (stop func()) {
+	ctx, stop = context.WithCancel(ctx)
 	go func() {
 		data, err := e.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
 			Param("seconds", strconv.Itoa(int(d.Seconds()))).Timeout(d + 30*time.Second).DoRaw(ctx)
@@ -222,6 +225,7 @@ func (e *env) profileAPIServer(ctx context.Context, d time.Duration, path string
 			_ = os.WriteFile(path, data, 0o644)
 		}
 	}()
+	return stop
 }
 
 func (r *workloadRun) startEnv(ctx context.Context, name string) (*env, error) {
@@ -377,7 +381,7 @@ func (r *workloadRun) floorRun(ctx context.Context, n int) (time.Duration, map[s
 		return 0, nil, err
 	}
 	reached := t.expect(n)
-	e.profileAPIServer(ctx, 20*time.Second, filepath.Join(r.logDir, fmt.Sprintf("apiserver-floor-%d.pb.gz", n)))
+	defer e.profileAPIServer(ctx, 15*time.Second, filepath.Join(r.logDir, fmt.Sprintf("apiserver-floor-%d.pb.gz", n)))()
 	start := time.Now()
 	if err := parallel(ctx, 0, n, r.Clients, func(ctx context.Context, i int) error {
 		return r.w.Floor(ctx, e.client, benchNamespace, i)
@@ -410,7 +414,7 @@ func (r *workloadRun) operatorRun(ctx context.Context, n int, args []string, con
 	defer func() { _ = op.Stop() }()
 	// Where the operator's CPU goes while it converges (the first 20 s): cpu-<n>.pb.gz.
 	op.profileCPU(ctx, 20*time.Second, filepath.Join(r.logDir, fmt.Sprintf("cpu-%d.pb.gz", n)))
-	e.profileAPIServer(ctx, 20*time.Second, filepath.Join(r.logDir, fmt.Sprintf("apiserver-operator-%d.pb.gz", n)))
+	defer e.profileAPIServer(ctx, 15*time.Second, filepath.Join(r.logDir, fmt.Sprintf("apiserver-operator-%d.pb.gz", n)))()
 	t, err := newTracker(ctx, e.cfg, benchNamespace, r.w.NewObserver())
 	if err != nil {
 		return err
