@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/platform-operator/platform-operator/internal/manager"
 )
@@ -114,6 +116,67 @@ func TestUnderLegacyKey(t *testing.T) {
 			}
 			if want.GetAnnotations()[DigestAnnotation] != "d1" {
 				t.Errorf("want itself was changed: %v", want.GetAnnotations())
+			}
+		})
+	}
+}
+
+func TestSetSlimLive(t *testing.T) {
+	desired := func() *appsv1.Deployment {
+		return &appsv1.Deployment{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d", Labels: map[string]string{"app": "x"}},
+			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}},
+		}
+	}
+	live := func() *appsv1.Deployment {
+		return &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d", UID: "u", ResourceVersion: "9",
+				Labels:      map[string]string{manager.ManagedByLabel: manager.OperatorName},
+				Annotations: map[string]string{CachedAnnotation: "abc", DigestAnnotation: "0123456789abcdef"}},
+			Status: appsv1.DeploymentStatus{ReadyReplicas: 1, ObservedGeneration: 3},
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		desired client.Object
+	}{
+		{"typed, live's own type: fields copied", desired()},
+		{"unstructured: through the apply form", func() client.Object {
+			u, err := ToUnstructured(desired())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return u
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := ToUnstructured(tc.desired)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := setSlimLive(tc.desired, want, live()); err != nil {
+				t.Fatal(err)
+			}
+			var got appsv1.Deployment
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tc.desired)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.UID != "u" || got.ResourceVersion != "9" || got.Status.ReadyReplicas != 1 || got.Status.ObservedGeneration != 3 {
+				t.Errorf("live metadata and status not taken: %+v %+v", got.ObjectMeta, got.Status)
+			}
+			if _, ok := got.Annotations[CachedAnnotation]; ok || got.Annotations[DigestAnnotation] != "0123456789abcdef" {
+				t.Errorf("annotations %v: want the digest and not the cache's own mark", got.Annotations)
+			}
+			if got.Spec.Replicas == nil || *got.Spec.Replicas != 1 || len(got.Spec.Template.Spec.Containers) != 1 || got.Spec.Template.Spec.Containers[0].Image != "i" {
+				t.Errorf("desired's spec lost: %+v", got.Spec)
+			}
+			if tc.desired.GetObjectKind().GroupVersionKind().Kind != "Deployment" {
+				t.Errorf("kind lost: %v", tc.desired.GetObjectKind().GroupVersionKind())
 			}
 		})
 	}
