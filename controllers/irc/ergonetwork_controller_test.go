@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
@@ -59,6 +60,34 @@ func reconcileUntilQuiet(ctx context.Context, ns, name string) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(writes.In(ns) - before).To(BeZero())
 	}).Should(Succeed())
+}
+
+// managerIdle says whether the manager's ErgoNetwork controller has nothing queued and no reconcile
+// running (its workqueue and worker gauges): a test that changes a child behind the operator's back waits
+// for it, so that no reconcile still running from before reads the cache half before and half after.
+func managerIdle() (bool, error) {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return false, err
+	}
+	seen := 0
+	for _, f := range families {
+		label := map[string]string{"workqueue_depth": "name", "controller_runtime_active_workers": "controller"}[f.GetName()]
+		if label == "" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == "ergonetwork" {
+					seen++
+					if m.GetGauge().GetValue() != 0 {
+						return false, nil
+					}
+				}
+			}
+		}
+	}
+	return seen == 2, nil
 }
 
 func get[T client.Object](ctx context.Context, obj T, ns, name string) func() error {

@@ -32,6 +32,10 @@ var _ = Describe("a network an earlier version made", func() {
 		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "old-oper", "pw"))).To(Succeed())
 		Expect(k8s.Create(ctx, ergotest.PlainNetwork(ns, "old", "old-oper"))).To(Succeed())
 		Eventually(get(ctx, &appsv1.Deployment{}, ns, "old")).Should(Succeed())
+		// The network converged and the operator idle: what follows is an upgrade, where the earlier
+		// version's objects are there before this version reconciles them.
+		reconcileUntilQuiet(ctx, ns, "old")
+		Eventually(managerIdle).Should(BeTrue())
 		digest := templateDigest(ctx, ns, "old")
 		n := &ircv1.ErgoNetwork{}
 		Expect(get(ctx, n, ns, "old")()).To(Succeed())
