@@ -307,10 +307,7 @@ func (r *ErgoNetworkReconciler) podDigest(ctx context.Context, s *scope) (string
 		return "", err
 	}
 	if cert != nil {
-		r.secrets.mu.Lock()
-		version := tlsSlot(r.secrets.entry(netKey)).resourceVersion
-		r.secrets.mu.Unlock()
-		r.secrets.setPod(netKey, podMemo{prefix: s.configPrefix, oper: s.operHash, tlsVersion: version, digest: digest})
+		r.secrets.setPod(netKey, podMemo{prefix: s.configPrefix, oper: s.operHash, digest: digest})
 	}
 	return digest, nil
 }

@@ -105,11 +105,13 @@ func (m *secretMemo) pod(key types.NamespacedName) podMemo {
 	return podMemo{}
 }
 
-// setPod remembers the pod digest p, and drops the TLS certificate it was computed from.
+// setPod remembers the pod digest p, computed from the TLS certificate the network's entry holds, with
+// that Secret's resourceVersion, and drops the certificate.
 func (m *secretMemo) setPod(key types.NamespacedName, p podMemo) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.entry(key)
+	p.tlsVersion = e.tls.resourceVersion
 	e.pod = p
 	if e.tls.value != nil {
 		e.tls.value, e.tls.dropped = nil, true

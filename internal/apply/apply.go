@@ -124,7 +124,10 @@ func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Resu
 	if createOnly {
 		want.SetResourceVersion(createOnlyVersion)
 	}
-	err = a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(a.FieldOwner), client.ForceOwnership)
+	send := func() error {
+		return a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(a.FieldOwner), client.ForceOwnership)
+	}
+	err = send()
 	if createOnly && apierrors.IsConflict(err) {
 		// The name is taken (by someone else, or by our own object the cache has not seen yet): read it
 		// and decide as for any existing object.
@@ -134,7 +137,7 @@ func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Resu
 		if result == Created { // it went again in between: still create-only
 			want.SetResourceVersion(createOnlyVersion)
 		}
-		err = a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(a.FieldOwner), client.ForceOwnership)
+		err = send()
 	}
 	if err != nil {
 		a.records.drop(owner, rkey)

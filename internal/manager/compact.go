@@ -69,7 +69,7 @@ func sharedBool(b *bool) *bool {
 
 // CompactTransform is the cache's transform for objects no group cuts down: managed fields stripped
 // (what controller-runtime's default does), then Compact, and the status conditions of a custom resource
-// (a Status.Conditions of metav1.Condition) compacted with CompactConditions.
+// (a Status.Conditions of metav1.Condition) compacted with compactConditions.
 func CompactTransform() toolscache.TransformFunc {
 	strip := cache.TransformStripManagedFields()
 	return func(in any) (any, error) {
@@ -91,38 +91,36 @@ var (
 	resourceListType = reflect.TypeFor[corev1.ResourceList]()
 )
 
-// field is obj's field outer.inner when obj is a pointer to a struct with a struct field outer that has a
-// field inner of type t, or an invalid Value.
-func field(obj client.Object, outer, inner string, t reflect.Type) reflect.Value {
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+// structField is v's field name, through a non-nil pointer to v; an invalid Value when v (or what it
+// points at) is not a struct.
+func structField(v reflect.Value, name string) reflect.Value {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return reflect.Value{}
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
 		return reflect.Value{}
 	}
-	o := v.Elem().FieldByName(outer)
-	if o.Kind() != reflect.Struct {
-		return reflect.Value{}
-	}
-	f := o.FieldByName(inner)
-	if !f.IsValid() || f.Type() != t {
+	return v.FieldByName(name)
+}
+
+// statusConditions is obj's Status.Conditions when it is a []metav1.Condition (every custom resource of
+// the operator has one), or an invalid Value.
+func statusConditions(obj client.Object) reflect.Value {
+	f := structField(structField(reflect.ValueOf(obj), "Status"), "Conditions")
+	if !f.IsValid() || f.Type() != conditionsType {
 		return reflect.Value{}
 	}
 	return f
 }
 
-// statusConditions is obj's Status.Conditions when obj is a pointer to a struct with such a field of
-// []metav1.Condition (every custom resource of the operator), or nil.
-func statusConditions(obj client.Object) []metav1.Condition {
-	if f := field(obj, "Status", "Conditions", conditionsType); f.IsValid() {
-		return f.Interface().([]metav1.Condition)
-	}
-	return nil
-}
-
-// compactStatusConditions compacts obj's status conditions (CompactConditions) and stores them in a slice
+// compactStatusConditions compacts obj's status conditions (compactConditions) and stores them in a slice
 // of their length: the JSON decoder grows a slice by doubling, so nine conditions (a network has nine)
 // arrive in room for sixteen.
 func compactStatusConditions(obj client.Object) {
-	f := field(obj, "Status", "Conditions", conditionsType)
+	f := statusConditions(obj)
 	if !f.IsValid() || f.Len() == 0 {
 		return
 	}
@@ -131,33 +129,16 @@ func compactStatusConditions(obj client.Object) {
 		conditions = slices.Clone(conditions)
 		f.Set(reflect.ValueOf(conditions))
 	}
-	CompactConditions(conditions)
+	compactConditions(conditions)
 }
 
-// compactSpecResources shares obj's Spec.Resources requests and limits (see CompactResources) when
-// obj is a pointer to a struct whose Spec has a Resources struct, or pointer to one, with Requests and
-// Limits maps of quantities (corev1.ResourceRequirements, or the copy of it an API type declares).
+// compactSpecResources shares obj's Spec.Resources requests and limits (sharedResourceList) when Spec
+// has a Resources struct, or pointer to one, with Requests and Limits maps of quantities
+// (corev1.ResourceRequirements, or the copy of it an API type declares).
 func compactSpecResources(obj client.Object) {
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return
-	}
-	spec := v.Elem().FieldByName("Spec")
-	if spec.Kind() != reflect.Struct {
-		return
-	}
-	r := spec.FieldByName("Resources")
-	if r.Kind() == reflect.Pointer {
-		if r.IsNil() {
-			return
-		}
-		r = r.Elem()
-	}
-	if r.Kind() != reflect.Struct {
-		return
-	}
+	resources := structField(structField(reflect.ValueOf(obj), "Spec"), "Resources")
 	for _, name := range []string{"Requests", "Limits"} {
-		f := r.FieldByName(name)
+		f := structField(resources, name)
 		if !f.IsValid() || !f.CanSet() || !f.Type().ConvertibleTo(resourceListType) || f.Kind() != reflect.Map || f.IsNil() {
 			continue
 		}
@@ -242,9 +223,9 @@ func internMap(m map[string]string, values bool) map[string]string {
 	return out
 }
 
-// CompactConditions makes conditions share their type, status and reason (a few values that every
+// compactConditions makes conditions share their type, status and reason (a few values that every
 // object repeats); messages, which name the object, stay its own.
-func CompactConditions(conditions []metav1.Condition) {
+func compactConditions(conditions []metav1.Condition) {
 	for i := range conditions {
 		c := &conditions[i]
 		c.Type, c.Reason = intern(c.Type), intern(c.Reason)

@@ -115,8 +115,12 @@ func TestStatusConditions(t *testing.T) {
 		{"no status", &corev1.ConfigMap{}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := statusConditions(tc.obj); len(got) != tc.want {
-				t.Fatalf("statusConditions = %v, want %d", got, tc.want)
+			got := 0
+			if f := statusConditions(tc.obj); f.IsValid() {
+				got = f.Len()
+			}
+			if got != tc.want {
+				t.Fatalf("statusConditions has %d conditions, want %d", got, tc.want)
 			}
 		})
 	}
@@ -230,7 +234,7 @@ func TestCompactSpecResources(t *testing.T) {
 	if got := e.Spec.Resources.Limits[corev1.ResourceMemory]; got.String() != "128Mi" || len(e.Spec.Resources.Limits) != 1 {
 		t.Errorf("limits after compacting = %v", e.Spec.Resources.Limits)
 	}
-	if got := statusConditions(&withResources{}); got != nil {
+	if got := statusConditions(&withResources{}); got.IsValid() {
 		t.Errorf("statusConditions of an object without conditions = %v", got)
 	}
 }
