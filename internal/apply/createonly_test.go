@@ -50,7 +50,7 @@ func TestApplyCreatesWithoutReading(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var versions []string
-			cache := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme.Scheme).Build().(client.WithWatch), interceptor.Funcs{
+			cache := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme.Scheme).Build(), interceptor.Funcs{
 				Apply: func(_ context.Context, _ client.WithWatch, obj runtime.ApplyConfiguration, _ ...client.ApplyOption) error {
 					data, err := json.Marshal(obj)
 					if err != nil {
