@@ -35,8 +35,14 @@ var ErrSecureMetrics = errors.New("metrics are served over HTTPS with authentica
 type OperatorOptions struct {
 	// Binary is the operator executable (bin/platform-operator from `make build`).
 	Binary string
-	// Kubeconfig is given as --kubeconfig.
+	// Kubeconfig is the cluster's kubeconfig: StartOperator's own requests use it (installing
+	// WebhookManifests, which OLM does with its own rights), and the process gets it as --kubeconfig unless
+	// ProcessKubeconfig is set.
 	Kubeconfig string
+	// ProcessKubeconfig, when set, is the process's --kubeconfig instead of Kubeconfig: the identity the
+	// operator runs as, such as its CSV's ServiceAccount (InstallCSVRBAC), so that it has exactly the
+	// permissions the bundle grants while StartOperator still installs what OLM would.
+	ProcessKubeconfig string
 	// Name tells processes apart: the Child is "operator <Name>", its log <LogDir>/operator-<Name>.log.
 	Name string
 	// LogPath is the file the process's output goes to, headed by its command line. Default:
@@ -61,7 +67,8 @@ type OperatorOptions struct {
 	SecureMetrics bool
 	// LeaderElection turns --leader-elect on; nil runs with --leader-elect=false.
 	LeaderElection *LeaderElection
-	// ReadyTimeout bounds the wait for /readyz. Default: DefaultOperatorReadyTimeout.
+	// ReadyTimeout bounds the wait for /readyz and the metrics and pprof listeners (see StartOperator).
+	// Default: DefaultOperatorReadyTimeout.
 	ReadyTimeout time.Duration
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL. Default: DefaultOperatorStopTimeout.
 	StopTimeout time.Duration
@@ -112,9 +119,16 @@ type Operator struct {
 
 // StartOperator starts the operator with its probe, metrics and webhook endpoints (and pprof's) on free
 // 127.0.0.1 ports, the webhook server with a certificate of its own (WebhookCerts), and waits until
-// /readyz answers 200; with WebhookManifests it then installs the webhook configurations that call this
-// process and waits until the API server does. When the operator exits first or is not ready in time, it
-// stops the process and says where its log is, with the log's last lines.
+// /readyz answers 200 and the metrics (and pprof) ports accept connections; with WebhookManifests it then
+// installs the webhook configurations that call this process and waits until the API server does. When
+// the operator exits first or is not ready in time, it stops the process and says where its log is, with
+// the log's last lines.
+//
+// The manager's /readyz covers its webhook server (main.go adds the server's StartedChecker), but not the
+// metrics server, which controller-runtime starts beside the probe server and which opens its port a
+// moment later (after making its certificate): a caller that scrapes right after StartOperator returns
+// must not race with it. A caller that turns metrics off with --metrics-bind-address=0 in Args would make
+// that wait time out.
 func StartOperator(ctx context.Context, o OperatorOptions) (*Operator, error) {
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = DefaultOperatorReadyTimeout
@@ -187,7 +201,7 @@ func StartOperator(ctx context.Context, o OperatorOptions) (*Operator, error) {
 	if op.Child, err = StartChild(name, o.Binary, op.Args, operatorEnv(os.Environ(), o.Env), out); err != nil {
 		return nil, err
 	}
-	if err := op.WaitReady(ctx, o.ReadyTimeout, HealthCheck("http://"+op.ProbeAddr+"/readyz")); err != nil {
+	if err := op.WaitReady(ctx, o.ReadyTimeout, operatorReady(op)); err != nil {
 		stopErr := op.Stop()
 		if op.LogPath != "" {
 			err = fmt.Errorf("%w\nlog %s ends with:\n%s", err, op.LogPath, op.Tail(20))
@@ -204,10 +218,36 @@ func StartOperator(ctx context.Context, o OperatorOptions) (*Operator, error) {
 	return op, nil
 }
 
+// operatorReady passes once /readyz answers 200 and then every other port of the process accepts
+// connections: what StartOperator promises its caller can talk to.
+func operatorReady(op *Operator) func(context.Context) error {
+	readyz := HealthCheck("http://" + op.ProbeAddr + "/readyz")
+	return func(ctx context.Context) error {
+		if err := readyz(ctx); err != nil {
+			return err
+		}
+		listeners := []struct{ name, addr string }{{"metrics", op.MetricsAddr}, {"pprof", op.PprofAddr}}
+		for _, l := range listeners {
+			if l.addr == "" {
+				continue
+			}
+			var d net.Dialer
+			dctx, cancel := context.WithTimeout(ctx, time.Second)
+			conn, err := d.DialContext(dctx, "tcp", l.addr)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("ready, but its %s port does not accept connections yet: %w", l.name, err)
+			}
+			_ = conn.Close()
+		}
+		return nil
+	}
+}
+
 // operatorArgs is the operator's command line: StartOperator's flags, then o.Args.
 func operatorArgs(o OperatorOptions, probeAddr, metricsAddr, pprofAddr string) []string {
 	args := []string{
-		"--kubeconfig=" + o.Kubeconfig,
+		"--kubeconfig=" + cmp.Or(o.ProcessKubeconfig, o.Kubeconfig),
 		"--health-probe-bind-address=" + probeAddr,
 		"--metrics-bind-address=" + metricsAddr,
 	}

@@ -25,7 +25,8 @@ import (
 // /readyz, /metrics and /debug/pprof/, SIGTERM for a clean exit.
 const fakeOperatorEnv = "LOCALCLUSTER_FAKE_OPERATOR"
 
-// fakeModeEnv changes how the fake behaves: "exit" gives up at once, "never-ready" answers /readyz 503.
+// fakeModeEnv changes how the fake behaves: "exit" gives up at once, "never-ready" answers /readyz 503,
+// "metrics-never" is ready but never opens its metrics port.
 const fakeModeEnv = "LOCALCLUSTER_FAKE_OPERATOR_MODE"
 
 func TestMain(m *testing.M) {
@@ -73,31 +74,57 @@ func fakeOperator(args []string) int {
 		}
 		go func() { _ = http.Serve(l, h) }()
 	}
-	serve(*probeAddr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/readyz" && os.Getenv(fakeModeEnv) == "never-ready" {
-			fmt.Println("not ready, as asked")
-			http.Error(w, "not ready, as asked", http.StatusServiceUnavailable)
+	// Like the manager: the probe port listens from the start, /readyz passes only once the webhook
+	// server listens (main.go's StartedChecker), and the metrics server opens its port a moment after the
+	// process is first ready. Both delays are there so that a StartOperator that did not wait for what
+	// its caller talks to would be caught by the tests below.
+	var webhooksUp, readyOnce atomic.Bool
+	var scrapes atomic.Int64
+	serveMetrics := func() {
+		if os.Getenv(fakeModeEnv) == "metrics-never" {
+			fmt.Println("never serving metrics, as asked")
 			return
 		}
-		fmt.Fprintln(w, "ok")
-	}))
-	var scrapes atomic.Int64
-	serve(*metricsAddr, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		leading := 0
-		if *leaderElect {
-			leading = 1
+		time.Sleep(300 * time.Millisecond)
+		serve(*metricsAddr, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			leading := 0
+			if *leaderElect {
+				leading = 1
+			}
+			fmt.Fprintf(w, "# TYPE fake_scrapes_total counter\nfake_scrapes_total{path=\"/metrics\"} %d\n", scrapes.Add(1))
+			fmt.Fprintf(w, "# TYPE fake_leader gauge\nfake_leader{namespace=%q,lease=%q} %d\n", *leaseNS, lease.String(), leading)
+			fmt.Fprintf(w, "# TYPE fake_workers gauge\nfake_workers %d\n", *workers)
+		}))
+		fmt.Println("metrics served")
+	}
+	serve(*probeAddr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			if os.Getenv(fakeModeEnv) == "never-ready" {
+				fmt.Println("not ready, as asked")
+				http.Error(w, "not ready, as asked", http.StatusServiceUnavailable)
+				return
+			}
+			if !webhooksUp.Load() {
+				http.Error(w, "webhook server not started", http.StatusServiceUnavailable)
+				return
+			}
+			if readyOnce.CompareAndSwap(false, true) {
+				go serveMetrics()
+			}
 		}
-		fmt.Fprintf(w, "# TYPE fake_scrapes_total counter\nfake_scrapes_total{path=\"/metrics\"} %d\n", scrapes.Add(1))
-		fmt.Fprintf(w, "# TYPE fake_leader gauge\nfake_leader{namespace=%q,lease=%q} %d\n", *leaseNS, lease.String(), leading)
-		fmt.Fprintf(w, "# TYPE fake_workers gauge\nfake_workers %d\n", *workers)
+		fmt.Fprintln(w, "ok")
 	}))
 	if *pprofAddr != "" {
 		serve(*pprofAddr, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "pprof") }))
 	}
-	if err := serveFakeWebhooks(net.JoinHostPort(*webhookHost, strconv.Itoa(*webhookPort)), *webhookCertDir); err != nil {
-		fmt.Println(err)
-		return 2
-	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		if err := serveFakeWebhooks(net.JoinHostPort(*webhookHost, strconv.Itoa(*webhookPort)), *webhookCertDir); err != nil {
+			fmt.Println(err)
+			os.Exit(2)
+		}
+		webhooksUp.Store(true)
+	}()
 	fmt.Println("serving")
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
@@ -243,6 +270,8 @@ func TestStartOperatorFails(t *testing.T) {
 	}{
 		{"exit", 30 * time.Second, []string{"operator fake exited before it was ready: exit status 3", "giving up at once, as asked"}},
 		{"never-ready", 2 * time.Second, []string{"operator fake not ready after 2s", "503 Service Unavailable", "not ready, as asked"}},
+		// Ready, but its metrics port never listens: StartOperator must not hand it to a caller that scrapes.
+		{"metrics-never", 3 * time.Second, []string{"operator fake not ready after 3s", "metrics port does not accept connections", "never serving metrics, as asked"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
@@ -299,6 +328,8 @@ func TestOperatorArgs(t *testing.T) {
 			append(slices.Clone(base), "--metrics-secure=false", "--leader-elect=false")},
 		{"pprof and extra args last", OperatorOptions{Kubeconfig: "/k", Args: []string{"--sync-period=1m"}}, pprof,
 			append(slices.Clone(base), "--metrics-secure=false", "--pprof-bind-address="+pprof, "--leader-elect=false", "--sync-period=1m")},
+		{"the process's own kubeconfig", OperatorOptions{Kubeconfig: "/admin", ProcessKubeconfig: "/k"}, "",
+			append(slices.Clone(base), "--metrics-secure=false", "--leader-elect=false")},
 		{"secure metrics", OperatorOptions{Kubeconfig: "/k", SecureMetrics: true}, "",
 			append(slices.Clone(base), "--leader-elect=false")},
 		{"leader election with the operator's timings", OperatorOptions{Kubeconfig: "/k", LeaderElection: &LeaderElection{Namespace: "ns"}}, "",
