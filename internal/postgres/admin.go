@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -48,6 +49,34 @@ type Admin struct {
 	conn *pgx.Conn
 	// release hands a pooled session back to its Pool; nil for a session of its own.
 	release func(context.Context, *pgx.Conn) error
+	// afterExec, when set, is called after each writing statement Ensure and Drop run: tests look at
+	// the server between two statements through it.
+	afterExec func(stmt string)
+}
+
+// Transport is what a session to a server was seen to run over.
+type Transport string
+
+const (
+	// TransportUnknown is no session seen: nothing is known of what the server offers.
+	TransportUnknown Transport = ""
+	// TransportPlain is a session without TLS.
+	TransportPlain Transport = "plain"
+	// TransportTLS is a session that negotiated TLS.
+	TransportTLS Transport = "tls"
+)
+
+// Transport says whether the session negotiated TLS. With sslmode prefer or allow this is the server's
+// answer, which the sslmode alone does not tell.
+func (a *Admin) Transport() Transport {
+	if a.conn == nil {
+		return TransportUnknown
+	}
+	// pgx replaces the connection by the *tls.Conn it wraps it in once the server agreed to TLS.
+	if _, ok := a.conn.PgConn().Conn().(*tls.Conn); ok {
+		return TransportTLS
+	}
+	return TransportPlain
 }
 
 // Connect logs in with s.
@@ -153,6 +182,8 @@ type state struct {
 	dbExists, publicHasAccess    bool
 	dbOwner                      string
 	dbComment                    *string
+	// dbAllowConn is datallowconn: false for a database whose making was cut short before it was opened.
+	dbAllowConn bool
 }
 
 func (a *Admin) inspect(ctx context.Context, name string) (state, error) {
@@ -167,8 +198,8 @@ func (a *Admin) inspect(ctx context.Context, name string) (state, error) {
 		st.roleExists = true
 	}
 	err = a.conn.QueryRow(ctx, `SELECT pg_get_userbyid(datdba), shobj_description(oid, 'pg_database'),
-		datacl IS NULL OR EXISTS (SELECT 1 FROM unnest(datacl::text[]) AS acl WHERE acl LIKE '=%')
-		FROM pg_database WHERE datname = $1`, name).Scan(&st.dbOwner, &st.dbComment, &st.publicHasAccess)
+		datacl IS NULL OR EXISTS (SELECT 1 FROM unnest(datacl::text[]) AS acl WHERE acl LIKE '=%'), datallowconn
+		FROM pg_database WHERE datname = $1`, name).Scan(&st.dbOwner, &st.dbComment, &st.publicHasAccess, &st.dbAllowConn)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
@@ -218,7 +249,8 @@ func (st state) claim(d Database) (rewrite bool, err error) {
 
 // Ensure makes the server hold d: the role (LOGIN, d.Password when new or asked for), the operator's
 // membership in it when the operator is no superuser, the database owned by it, no PUBLIC privileges on
-// the database, and the owner comments on both. It sends only the statements that change something and
+// the database, and the owner comments on both. A new database is made by NewDatabase: closed to every
+// session until PUBLIC's privileges are revoked, so no other role connects to it in between. It sends only the statements that change something and
 // returns them, so an unchanged database costs reads only. A role or database that is not d.Owner's
 // gives a *ClaimedError and is left untouched.
 func (a *Admin) Ensure(ctx context.Context, d Database) (changed []string, err error) {
@@ -275,8 +307,8 @@ func (a *Admin) Ensure(ctx context.Context, d Database) (changed []string, err e
 	stmts = nil
 	if !st.dbExists {
 		// CREATE DATABASE cannot run in a transaction; a database left without its comment is taken up
-		// by the next Ensure, since our role owns it.
-		stmts = append(stmts, CreateDatabase(d.Name, d.Name), CommentOnDatabase(d.Name, comment), RevokePublic(d.Name))
+		// by the next Ensure, since our role owns it, and one left closed is opened by it after the revoke.
+		stmts = append(stmts, NewDatabase(d.Name, d.Name, comment)...)
 	} else {
 		if st.dbOwner != d.Name {
 			stmts = append(stmts, SetDatabaseOwner(d.Name, d.Name))
@@ -286,6 +318,11 @@ func (a *Admin) Ensure(ctx context.Context, d Database) (changed []string, err e
 		}
 		if st.publicHasAccess {
 			stmts = append(stmts, RevokePublic(d.Name))
+		}
+		// Opened last, after the revoke above: a database whose making was cut short stays closed
+		// until PUBLIC has no CONNECT.
+		if !st.dbAllowConn {
+			stmts = append(stmts, AllowConnections(d.Name))
 		}
 	}
 	return changed, a.exec(ctx, stmts, &changed)
@@ -298,6 +335,9 @@ func (a *Admin) exec(ctx context.Context, stmts []string, changed *[]string) err
 			return fmt.Errorf("%s: %w", summary(q), err)
 		}
 		*changed = append(*changed, summary(q))
+		if a.afterExec != nil {
+			a.afterExec(q)
+		}
 	}
 	return nil
 }

@@ -37,9 +37,25 @@ func GrantRoleToCurrentUser(role string) string {
 	return fmt.Sprintf("GRANT %s TO CURRENT_USER", ident(role))
 }
 
-// CreateDatabase makes database db owned by owner.
+// CreateDatabase makes database db owned by owner, closed to every new session: PUBLIC holds CONNECT on
+// a new database until RevokePublic runs, and CREATE DATABASE cannot share a transaction with the
+// REVOKE, so the database takes no connection at all until AllowConnections opens it after the revoke.
 func CreateDatabase(db, owner string) string {
-	return fmt.Sprintf("CREATE DATABASE %s OWNER %s", ident(db), ident(owner))
+	return fmt.Sprintf("CREATE DATABASE %s WITH OWNER %s ALLOW_CONNECTIONS false", ident(db), ident(owner))
+}
+
+// AllowConnections opens db to sessions again (datallowconn), the last step of making it.
+func AllowConnections(db string) string {
+	return fmt.Sprintf("ALTER DATABASE %s WITH ALLOW_CONNECTIONS true", ident(db))
+}
+
+// NewDatabase is the whole making of database db for owner, in the order it must run: created closed,
+// commented, PUBLIC's privileges revoked, and only then opened. No role but owner (and superusers, and
+// owner's members) can connect to it at any moment: before the revoke the database refuses every
+// session, after it PUBLIC has no CONNECT. CREATE DATABASE cannot run in a transaction, so the
+// statements are sent one by one; a procedure cut short leaves a closed database, which Ensure finishes.
+func NewDatabase(db, owner, comment string) []string {
+	return []string{CreateDatabase(db, owner), CommentOnDatabase(db, comment), RevokePublic(db), AllowConnections(db)}
 }
 
 // SetDatabaseOwner gives database db to owner.

@@ -14,19 +14,36 @@ func TestStatements(t *testing.T) {
 		{CreateRole("app", "SCRAM-SHA-256$4096:c2FsdA==$a:b"), `CREATE ROLE "app" WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD 'SCRAM-SHA-256$4096:c2FsdA==$a:b'`},
 		{SetPassword(`we"ird`, "v"), `ALTER ROLE "we""ird" WITH LOGIN PASSWORD 'v'`},
 		{GrantRoleToCurrentUser("app"), `GRANT "app" TO CURRENT_USER`},
-		{CreateDatabase("app", "app"), `CREATE DATABASE "app" OWNER "app"`},
+		{CreateDatabase("app", "app"), `CREATE DATABASE "app" WITH OWNER "app" ALLOW_CONNECTIONS false`},
+		{AllowConnections("app"), `ALTER DATABASE "app" WITH ALLOW_CONNECTIONS true`},
 		{SetDatabaseOwner("app", "app"), `ALTER DATABASE "app" OWNER TO "app"`},
 		{RevokePublic("app"), `REVOKE ALL ON DATABASE "app" FROM PUBLIC`},
 		{CommentOnRole("app", "it's"), `COMMENT ON ROLE "app" IS 'it''s'`},
 		{CommentOnDatabase("a.b", "x\x00y"), `COMMENT ON DATABASE "a.b" IS 'xy'`},
 		{DropDatabase("app"), `DROP DATABASE IF EXISTS "app" WITH (FORCE)`},
 		{DropRole("app"), `DROP ROLE IF EXISTS "app"`},
-		{CreateDatabase(`x"; DROP DATABASE postgres; --`, "o"), `CREATE DATABASE "x""; DROP DATABASE postgres; --" OWNER "o"`},
+		{CreateDatabase(`x"; DROP DATABASE postgres; --`, "o"), `CREATE DATABASE "x""; DROP DATABASE postgres; --" WITH OWNER "o" ALLOW_CONNECTIONS false`},
+		{AllowConnections(`x"; --`), `ALTER DATABASE "x""; --" WITH ALLOW_CONNECTIONS true`},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
 			t.Errorf("got  %s\nwant %s", tt.got, tt.want)
 		}
+	}
+}
+
+// TestNewDatabaseOrder pins the making of a database: closed first, opened only after PUBLIC's
+// privileges are revoked.
+func TestNewDatabaseOrder(t *testing.T) {
+	got := NewDatabase("app", "owner", "c")
+	want := []string{
+		`CREATE DATABASE "app" WITH OWNER "owner" ALLOW_CONNECTIONS false`,
+		`COMMENT ON DATABASE "app" IS 'c'`,
+		`REVOKE ALL ON DATABASE "app" FROM PUBLIC`,
+		`ALTER DATABASE "app" WITH ALLOW_CONNECTIONS true`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("NewDatabase =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
