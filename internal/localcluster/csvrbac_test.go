@@ -1,0 +1,488 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// testCSV is a ClusterServiceVersion with the shape of the bundle's: one Deployment, cluster-wide rules
+// for TokenReviews, namespaced rules for ConfigMaps (plus what rules the caller adds), and every install
+// mode but MultiNamespace.
+func testCSV(extraRules string) string {
+	return `apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: test-operator.v0.0.1
+spec:
+  displayName: test
+  install:
+    strategy: deployment
+    spec:
+      clusterPermissions:
+      - serviceAccountName: test-operator
+        rules:
+        - apiGroups: [authentication.k8s.io]
+          resources: [tokenreviews]
+          verbs: [create]
+      permissions:
+      - serviceAccountName: test-operator
+        rules:
+        - apiGroups: [""]
+          resources: [configmaps]
+          verbs: [get, list]
+` + extraRules + `      deployments:
+      - name: test-operator
+        spec:
+          selector:
+            matchLabels: {app: test}
+          template:
+            metadata:
+              labels: {app: test}
+            spec:
+              serviceAccountName: test-operator
+              containers:
+              - name: manager
+                image: example/test:1
+  installModes:
+  - {type: OwnNamespace, supported: true}
+  - {type: SingleNamespace, supported: true}
+  - {type: MultiNamespace, supported: false}
+  - {type: AllNamespaces, supported: true}
+`
+}
+
+// leaseRules are more namespaced rules for testCSV: a second entry.
+const leaseRules = `      - serviceAccountName: test-operator
+        rules:
+        - apiGroups: [coordination.k8s.io]
+          resources: [leases]
+          verbs: [get, create]
+`
+
+func parseCSV(t *testing.T, doc string) *operatorsv1alpha1.ClusterServiceVersion {
+	t.Helper()
+	csv, err := ReadCSV(writeFile(t, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return csv
+}
+
+// describeObjects is "Kind namespace/name -> subject or rule summary", one per object, for comparison.
+func describeObjects(objs []client.Object) []string {
+	var out []string
+	for _, obj := range objs {
+		s := fmt.Sprintf("%T %s/%s", obj, obj.GetNamespace(), obj.GetName())
+		switch o := obj.(type) {
+		case *rbacv1.ClusterRoleBinding:
+			s += fmt.Sprintf(" %s %s -> %s/%s", o.RoleRef.Kind, o.RoleRef.Name, o.Subjects[0].Namespace, o.Subjects[0].Name)
+		case *rbacv1.RoleBinding:
+			s += fmt.Sprintf(" %s %s -> %s/%s", o.RoleRef.Kind, o.RoleRef.Name, o.Subjects[0].Namespace, o.Subjects[0].Name)
+		case *rbacv1.ClusterRole:
+			s += " " + strings.Join(o.Rules[0].Resources, ",")
+		case *rbacv1.Role:
+			s += " " + strings.Join(o.Rules[0].Resources, ",")
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestCSVRBAC(t *testing.T) {
+	csv := parseCSV(t, testCSV(""))
+	const (
+		sa         = "*v1.ServiceAccount op/test-operator"
+		tokenRole  = "*v1.ClusterRole /test-operator.v0.0.1-op-cluster-0 tokenreviews"
+		tokenBind  = "*v1.ClusterRoleBinding /test-operator.v0.0.1-op-cluster-0 ClusterRole test-operator.v0.0.1-op-cluster-0 -> op/test-operator"
+		ownRole    = "*v1.Role op/test-operator.v0.0.1-0 configmaps"
+		ownBind    = "*v1.RoleBinding op/test-operator.v0.0.1-0 Role test-operator.v0.0.1-0 -> op/test-operator"
+		teamRole   = "*v1.Role team/test-operator.v0.0.1-0 configmaps"
+		teamBind   = "*v1.RoleBinding team/test-operator.v0.0.1-0 Role test-operator.v0.0.1-0 -> op/test-operator"
+		allRole    = "*v1.ClusterRole /test-operator.v0.0.1-op-0 configmaps"
+		allBinding = "*v1.ClusterRoleBinding /test-operator.v0.0.1-op-0 ClusterRole test-operator.v0.0.1-op-0 -> op/test-operator"
+	)
+	tests := []struct {
+		name      string
+		namespace string
+		targets   []string
+		want      []string
+		wantErr   string
+	}{
+		{"OwnNamespace: the namespaced rules in the operator's namespace only", "op", []string{"op"},
+			[]string{sa, tokenRole, tokenBind, ownRole, ownBind}, ""},
+		{"SingleNamespace: copied into the target namespace", "op", []string{"team"},
+			[]string{sa, tokenRole, tokenBind, ownRole, ownBind, teamRole, teamBind}, ""},
+		{"AllNamespaces: the namespaced rules cluster-wide too", "op", nil,
+			[]string{sa, tokenRole, tokenBind, ownRole, ownBind, allRole, allBinding}, ""},
+		{"MultiNamespace, which the CSV does not support", "op", []string{"team", "other"},
+			nil, "MultiNamespace InstallModeType not supported"},
+		{"no operator namespace", "", []string{"team"}, nil, "namespace is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs, err := CSVRBAC(csv, tt.namespace, tt.targets)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := describeObjects(objs); !slices.Equal(got, tt.want) {
+				t.Errorf("objects\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+			for _, obj := range objs {
+				if obj.GetLabels()[CSVInstallLabel] != tt.namespace {
+					t.Errorf("%T %s lacks %s=%s", obj, obj.GetName(), CSVInstallLabel, tt.namespace)
+				}
+			}
+		})
+	}
+
+	t.Run("an install mode the CSV does not support is refused, as OLM refuses it", func(t *testing.T) {
+		own := parseCSV(t, strings.Replace(testCSV(""), "{type: AllNamespaces, supported: true}", "{type: AllNamespaces, supported: false}", 1))
+		if _, err := CSVRBAC(own, "op", nil); err == nil || !strings.Contains(err.Error(), "AllNamespaces InstallModeType not supported") {
+			t.Errorf("AllNamespaces: %v", err)
+		}
+		if _, err := CSVRBAC(own, "op", []string{"op"}); err != nil {
+			t.Errorf("control, OwnNamespace: %v", err)
+		}
+	})
+	t.Run("an entry without a ServiceAccount", func(t *testing.T) {
+		bad := parseCSV(t, strings.Replace(testCSV(""), "      - serviceAccountName: test-operator\n        rules:\n        - apiGroups: [\"\"]", "      - rules:\n        - apiGroups: [\"\"]", 1))
+		if _, err := CSVRBAC(bad, "op", []string{"op"}); err == nil || !strings.Contains(err.Error(), "names no serviceAccountName") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("the CSV is not changed", func(t *testing.T) {
+		before := parseCSV(t, testCSV(""))
+		objs, err := CSVRBAC(csv, "op", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs[1].(*rbacv1.ClusterRole).Rules[0].Verbs[0] = "changed"
+		if !equalJSON(t, before.Spec.InstallStrategy, csv.Spec.InstallStrategy) {
+			t.Error("the objects share rules with the CSV")
+		}
+	})
+}
+
+func TestCSVServiceAccount(t *testing.T) {
+	one := parseCSV(t, testCSV(""))
+	two := parseCSV(t, testCSV(""))
+	d := two.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0]
+	d.Name, d.Spec.Template.Spec.ServiceAccountName = "second", "second-sa"
+	two.Spec.InstallStrategy.StrategySpec.DeploymentSpecs = append(two.Spec.InstallStrategy.StrategySpec.DeploymentSpecs, d)
+	noSA := parseCSV(t, strings.Replace(testCSV(""), "              serviceAccountName: test-operator\n", "", 1))
+	tests := []struct {
+		name       string
+		csv        *operatorsv1alpha1.ClusterServiceVersion
+		deployment string
+		want       string
+		wantErr    string
+	}{
+		{"the one deployment", one, "", "test-operator", ""},
+		{"the one deployment, named", one, "test-operator", "test-operator", ""},
+		{"a deployment the CSV lacks", one, "other", "", "has no deployment other"},
+		{"two deployments, unnamed", two, "", "", "has 2 deployments"},
+		{"two deployments, the second named", two, "second", "second-sa", ""},
+		{"a pod with the default ServiceAccount", noSA, "", "", "names no serviceAccountName"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := CSVServiceAccount(tt.csv, tt.deployment)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("= %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadCSV(t *testing.T) {
+	if _, err := ReadCSV(writeFile(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")); err == nil || !strings.Contains(err.Error(), "is not a ClusterServiceVersion") {
+		t.Errorf("a ConfigMap: %v", err)
+	}
+	if _, err := ReadCSV(filepath.Join(t.TempDir(), "absent.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing file: %v", err)
+	}
+	dir := t.TempDir()
+	if _, err := FindCSV(dir); err == nil || !strings.Contains(err.Error(), "0 files match") {
+		t.Errorf("FindCSV of an empty directory: %v", err)
+	}
+}
+
+// TestBundleCSV reads the bundle as it ships: one CSV, whose Deployment's ServiceAccount is granted
+// something, and which supports the install modes the e2e suite uses (OwnNamespace for the scoped
+// operators, AllNamespaces for the catalyst ones).
+func TestBundleCSV(t *testing.T) {
+	root, err := FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := FindCSV(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv, err := ReadCSV(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := CSVServiceAccount(csv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, targets := range [][]string{{"operator-ns"}, nil} {
+		objs, err := CSVRBAC(csv, "operator-ns", targets)
+		if err != nil {
+			t.Fatalf("targets %q: %v", targets, err)
+		}
+		if !slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*rbacv1.RoleBinding); return ok }) {
+			t.Errorf("targets %q: no RoleBinding for %s: %v", targets, sa, describeObjects(objs))
+		}
+	}
+}
+
+func TestForbidden(t *testing.T) {
+	const user = "system:serviceaccount:op:platform-operator-controller-manager"
+	log := strings.Join([]string{
+		`E0101 leaderelection.go:448] error retrieving resource lock op/x: leases.coordination.k8s.io "x" is forbidden: User "` + user + `" cannot get resource "leases" in API group "coordination.k8s.io" in the namespace "op"`,
+		`{"level":"error","msg":"Reconciler error","error":"namespaces is forbidden: User \"` + user + `\" cannot create resource \"namespaces\" in API group \"\" at the cluster scope"}`,
+		`{"level":"info","msg":"tenant refused","error":"deployments.apps is forbidden: User \"system:serviceaccount:team:deployer\" cannot create resource \"deployments\""}`,
+		`{"level":"error","error":"pods \"p\" is forbidden: violates PodSecurity \"restricted:latest\""}`,
+		`{"level":"error","error":"configmaps is forbidden: User \"` + user + `-2\" cannot list resource \"configmaps\""}`,
+		`{"level":"info","msg":"all fine"}`,
+	}, "\n")
+	got := Forbidden(log, user)
+	if len(got) != 2 || !strings.Contains(got[0], `"leases"`) || !strings.Contains(got[1], `\"namespaces\"`) {
+		t.Errorf("Forbidden = %q, want the leases and namespaces lines (not the tenant's, Pod Security's or another ServiceAccount's)", got)
+	}
+	if got := Forbidden("", user); got != nil {
+		t.Errorf("Forbidden of an empty log = %q", got)
+	}
+}
+
+// TestInstallCSVRBACOnLocalCluster proves against a real API server that the kubeconfig of
+// InstallCSVRBAC authenticates as the CSV's ServiceAccount and is allowed what the CSV grants, where it
+// grants it, and nothing else; and that installing again follows the CSV file as it is then.
+func TestInstallCSVRBACOnLocalCluster(t *testing.T) {
+	c := New(Options{SkipExternalCRDs: true})
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	admin := c.Client()
+	for _, ns := range []string{"team-a", "team-b"} {
+		if err := admin.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	csvPath := writeFile(t, testCSV(""))
+	install := func(t *testing.T, o CSVInstall) (*CSVIdentity, client.Client) {
+		t.Helper()
+		if o.CSVPath == "" {
+			o.CSVPath = csvPath
+		}
+		id, err := InstallCSVRBAC(t.Context(), c.Config(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := kubeconfigClient(id.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id, sc
+	}
+	canList := func(sc client.Client, ns string) error {
+		return sc.List(context.Background(), &corev1.ConfigMapList{}, client.InNamespace(ns))
+	}
+	wantForbidden := func(t *testing.T, what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: %v, want forbidden", what, err)
+		}
+	}
+
+	t.Run("OwnNamespace", func(t *testing.T) {
+		id, sc := install(t, CSVInstall{Namespace: "op-own", TargetNamespaces: []string{"op-own"}})
+		if id.Username != "system:serviceaccount:op-own:test-operator" || id.CSV != "test-operator.v0.0.1" {
+			t.Errorf("identity %+v", id)
+		}
+		// The API server says who the kubeconfig is: the ServiceAccount, not the admin.
+		cfg, err := clientcmd.BuildConfigFromFlags("", id.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cfg.CertData) > 0 || cfg.BearerToken == "" {
+			t.Errorf("the kubeconfig should carry a token and no client certificate")
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ssr, err := cs.AuthenticationV1().SelfSubjectReviews().Create(t.Context(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ssr.Status.UserInfo.Username != id.Username {
+			t.Errorf("the API server sees %q, want %q", ssr.Status.UserInfo.Username, id.Username)
+		}
+		if fi, err := os.Stat(id.Kubeconfig); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("kubeconfig file: %v, %v; want mode 0600", fi, err)
+		}
+
+		if err := canList(sc, "op-own"); err != nil {
+			t.Errorf("list ConfigMaps in its own namespace: %v", err)
+		}
+		wantForbidden(t, "list ConfigMaps in a namespace it does not target", canList(sc, "team-a"))
+		wantForbidden(t, "list Secrets, which the CSV does not grant", sc.List(t.Context(), &corev1.SecretList{}, client.InNamespace("op-own")))
+		tr := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "not-a-token"}}
+		if err := sc.Create(t.Context(), tr); err != nil {
+			t.Errorf("create a TokenReview (clusterPermissions): %v", err)
+		}
+
+		if err := id.Uninstall(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(id.Kubeconfig); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("after Uninstall, the kubeconfig: %v, want it removed", err)
+		}
+		for _, obj := range id.Objects {
+			if err := admin.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+				t.Errorf("after Uninstall, %T %s: %v", obj, obj.GetName(), err)
+			}
+		}
+		// The token dies with its ServiceAccount.
+		if err := eventually(t, func() error {
+			if err := canList(sc, "op-own"); !apierrors.IsUnauthorized(err) {
+				return fmt.Errorf("list with the token of a deleted ServiceAccount: %v, want unauthorized", err)
+			}
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+
+	t.Run("SingleNamespace", func(t *testing.T) {
+		_, sc := install(t, CSVInstall{Namespace: "op-single", TargetNamespaces: []string{"team-a"},
+			KubeconfigPath: filepath.Join(t.TempDir(), "kubeconfig")})
+		for _, ns := range []string{"op-single", "team-a"} {
+			if err := canList(sc, ns); err != nil {
+				t.Errorf("list ConfigMaps in %s: %v", ns, err)
+			}
+		}
+		wantForbidden(t, "list ConfigMaps in team-b", canList(sc, "team-b"))
+		wantForbidden(t, "list ConfigMaps cluster-wide", canList(sc, ""))
+	})
+
+	t.Run("AllNamespaces", func(t *testing.T) {
+		_, sc := install(t, CSVInstall{Namespace: "op-all"})
+		for _, ns := range []string{"team-b", ""} {
+			if err := canList(sc, ns); err != nil {
+				t.Errorf("list ConfigMaps in %q: %v", ns, err)
+			}
+		}
+		wantForbidden(t, "list Secrets", sc.List(t.Context(), &corev1.SecretList{}))
+	})
+
+	t.Run("installing again follows the CSV file as it is then", func(t *testing.T) {
+		path := writeFile(t, testCSV(leaseRules))
+		_, sc := install(t, CSVInstall{CSVPath: path, Namespace: "op-again", TargetNamespaces: []string{"op-again"}})
+		lease := func() error {
+			return sc.Create(t.Context(), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{GenerateName: "l-", Namespace: "op-again"}})
+		}
+		if err := lease(); err != nil {
+			t.Fatalf("create a Lease the CSV grants: %v", err)
+		}
+		// The same CSV without the lease rules: the second Role and its binding go.
+		if err := os.WriteFile(path, []byte(testCSV("")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, sc = install(t, CSVInstall{CSVPath: path, Namespace: "op-again", TargetNamespaces: []string{"op-again"}})
+		if err := eventually(t, func() error {
+			if err := lease(); !apierrors.IsForbidden(err) {
+				return fmt.Errorf("create a Lease after the CSV dropped the rule: %v, want forbidden", err)
+			}
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+		var roles rbacv1.RoleList
+		if err := admin.List(t.Context(), &roles, client.InNamespace("op-again"), client.MatchingLabels{CSVInstallLabel: "op-again"}); err != nil {
+			t.Fatal(err)
+		}
+		if len(roles.Items) != 1 {
+			t.Errorf("%d Roles left, want 1", len(roles.Items))
+		}
+		if err := canList(sc, "op-again"); err != nil {
+			t.Errorf("control: list ConfigMaps, still granted: %v", err)
+		}
+	})
+
+	t.Run("a same-named role it did not make is not taken over", func(t *testing.T) {
+		foreign := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-operator.v0.0.1-op-foreign-cluster-0"}}
+		if err := admin.Create(t.Context(), foreign); err != nil {
+			t.Fatal(err)
+		}
+		_, err := InstallCSVRBAC(t.Context(), c.Config(), CSVInstall{CSVPath: csvPath, Namespace: "op-foreign", TargetNamespaces: []string{"op-foreign"}})
+		if err == nil || !strings.Contains(err.Error(), "not taking it over") {
+			t.Errorf("err = %v, want a refusal", err)
+		}
+		if err := admin.Get(t.Context(), client.ObjectKeyFromObject(foreign), foreign); err != nil || len(foreign.Rules) != 0 {
+			t.Errorf("the foreign ClusterRole: %v, rules %v; want it untouched", err, foreign.Rules)
+		}
+	})
+
+	// The bundle as it ships, installed the way the e2e suite installs the scoped operators: its
+	// ServiceAccount may hold the leader election Lease and review tokens, and may not read Secrets
+	// outside its namespace.
+	t.Run("the bundle's CSV", func(t *testing.T) {
+		root, err := FindRepoRoot(".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		path, err := FindCSV(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, sc := install(t, CSVInstall{CSVPath: path, Namespace: "op-bundle", TargetNamespaces: []string{"op-bundle"}})
+		if !strings.HasPrefix(id.Username, "system:serviceaccount:op-bundle:") {
+			t.Errorf("username %s", id.Username)
+		}
+		if err := sc.Create(t.Context(), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "leader", Namespace: "op-bundle"}}); err != nil {
+			t.Errorf("create the leader election Lease: %v", err)
+		}
+		if err := sc.Create(t.Context(), &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "x"}}); err != nil {
+			t.Errorf("create a TokenReview (metrics authentication): %v", err)
+		}
+		wantForbidden(t, "list Secrets in team-a", sc.List(t.Context(), &corev1.SecretList{}, client.InNamespace("team-a")))
+	})
+}
