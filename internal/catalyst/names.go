@@ -3,6 +3,7 @@ package catalyst
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
@@ -106,8 +107,9 @@ type Parts struct {
 	Project string
 	// Environment is the catalyst.dev/environment label, or else the Environment's name.
 	Environment string
-	// ProjectNamespace is where the Project is looked up: spec.projectRef.namespace, or else the team
-	// label sanitized like a namespace part, or else the Environment's own namespace.
+	// ProjectNamespace is where the Project is looked up: spec.projectRef.namespace, or else the
+	// Environment's own namespace. Never the team label: a label any tenant writes must not lead to
+	// another team's namespace (a Project there must allow the Environment's namespace, ProjectAllows).
 	ProjectNamespace string
 	// Branch is spec.source.branch, or else the catalyst.dev/branch label (which cannot hold a '/').
 	Branch string
@@ -118,13 +120,9 @@ func PartsOf(env *catalystv1.Environment) Parts {
 	l := env.Labels
 	p := Parts{Team: l[catalystv1.LabelTeam], Project: l[catalystv1.LabelProject],
 		Environment: l[catalystv1.LabelEnvironment], Branch: l[catalystv1.LabelBranch]}
-	switch {
-	case env.Spec.ProjectRef.Namespace != "":
+	p.ProjectNamespace = env.Namespace
+	if env.Spec.ProjectRef.Namespace != "" {
 		p.ProjectNamespace = env.Spec.ProjectRef.Namespace
-	case SanitizePart(p.Team) != "":
-		p.ProjectNamespace = NamespaceName(p.Team)
-	default:
-		p.ProjectNamespace = env.Namespace
 	}
 	if SanitizePart(p.Team) == "" {
 		p.Team = p.ProjectNamespace
@@ -139,6 +137,16 @@ func PartsOf(env *catalystv1.Environment) Parts {
 		p.Branch = env.Spec.Source.Branch
 	}
 	return p
+}
+
+// ProjectAllows says whether Environments of namespace envNamespace may use Project p: those of the
+// Project's own namespace always, those of another namespace only when p lists it in
+// spec.allowedEnvironmentNamespaces. A nil Project (not found) allows no other namespace.
+func ProjectAllows(p *catalystv1.Project, envNamespace string) bool {
+	if p == nil {
+		return false
+	}
+	return p.Namespace == envNamespace || slices.Contains(p.Spec.AllowedEnvironmentNamespaces, envNamespace)
 }
 
 // Namespace is the environment's namespace name.

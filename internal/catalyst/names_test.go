@@ -95,6 +95,18 @@ func TestPartsOf(t *testing.T) {
 			catalystv1.LabelTeam: "My Team", catalystv1.LabelProject: "my-project",
 			catalystv1.LabelEnvironment: "pr-123", catalystv1.LabelBranch: "feature-login",
 		}, catalystv1.ProjectReference{Name: "my-project"}),
+			Parts{Team: "My Team", Project: "my-project", Environment: "pr-123", ProjectNamespace: "my-team-my-project", Branch: "spec/branch"},
+			"my-team-my-project-pr-123"},
+		// The team label names the namespace part only: a label any tenant may write must not lead the
+		// Project lookup into another team's namespace.
+		{"another team's label without projectRef.namespace: the own namespace holds the Project", env(map[string]string{
+			catalystv1.LabelTeam: "team-b", catalystv1.LabelProject: "app", catalystv1.LabelEnvironment: "pr-123",
+		}, catalystv1.ProjectReference{Name: "app"}),
+			Parts{Team: "team-b", Project: "app", Environment: "pr-123", ProjectNamespace: "my-team-my-project", Branch: "spec/branch"},
+			"team-b-app-pr-123"},
+		{"labels and projectRef.namespace", env(map[string]string{
+			catalystv1.LabelTeam: "My Team", catalystv1.LabelProject: "my-project", catalystv1.LabelEnvironment: "pr-123",
+		}, catalystv1.ProjectReference{Name: "my-project", Namespace: "my-team"}),
 			Parts{Team: "My Team", Project: "my-project", Environment: "pr-123", ProjectNamespace: "my-team", Branch: "spec/branch"},
 			"my-team-my-project-pr-123"},
 		{"no labels: the Environment's namespace holds the Project", env(nil, catalystv1.ProjectReference{Name: "web"}),
@@ -117,6 +129,34 @@ func TestPartsOf(t *testing.T) {
 			}
 			if ns := got.Namespace(); ns != tt.wantNS {
 				t.Fatalf("Namespace() = %q, want %q", ns, tt.wantNS)
+			}
+		})
+	}
+}
+
+func TestProjectAllows(t *testing.T) {
+	project := func(ns string, allowed ...string) *catalystv1.Project {
+		return &catalystv1.Project{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+			Spec: catalystv1.ProjectSpec{AllowedEnvironmentNamespaces: allowed}}
+	}
+	tests := []struct {
+		name    string
+		project *catalystv1.Project
+		envNS   string
+		want    bool
+	}{
+		{"the Project's own namespace", project("team-b"), "team-b", true},
+		{"another namespace, no list", project("team-b"), "team-a", false},
+		{"another namespace, listed", project("team-b", "team-x", "team-a"), "team-a", true},
+		{"another namespace, not listed", project("team-b", "team-x"), "team-a", false},
+		{"a prefix is not the namespace", project("team-b", "team"), "team-a", false},
+		{"the empty namespace is never listed", project("team-b", "team-a"), "", false},
+		{"no Project", nil, "team-a", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ProjectAllows(tt.project, tt.envNS); got != tt.want {
+				t.Fatalf("ProjectAllows = %v, want %v", got, tt.want)
 			}
 		})
 	}

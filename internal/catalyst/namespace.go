@@ -66,6 +66,9 @@ func Namespace(env *catalystv1.Environment, p Parts, name string) *corev1.Namesp
 		labels[catalystv1.LabelBranch] = LabelValue(p.Branch)
 		annotations[catalystv1.AnnotationBranch] = p.Branch
 	}
+	if n := env.Spec.Source.PRNumber; n > 0 {
+		annotations[catalystv1.AnnotationPRNumber] = fmt.Sprint(n)
+	}
 	labels[podSecurityEnforce] = podSecurityRestricted
 	labels[podSecurityEnforceVersion] = "latest"
 	labels[podSecurityAudit] = podSecurityRestricted

@@ -23,12 +23,18 @@ const (
 	// AnnotationEnvironmentID is the web application's identifier of an Environment. The operator never
 	// writes the Environment's metadata, so the annotation is never removed.
 	AnnotationEnvironmentID = "catalyst.dev/environment-id"
+	// AnnotationAllowDeletion set to "true" on an Environment of type deployment lets it be deleted: the
+	// admission webhook refuses to delete a deployment (staging, production) Environment without it.
+	AnnotationAllowDeletion = "catalyst.dev/allow-deletion"
+	// AnnotationPRNumber, on an environment's namespace, is the Environment's spec.source.prNumber.
+	AnnotationPRNumber = "catalyst.dev/pr-number"
 	// Finalizer holds a deleted Environment until its namespace is gone, and a deleted Project until its
 	// Environments are.
 	Finalizer = "catalyst.dev/finalizer"
 )
 
 // EnvironmentSpec is one running instance of a project: a pull-request preview, staging or production.
+// +kubebuilder:validation:XValidation:rule="!has(self.expireAfter) || !has(self.type) || self.type == 'development'",message="spec.expireAfter is allowed only for type development (previews): a deployment environment never expires",fieldPath=".expireAfter"
 type EnvironmentSpec struct {
 	// ProjectRef names the Project the environment is an instance of.
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Project"
@@ -39,6 +45,16 @@ type EnvironmentSpec struct {
 	// +kubebuilder:default=development
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Type"
 	Type EnvironmentType `json:"type,omitempty"`
+
+	// ExpireAfter makes a development (preview) environment expire: the operator deletes the Environment
+	// this long after it last observed a change of its spec (status.expiresAt), so every change extends
+	// it. At least 1m; only for type development.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.expireAfter must be a duration of at least 1m, such as 72h"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Expire After"
+	ExpireAfter *metav1.Duration `json:"expireAfter,omitempty"`
 
 	// Source is the commit the environment runs.
 	// +optional
@@ -60,8 +76,9 @@ type ProjectReference struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Name"
 	Name string `json:"name"`
 
-	// Namespace is the Project's namespace (the team's). When empty it is the team label
-	// catalyst.dev/team sanitized like a namespace name part, or else the Environment's own namespace.
+	// Namespace is the Project's namespace; empty is the Environment's own namespace (never the team
+	// label's). A Project in another namespace must list the Environment's namespace in its
+	// spec.allowedEnvironmentNamespaces, or the Environment is refused at admission and by the operator.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -99,7 +116,8 @@ type EnvironmentSource struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Branch"
 	Branch string `json:"branch,omitempty"`
 
-	// PRNumber is the pull request's number, for a pull-request preview.
+	// PRNumber is the pull request's number, for a pull-request preview. The operator records it on the
+	// environment's namespace as the annotation catalyst.dev/pr-number (kubectl get -o wide shows it as PR).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pull Request"
@@ -180,6 +198,12 @@ type EnvironmentStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// ExpiresAt is when the operator deletes the environment: spec.expireAfter after it first observed the
+	// current generation. Empty without spec.expireAfter.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Expires At"
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
+
 	// Conditions are NamespaceReady, BuildReady, DeploymentReady, IngressReady and Ready.
 	// +optional
 	// +listType=map
@@ -254,6 +278,8 @@ type BuildStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`,priority=1
+// +kubebuilder:printcolumn:name="PR",type=integer,JSONPath=`.spec.source.prNumber`,priority=1
+// +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.expiresAt`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="Catalyst Environment",resources={{Namespace,v1},{ResourceQuota,v1},{LimitRange,v1},{NetworkPolicy,v1},{Ingress,v1},{Certificate,v1},{Job,v1},{Deployment,v1},{StatefulSet,v1},{Service,v1},{ConfigMap,v1},{Secret,v1}}
 type Environment struct {

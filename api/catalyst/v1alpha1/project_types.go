@@ -39,6 +39,20 @@ type ProjectSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Build"
 	Build *ProjectBuild `json:"build,omitempty"`
+
+	// AllowedEnvironmentNamespaces are the namespaces, besides the Project's own, whose Environments may
+	// name this Project in spec.projectRef. An Environment of any other namespace is refused at admission
+	// and by the operator (NamespaceReady=False/ProjectNotAllowed): it gets nothing built or deployed with
+	// this Project's repository, credentials or registry. Removing a namespace stops new builds and deploys
+	// of its Environments; their namespaces are kept until they are deleted.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Allowed Environment Namespaces"
+	AllowedEnvironmentNamespaces []string `json:"allowedEnvironmentNamespaces,omitempty"`
 }
 
 // LocalObjectReference names an object in the Project's own namespace.

@@ -2,14 +2,18 @@ package v1alpha1_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -83,6 +87,20 @@ func TestProjectAdmission(t *testing.T) {
 			p.Spec.NetworkPolicy = &catalystv1.ProjectNetworkPolicy{Egress: []catalystv1.EgressRule{{}}}
 		}, "spec.networkPolicy.egress[0].ports"},
 		{"a name too long for a namespace part", func(p *catalystv1.Project) { p.Name = strings.Repeat("p", 64) }, "metadata.name"},
+		{"Environment namespaces it allows", func(p *catalystv1.Project) {
+			p.Spec.AllowedEnvironmentNamespaces = []string{"team-a", "team-b-previews"}
+		}, ""},
+		{"an allowed namespace that is not a DNS label", func(p *catalystv1.Project) {
+			p.Spec.AllowedEnvironmentNamespaces = []string{"Team A"}
+		}, "spec.allowedEnvironmentNamespaces[0]"},
+		{"an allowed namespace twice", func(p *catalystv1.Project) {
+			p.Spec.AllowedEnvironmentNamespaces = []string{"team-a", "team-a"}
+		}, "Duplicate value"},
+		{"at most 64 allowed namespaces", func(p *catalystv1.Project) {
+			for i := range 65 {
+				p.Spec.AllowedEnvironmentNamespaces = append(p.Spec.AllowedEnvironmentNamespaces, fmt.Sprintf("team-%d", i))
+			}
+		}, "spec.allowedEnvironmentNamespaces"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,6 +147,20 @@ func TestEnvironmentAdmission(t *testing.T) {
 		}, "envVars name must start with a letter"},
 		{"a projectRef that is not a name", func(e *catalystv1.Environment) { e.Spec.ProjectRef.Name = "My Project" }, "spec.projectRef.name"},
 		{"no projectRef", func(e *catalystv1.Environment) { e.Spec.ProjectRef.Name = "" }, "spec.projectRef.name"},
+		{"a preview that expires", func(e *catalystv1.Environment) {
+			e.Spec.ExpireAfter = &metav1.Duration{Duration: 72 * time.Hour}
+		}, ""},
+		{"a preview that expires after exactly a minute", func(e *catalystv1.Environment) {
+			e.Spec.ExpireAfter = &metav1.Duration{Duration: time.Minute}
+		}, ""},
+		{"a preview that expires too soon", func(e *catalystv1.Environment) {
+			e.Spec.ExpireAfter = &metav1.Duration{Duration: 30 * time.Second}
+		}, "spec.expireAfter must be a duration of at least 1m"},
+		{"a deployment never expires", func(e *catalystv1.Environment) {
+			e.Spec.Type = catalystv1.EnvironmentDeployment
+			e.Spec.ExpireAfter = &metav1.Duration{Duration: 72 * time.Hour}
+		}, "spec.expireAfter is allowed only for type development"},
+		{"a deployment without expiry", func(e *catalystv1.Environment) { e.Spec.Type = catalystv1.EnvironmentDeployment }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,6 +171,21 @@ func TestEnvironmentAdmission(t *testing.T) {
 	}
 }
 
+// An expireAfter that is not a duration at all, which a typed client cannot send.
+func TestEnvironmentExpireAfterNotADuration(t *testing.T) {
+	e := catalysttest.Environment("default", "pr-124", "my-team", "my-project")
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(catalystv1.GroupVersion.WithKind("Environment"))
+	if err := unstructured.SetNestedField(u.Object, "soon", "spec", "expireAfter"); err != nil {
+		t.Fatal(err)
+	}
+	check(t, u, "spec.expireAfter")
+}
+
 func TestEnvironmentDefaults(t *testing.T) {
 	e := &catalystv1.Environment{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: "default"},
 		Spec: catalystv1.EnvironmentSpec{ProjectRef: catalystv1.ProjectReference{Name: "p"}}}
@@ -147,5 +194,11 @@ func TestEnvironmentDefaults(t *testing.T) {
 	}
 	if e.Spec.Type != catalystv1.EnvironmentDevelopment {
 		t.Fatalf("type defaults to development, got %q", e.Spec.Type)
+	}
+	// The type defaults before the expiry rule is checked: an expiring Environment of no type is a preview.
+	e = &catalystv1.Environment{ObjectMeta: metav1.ObjectMeta{Name: "bare-expiring", Namespace: "default"},
+		Spec: catalystv1.EnvironmentSpec{ProjectRef: catalystv1.ProjectReference{Name: "p"}, ExpireAfter: &metav1.Duration{Duration: time.Hour}}}
+	if err := c.Create(context.Background(), e, client.DryRunAll); err != nil {
+		t.Fatal(err)
 	}
 }
