@@ -2,10 +2,14 @@ package irc
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	_ "github.com/lib/pq" // soju's PostgreSQL driver, to open the rendered db line as soju does
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -348,6 +352,84 @@ var _ = Describe("SojuBouncer controller", Ordered, func() {
 		Eventually(warningEvents(ctx, ns, "echo")).Should(ContainElement(ircv1.ReasonCleanupAbandoned))
 		role, db := exists(postgres.Name(ns, "echo"))
 		Expect(role && db).To(BeTrue(), "a released bouncer's database must be left alone")
+	})
+
+	// Last in this ordered container: it turns TLS on for the server the specs share (every other
+	// spec's admin Secret says sslmode disable, which TLS on the server does not change).
+	It("gives soju an sslmode its driver accepts for an admin Secret without one (prefer), with TLS and without", func() {
+		// The config's db line opened as soju opens it: lib/pq, the password in PGPASSWORD.
+		driverOpen := func(connInfo, password string) (bool, error) {
+			old, had := os.LookupEnv("PGPASSWORD")
+			Expect(os.Setenv("PGPASSWORD", password)).To(Succeed())
+			defer func() {
+				if had {
+					_ = os.Setenv("PGPASSWORD", old)
+				} else {
+					_ = os.Unsetenv("PGPASSWORD")
+				}
+			}()
+			db, err := sql.Open("postgres", connInfo)
+			if err != nil {
+				return false, err
+			}
+			defer func() { _ = db.Close() }()
+			var tls bool
+			err = db.QueryRowContext(ctx, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").Scan(&tls)
+			return tls, err
+		}
+		dbLine := func(name string) string {
+			cm := &corev1.ConfigMap{}
+			EventuallyWithOffset(1, get(ctx, cm, ns, name+"-config")).Should(Succeed())
+			for _, line := range strings.Split(cm.Data["config"], "\n") {
+				if rest, ok := strings.CutPrefix(line, "db postgres "); ok {
+					ci, err := strconv.Unquote(rest)
+					ExpectWithOffset(1, err).NotTo(HaveOccurred())
+					return ci
+				}
+			}
+			Fail("no db line in " + cm.Data["config"])
+			return ""
+		}
+		check := func(bouncerName, wantMode string, wantTLS bool) {
+			eventually(bouncerName, ircv1.ConditionDatabase, metav1.ConditionTrue, ircv1.ReasonReady)
+			eventually(bouncerName, ircv1.ConditionConfig, metav1.ConditionTrue, ircv1.ReasonApplied)
+			name := postgres.Name(ns, bouncerName)
+			ci := dbLine(bouncerName)
+			ExpectWithOffset(1, ci).To(Equal(fmt.Sprintf("host='%s' port=%d user='%s' dbname='%s' sslmode='%s'", pg.Host, pg.Port, name, name, wantMode)))
+			password := string(dbSecret(bouncerName).Data["password"])
+			tls, err := driverOpen(ci, password)
+			ExpectWithOffset(1, err).NotTo(HaveOccurred(), "lib/pq refuses the rendered db line %s", ci)
+			ExpectWithOffset(1, tls).To(Equal(wantTLS))
+			// The line as it was rendered before, the admin Secret's default prefer as it is: refused.
+			_, err = driverOpen(strings.Replace(ci, "sslmode='"+wantMode+"'", "sslmode='prefer'", 1), password)
+			ExpectWithOffset(1, err).To(MatchError(ContainSubstring("unsupported sslmode")))
+		}
+		withoutSSLMode := func(name, user string) *corev1.Secret {
+			sec := sojutest.ConnectionSecret(ns, name, pg.Host, pg.Port, user, "operator-pw")
+			delete(sec.StringData, "sslmode")
+			return sec
+		}
+
+		By("a server without TLS: the operator's prefer session ran without, soju gets disable")
+		Expect(k8s.Create(ctx, withoutSSLMode("plain-admin", "soju_operator"))).To(Succeed())
+		b := sojutest.MinimalBouncer(ns, "foxtrot")
+		b.Spec.Database.AdminSecretName = "plain-admin"
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		check("foxtrot", "disable", false)
+		// The role's Secret keeps the admin connection's sslmode, for libpq clients that take it.
+		Expect(string(dbSecret("foxtrot").Data["sslmode"])).To(Equal(postgres.DefaultSSLMode))
+
+		By("a server with TLS: the operator's prefer session negotiated it, soju gets require")
+		tlsFiles, err := postgrestest.NewTLSFiles()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pg.EnableTLS(ctx, tlsFiles)).To(Succeed())
+		// Another login, so that no session of the pool opened before TLS is reused.
+		Expect(pg.CreateRole(ctx, "soju_operator_tls", "operator-pw", "CREATEROLE CREATEDB")).To(Succeed())
+		Expect(k8s.Create(ctx, withoutSSLMode("tls-admin", "soju_operator_tls"))).To(Succeed())
+		b = sojutest.MinimalBouncer(ns, "golf")
+		b.Spec.Database.AdminSecretName = "tls-admin"
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		check("golf", "require", true)
 	})
 })
 

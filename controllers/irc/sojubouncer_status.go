@@ -35,6 +35,9 @@ type sojuScope struct {
 
 	// login is the role's login, password included, once the database step made sure it works.
 	login *postgres.Settings
+	// transport is what the database step's admin session ran over: it decides the sslmode soju gets
+	// for an admin connection's prefer or allow.
+	transport postgres.Transport
 	// adminPassword is the first admin user's password; adminUsable is false when the spec asks for an
 	// admin user whose password could not be read, which holds the Deployment as it is.
 	adminPassword string

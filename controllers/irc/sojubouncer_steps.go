@@ -116,6 +116,7 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuSc
 		return ctrl.Result{RequeueAfter: retry}, nil
 	}
 	defer func() { _ = conn.Close(ctx) }()
+	s.transport = conn.Transport()
 	priv, err := conn.Privileges(ctx)
 	if err != nil {
 		s.fail(ircv1.ConditionDatabase, ircv1.ReasonSQLFailed, fmt.Sprintf("on %s: %v", where, err))
@@ -208,7 +209,21 @@ func (r *SojuBouncerReconciler) reconcileConfig(ctx context.Context, s *sojuScop
 			"held until the database is ready; the running config is kept")
 		return ctrl.Result{}, nil
 	}
-	rendered, err := soju.RenderConfig(s.b, *s.login)
+	// soju's driver (lib/pq) takes no prefer or allow: soju gets what they came to for the operator.
+	login, err := soju.DriverLogin(*s.login, s.transport)
+	if err != nil {
+		// Unreachable while the database step sets login only after a session (and the Secret's sslmode
+		// is one SettingsFromSecret accepts); held rather than rendered with a value soju refuses.
+		msg := fmt.Sprintf("key %q of the admin connection Secret %s: %v; the running config is kept",
+			postgres.KeySSLMode, r.adminSecretKey(s.b), err)
+		if e := (*soju.SSLModeError)(nil); errors.As(err, &e) && e.Unseen {
+			s.Set(ircv1.ConditionConfig, metav1.ConditionFalse, ircv1.ReasonWaiting, msg)
+			return ctrl.Result{RequeueAfter: DatabaseRetry}, nil
+		}
+		s.fail(ircv1.ConditionConfig, ircv1.ReasonAdminSecretInvalid, msg)
+		return ctrl.Result{}, nil
+	}
+	rendered, err := soju.RenderConfig(s.b, login)
 	if err != nil {
 		// The CRD refuses what the encoder cannot write; reaching this is a spec admitted by an older CRD.
 		s.fail(ircv1.ConditionConfig, reconcile.ReasonApplyFailed, err.Error())

@@ -2,6 +2,7 @@ package soju
 
 import (
 	"fmt"
+	"slices"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/postgres"
@@ -24,8 +25,9 @@ func ListenURI(l ircv1.Listener) string {
 }
 
 // Config is soju's config for b as directives: a listen per listener, hostname, title, the certificate
-// paths when b has spec.tls, the database (db is the role's login; its password is left out and reaches
-// soju through PGPASSWORD) and the message store in the database.
+// paths when b has spec.tls, the database (db is the role's login as DriverLogin makes it, its sslmode
+// one soju's driver accepts; its password is left out and reaches soju through PGPASSWORD) and the
+// message store in the database.
 func Config(b *ircv1.SojuBouncer, db postgres.Settings) []Directive {
 	var ds []Directive
 	for _, l := range b.Spec.Listeners {
@@ -45,8 +47,12 @@ func Config(b *ircv1.SojuBouncer, db postgres.Settings) []Directive {
 	return ds
 }
 
-// RenderConfig is Config encoded as soju reads it.
+// RenderConfig is Config encoded as soju reads it. A db whose sslmode soju's driver would refuse is an
+// error: soju would not start on it.
 func RenderConfig(b *ircv1.SojuBouncer, db postgres.Settings) ([]byte, error) {
+	if !slices.Contains(DriverSSLModes, db.SSLMode) {
+		return nil, fmt.Errorf("render soju config: %w", &SSLModeError{Mode: db.SSLMode})
+	}
 	out, err := Encode(Config(b, db))
 	if err != nil {
 		return nil, fmt.Errorf("render soju config: %w", err)
