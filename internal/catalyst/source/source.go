@@ -2,12 +2,16 @@ package source
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,14 +20,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"github.com/go-git/go-git/v5/storage/memory"
 )
 
 // Limits on what one checkout may hold: a repository beyond them is refused rather than filling the
@@ -35,6 +33,10 @@ const (
 	MaxBytes = 256 << 20
 	// DefaultEntries is how many checkouts the cache keeps when Fetcher.MaxEntries is zero.
 	DefaultEntries = 16
+	// DefaultMaxFetchBytes is how many bytes one fetch may receive when Fetcher.MaxFetchBytes is zero.
+	DefaultMaxFetchBytes = 512 << 20
+	// DefaultTimeout bounds one fetch when Fetcher.Timeout is zero.
+	DefaultTimeout = 2 * time.Minute
 	// branchDepth is how deep a branch is fetched when the server cannot send a commit by its id: a
 	// commit this close to the branch tip is found without the whole history.
 	branchDepth = 50
@@ -43,16 +45,20 @@ const (
 // ErrCommitNotFound is a commit that is not on the branch fetched (nor, for a full id, fetchable by id).
 var ErrCommitNotFound = errors.New("commit not found")
 
-// Request names one commit of one repository.
+// Request names one commit of one repository, and who asks for it.
 type Request struct {
-	// URL is the repository, any URL go-git supports (https://, http://, file://).
+	// URL is the repository's https URL (see Fetcher.Allowed).
 	URL string
-	// Commit is the commit id, full (40 or 64 hex digits) or abbreviated (at least 7).
+	// Commit is the commit id, full (40 hex digits) or abbreviated (at least 7).
 	Commit string
 	// Branch is where to look for the commit when the server cannot send it by id, or the id is
 	// abbreviated; every branch when empty.
 	Branch string
-	// Auth is the credentials, or nil for none.
+	// Namespace is the namespace of the Project that asks: a checkout is served only to the namespace
+	// that fetched it.
+	Namespace string
+	// Auth is the credentials, or nil for none. A checkout is served only to a request with the same
+	// credentials (or, for one fetched anonymously, without any).
 	Auth *Auth
 }
 
@@ -74,7 +80,8 @@ type Checkout struct {
 }
 
 // Fetcher fetches commits into a cache directory, at most MaxEntries of them, dropping the least
-// recently used.
+// recently used. A Fetcher owns its directory: two Fetchers must not share one. Its fields are read on
+// first use and must not change afterwards.
 type Fetcher struct {
 	// Dir is the cache directory; a directory under os.TempDir when empty.
 	Dir string
@@ -82,14 +89,59 @@ type Fetcher struct {
 	MaxEntries int
 	// CABundle is PEM certificates trusted for https besides the system's (a private Git server).
 	CABundle []byte
-	// Hosts, when not empty, are the only hosts fetched from (by name, without port): a Project cannot
-	// make the operator send requests to any other address it can reach.
+	// Hosts, when not empty, are the only hosts fetched from (by name, without port), whatever their
+	// address. When empty, any host is fetched from whose address is a public one (see Allowed).
 	Hosts []string
+	// MaxFetchBytes bounds the bytes one fetch receives from the server; DefaultMaxFetchBytes when zero.
+	MaxFetchBytes int64
+	// Timeout bounds one fetch, on top of the caller's context; DefaultTimeout when zero.
+	Timeout time.Duration
 
-	mu    sync.Mutex
-	inUse map[string]int
-	// fetching serializes fetches of one key.
-	fetching map[string]*sync.Mutex
+	once    sync.Once
+	initErr error
+	// secret keys the HMAC that names cache entries: random per Fetcher, so a directory name reveals
+	// nothing of the credentials that are part of the key.
+	secret []byte
+	tls    *tls.Config
+
+	mu   sync.Mutex
+	keys map[string]*keyState
+	// evicting lets one eviction run at a time; the others skip theirs.
+	evicting sync.Mutex
+}
+
+// keyState is one cache key's callers: while users is above zero the entry is not evicted, and lock
+// (a one-slot semaphore, so a waiter can give up with its context) is held while the entry is checked or
+// fetched, so only that key's callers wait for a slow fetch.
+type keyState struct {
+	users int
+	lock  chan struct{}
+}
+
+func (f *Fetcher) init() error {
+	f.once.Do(func() {
+		f.secret = make([]byte, 32)
+		if _, err := rand.Read(f.secret); err != nil {
+			f.initErr = fmt.Errorf("source: %w", err)
+			return
+		}
+		f.tls, f.initErr = tlsConfig(f.CABundle)
+	})
+	return f.initErr
+}
+
+func (f *Fetcher) timeout() time.Duration {
+	if f.Timeout > 0 {
+		return f.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (f *Fetcher) maxFetchBytes() int64 {
+	if f.MaxFetchBytes > 0 {
+		return f.MaxFetchBytes
+	}
+	return DefaultMaxFetchBytes
 }
 
 // With fetches req's commit (or finds it in the cache) and calls fn with its checkout. The checkout is
@@ -98,20 +150,26 @@ func (f *Fetcher) With(ctx context.Context, req Request, fn func(Checkout) error
 	if err := validCommit(req.Commit); err != nil {
 		return err
 	}
-	if err := f.allowed(req.URL); err != nil {
+	if err := f.Allowed(req.URL); err != nil {
+		return err
+	}
+	if err := f.init(); err != nil {
 		return err
 	}
 	root, err := f.root()
 	if err != nil {
 		return err
 	}
-	key := cacheKey(req.URL, req.Commit)
+	key := f.cacheKey(req)
 	dir := filepath.Join(root, key)
-	f.acquire(key)
+	ks := f.acquire(key)
 	defer f.release(key)
 
-	lock := f.keyLock(key)
-	lock.Lock()
+	select {
+	case ks.lock <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("fetch %s: %w", req.URL, ctx.Err())
+	}
 	commit, err := readMarker(dir)
 	if err != nil {
 		commit, err = f.fetch(ctx, req, dir)
@@ -119,11 +177,11 @@ func (f *Fetcher) With(ctx context.Context, req Request, fn func(Checkout) error
 		now := time.Now()
 		_ = os.Chtimes(dir, now, now)
 	}
-	lock.Unlock()
+	<-ks.lock
 	if err != nil {
 		return err
 	}
-	f.evict(root, key)
+	f.evict(root)
 	return fn(Checkout{Dir: filepath.Join(dir, "tree"), Commit: commit})
 }
 
@@ -138,39 +196,53 @@ func (f *Fetcher) root() (string, error) {
 	return dir, nil
 }
 
-func (f *Fetcher) acquire(key string) {
+func (f *Fetcher) acquire(key string) *keyState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.inUse == nil {
-		f.inUse = map[string]int{}
+	if f.keys == nil {
+		f.keys = map[string]*keyState{}
 	}
-	f.inUse[key]++
+	ks, ok := f.keys[key]
+	if !ok {
+		ks = &keyState{lock: make(chan struct{}, 1)}
+		f.keys[key] = ks
+	}
+	ks.users++
+	return ks
 }
 
+// release forgets the key with its last user, so keys that were asked for once (or failed) cost nothing.
 func (f *Fetcher) release(key string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.inUse[key]--; f.inUse[key] <= 0 {
-		delete(f.inUse, key)
+	if ks := f.keys[key]; ks != nil {
+		if ks.users--; ks.users <= 0 {
+			delete(f.keys, key)
+		}
 	}
 }
 
-func (f *Fetcher) keyLock(key string) *sync.Mutex {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fetching == nil {
-		f.fetching = map[string]*sync.Mutex{}
+// keyLen is the length of a cache entry's name: hex of 16 bytes of HMAC.
+const keyLen = 32
+
+// entryName splits a cache directory's entry into its key and its suffix ("" for a checkout, "partial"
+// for a fetch under way, "trash-…" for one being removed); ok is false for what is not the cache's.
+func entryName(name string) (key, suffix string, ok bool) {
+	key, suffix, _ = strings.Cut(name, ".")
+	if len(key) != keyLen || strings.Trim(key, "0123456789abcdef") != "" {
+		return "", "", false
 	}
-	l, ok := f.fetching[key]
-	if !ok {
-		l = &sync.Mutex{}
-		f.fetching[key] = l
-	}
-	return l
+	return key, suffix, true
 }
 
-// evict removes the least recently used checkouts beyond MaxEntries, except those in use.
-func (f *Fetcher) evict(root, keep string) {
+// evict removes the least recently used checkouts beyond MaxEntries, except those in use, and what
+// failed or interrupted fetches left. An entry is renamed away while the lock is held, which no caller
+// can observe half-done, and removed after, so a large removal holds up no other key.
+func (f *Fetcher) evict(root string) {
+	if !f.evicting.TryLock() {
+		return
+	}
+	defer f.evicting.Unlock()
 	limit := f.MaxEntries
 	if limit <= 0 {
 		limit = DefaultEntries
@@ -180,28 +252,52 @@ func (f *Fetcher) evict(root, keep string) {
 		return
 	}
 	type entry struct {
-		name string
-		at   time.Time
+		name, key string
+		at        time.Time
 	}
-	var list []entry
+	var checkouts, leftovers []entry
+	var trash []string
 	for _, e := range entries {
-		if info, err := e.Info(); err == nil && e.IsDir() {
-			list = append(list, entry{e.Name(), info.ModTime()})
-		}
-	}
-	if len(list) <= limit {
-		return
-	}
-	slices.SortFunc(list, func(a, b entry) int { return a.at.Compare(b.at) })
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, e := range list[:len(list)-limit] {
-		if e.name == keep || f.inUse[e.name] > 0 || f.inUse[strings.TrimSuffix(e.name, ".partial")] > 0 {
+		key, suffix, ok := entryName(e.Name())
+		if !ok || !e.IsDir() {
 			continue
 		}
-		_ = os.RemoveAll(filepath.Join(root, e.name))
-		delete(f.fetching, e.name)
+		switch {
+		case suffix == "":
+			if info, err := e.Info(); err == nil {
+				checkouts = append(checkouts, entry{e.Name(), key, info.ModTime()})
+			}
+		case suffix == "partial":
+			leftovers = append(leftovers, entry{name: e.Name(), key: key})
+		case strings.HasPrefix(suffix, "trash-"):
+			trash = append(trash, e.Name())
+		}
 	}
+	slices.SortFunc(checkouts, func(a, b entry) int { return a.at.Compare(b.at) })
+	victims := leftovers
+	if len(checkouts) > limit {
+		victims = append(victims, checkouts[:len(checkouts)-limit]...)
+	}
+	f.mu.Lock()
+	for _, v := range victims {
+		if f.keys[v.key] != nil {
+			continue
+		}
+		to := v.key + ".trash-" + randomSuffix()
+		if os.Rename(filepath.Join(root, v.name), filepath.Join(root, to)) == nil {
+			trash = append(trash, to)
+		}
+	}
+	f.mu.Unlock()
+	for _, name := range trash {
+		_ = os.RemoveAll(filepath.Join(root, name))
+	}
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // Entries is how many checkouts the cache holds.
@@ -211,22 +307,13 @@ func (f *Fetcher) Entries() (int, error) {
 		return 0, err
 	}
 	entries, err := os.ReadDir(root)
-	return len(entries), err
-}
-
-// allowed checks the URL's host against Hosts.
-func (f *Fetcher) allowed(raw string) error {
-	if len(f.Hosts) == 0 {
-		return nil
+	n := 0
+	for _, e := range entries {
+		if _, suffix, ok := entryName(e.Name()); ok && suffix == "" {
+			n++
+		}
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("repository URL %q: %w", raw, err)
-	}
-	if !slices.Contains(f.Hosts, u.Hostname()) {
-		return fmt.Errorf("repository %s: host %q is not one the operator may fetch from (%s)", raw, u.Hostname(), strings.Join(f.Hosts, ", "))
-	}
-	return nil
+	return n, err
 }
 
 // markerFile holds, inside a cache entry, the full commit id; it is written last, so an entry without
@@ -241,112 +328,10 @@ func readMarker(dir string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// fetch fetches req's commit into dir: by its id when the server allows it (one commit, depth 1), else
-// the branch at depth branchDepth, else the whole branch.
-func (f *Fetcher) fetch(ctx context.Context, req Request, dir string) (string, error) {
-	// Each attempt starts from an empty repository: a second fetch into a shallow one would send its
-	// shallow commits, which not every server takes.
-	attempt := func(depth int, spec config.RefSpec) (*git.Repository, error) {
-		repo, err := git.Init(memory.NewStorage(), nil)
-		if err != nil {
-			return nil, err
-		}
-		remote, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{req.URL}})
-		if err != nil {
-			return nil, fmt.Errorf("repository %s: %w", req.URL, err)
-		}
-		o := &git.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Depth: depth,
-			Tags: git.NoTags, CABundle: f.CABundle}
-		if req.Auth != nil {
-			o.Auth = &githttp.BasicAuth{Username: req.Auth.Username, Password: req.Auth.Password}
-		}
-		if err := remote.FetchContext(ctx, o); err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-			return nil, err
-		}
-		return repo, nil
-	}
-
-	var commit *object.Commit
-	if plumbing.IsHash(req.Commit) {
-		repo, err := attempt(1, config.RefSpec(req.Commit+":refs/heads/catalyst"))
-		switch {
-		case err == nil:
-			if commit, err = repo.CommitObject(plumbing.NewHash(req.Commit)); err != nil {
-				return "", fmt.Errorf("repository %s: commit %s: %w", req.URL, req.Commit, err)
-			}
-		case errors.Is(err, git.ErrExactSHA1NotSupported):
-		default:
-			return "", describe(req, err)
-		}
-	}
-	if commit == nil {
-		spec := config.RefSpec("+refs/heads/*:refs/remotes/origin/*")
-		if req.Branch != "" {
-			spec = config.RefSpec(fmt.Sprintf("+refs/heads/%s:refs/remotes/origin/%s", req.Branch, req.Branch))
-		}
-		for _, depth := range []int{branchDepth, 0} {
-			repo, err := attempt(depth, spec)
-			if err != nil {
-				return "", describe(req, err)
-			}
-			if commit, err = find(repo, req.Commit); err != nil {
-				return "", fmt.Errorf("repository %s: %w", req.URL, err)
-			}
-			if commit != nil {
-				break
-			}
-		}
-		if commit == nil {
-			where := "any branch"
-			if req.Branch != "" {
-				where = "branch " + req.Branch
-			}
-			return "", fmt.Errorf("repository %s: %w: %s is not on %s", req.URL, ErrCommitNotFound, req.Commit, where)
-		}
-	}
-	if err := write(commit, dir); err != nil {
-		return "", fmt.Errorf("repository %s at %s: %w", req.URL, commit.Hash, err)
-	}
-	return commit.Hash.String(), nil
-}
-
-// describe turns a fetch error into one that names the repository, without credentials.
-func describe(req Request, err error) error {
-	switch {
-	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-		return fmt.Errorf("repository %s: the credentials were refused or are missing: %w", req.URL, err)
-	case errors.Is(err, transport.ErrRepositoryNotFound):
-		return fmt.Errorf("repository %s: not found: %w", req.URL, err)
-	}
-	return fmt.Errorf("fetch %s: %w", req.URL, err)
-}
-
-// find is the fetched commit whose id starts with prefix, nil when none; an ambiguous prefix is an error.
-func find(repo *git.Repository, prefix string) (*object.Commit, error) {
-	iter, err := repo.CommitObjects()
-	if err != nil {
-		return nil, err
-	}
-	var found *object.Commit
-	err = iter.ForEach(func(c *object.Commit) error {
-		if !strings.HasPrefix(c.Hash.String(), prefix) {
-			return nil
-		}
-		if found != nil && found.Hash != c.Hash {
-			return fmt.Errorf("commit id %s is ambiguous: %s and %s", prefix, found.Hash, c.Hash)
-		}
-		found = c
-		return nil
-	})
-	return found, err
-}
-
-// write writes the commit's regular files under dir/tree, then the marker. Symlinks and submodules are
-// left out: a link could point outside the checkout, and a submodule is another repository.
-func write(commit *object.Commit, dir string) error {
-	tmp := dir + ".partial"
-	_ = os.RemoveAll(tmp)
-	if err := os.MkdirAll(filepath.Join(tmp, "tree"), 0o700); err != nil {
+// write writes the commit's regular files under dir/tree. Symlinks and submodules are left out: a link
+// could point outside the checkout, and a submodule is another repository.
+func write(ctx context.Context, commit *object.Commit, dir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "tree"), 0o700); err != nil {
 		return err
 	}
 	tree, err := commit.Tree()
@@ -354,7 +339,10 @@ func write(commit *object.Commit, dir string) error {
 		return err
 	}
 	files, total := 0, int64(0)
-	err = tree.Files().ForEach(func(file *object.File) error {
+	return tree.Files().ForEach(func(file *object.File) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if file.Mode != filemode.Regular && file.Mode != filemode.Executable && file.Mode != filemode.Deprecated {
 			return nil
 		}
@@ -363,22 +351,13 @@ func write(commit *object.Commit, dir string) error {
 			return fmt.Errorf("file %q leaves the repository", file.Name)
 		}
 		if files++; files > MaxFiles {
-			return fmt.Errorf("more than %d files", MaxFiles)
+			return fmt.Errorf("%w: more than %d files", ErrTooLarge, MaxFiles)
 		}
 		if total += file.Size; total > MaxBytes {
-			return fmt.Errorf("more than %d bytes", MaxBytes)
+			return fmt.Errorf("%w: more than %s of files", ErrTooLarge, size(MaxBytes))
 		}
-		return writeFile(file, filepath.Join(tmp, "tree", filepath.FromSlash(clean)))
+		return writeFile(file, filepath.Join(dir, "tree", filepath.FromSlash(clean)))
 	})
-	if err != nil {
-		_ = os.RemoveAll(tmp)
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, markerFile), []byte(commit.Hash.String()+"\n"), 0o600); err != nil {
-		return err
-	}
-	_ = os.RemoveAll(dir)
-	return os.Rename(tmp, dir)
 }
 
 func writeFile(file *object.File, to string) error {
@@ -394,7 +373,8 @@ func writeFile(file *object.File, to string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, r); err != nil {
+	// The blob's declared size was counted against MaxBytes; the copy is held to it.
+	if _, err := io.Copy(out, io.LimitReader(r, file.Size)); err != nil {
 		_ = out.Close()
 		return err
 	}
@@ -409,8 +389,31 @@ func validCommit(c string) error {
 	return nil
 }
 
-// cacheKey names the cache entry of one commit of one repository.
-func cacheKey(repo, commit string) string {
-	sum := sha256.Sum256([]byte(repo + "\x00" + commit))
-	return hex.EncodeToString(sum[:12])
+// cacheKey names the cache entry of one commit of one repository as fetched for one namespace with one
+// set of credentials: everything that decides whether a caller may see it. The name is an HMAC under the
+// Fetcher's random key, so it cannot be reversed (or checked against guesses) to learn the credentials.
+// A branch is part of the key only for an abbreviated id, which the branch helps resolve.
+func (f *Fetcher) cacheKey(req Request) string {
+	m := hmac.New(sha256.New, f.secret)
+	field := func(h hash.Hash, s string) {
+		_ = binary.Write(h, binary.BigEndian, uint64(len(s)))
+		_, _ = io.WriteString(h, s)
+	}
+	field(m, "catalyst-source/v2")
+	field(m, req.URL)
+	field(m, req.Commit)
+	field(m, req.Namespace)
+	if len(req.Commit) < 40 {
+		field(m, req.Branch)
+	} else {
+		field(m, "")
+	}
+	if req.Auth == nil {
+		field(m, "anonymous")
+	} else {
+		field(m, "basic")
+		field(m, req.Auth.Username)
+		field(m, req.Auth.Password)
+	}
+	return hex.EncodeToString(m.Sum(nil)[:keyLen/2])
 }

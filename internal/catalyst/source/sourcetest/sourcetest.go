@@ -4,15 +4,24 @@ package sourcetest
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -87,13 +96,56 @@ type Server struct {
 	Username, Password string
 	// SHA1InWant advertises allow-reachable-sha1-in-want: clients may then fetch a commit by its id.
 	SHA1InWant bool
+	// Stall makes the server hang: every response sends its headers and then nothing, until the client
+	// goes away.
+	Stall bool
 
-	srv *httptest.Server
+	srv      *httptest.Server
+	requests atomic.Int64
 }
 
-// Start starts the server on 127.0.0.1.
+// Start starts the server on 127.0.0.1, with a certificate for 127.0.0.1, ::1 and localhost.
 func (s *Server) Start() {
-	s.srv = httptest.NewTLSServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{localCert()}}
+	s.srv.StartTLS()
+}
+
+// Requests is how many requests the server has received.
+func (s *Server) Requests() int64 { return s.requests.Load() }
+
+var (
+	certOnce sync.Once
+	cert     tls.Certificate
+)
+
+// localCert is a self-signed certificate for the names a test server is reached by, made once per
+// process.
+func localCert() tls.Certificate {
+	certOnce.Do(func() {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			panic(err)
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber:          big.NewInt(1),
+			Subject:               pkix.Name{CommonName: "sourcetest"},
+			NotBefore:             time.Now().Add(-time.Hour),
+			NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
+			KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+			ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			BasicConstraintsValid: true,
+			IsCA:                  true,
+			DNSNames:              []string{"localhost"},
+			IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			panic(err)
+		}
+		cert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	})
+	return cert
 }
 
 // Close stops the server.
@@ -103,6 +155,11 @@ func (s *Server) Close() { s.srv.Close() }
 func (s *Server) URL(dir string) string {
 	rel, _ := filepath.Rel(s.Root, dir)
 	return s.srv.URL + "/" + filepath.ToSlash(rel)
+}
+
+// LocalhostURL is URL with the host named localhost instead of 127.0.0.1.
+func (s *Server) LocalhostURL(dir string) string {
+	return strings.Replace(s.URL(dir), "://127.0.0.1:", "://localhost:", 1)
 }
 
 // CABundle is the PEM certificate clients must trust.
@@ -118,6 +175,16 @@ func (s *Server) CertPool() *x509.CertPool {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	if s.Stall {
+		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+		w.WriteHeader(http.StatusOK)
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		<-r.Context().Done()
+		return
+	}
 	if s.Username != "" || s.Password != "" {
 		u, p, ok := r.BasicAuth()
 		if !ok || u != s.Username || p != s.Password {
