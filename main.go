@@ -87,7 +87,7 @@ func main() {
 	catalystIngressClass := flag.String("catalyst-ingress-class", "", "IngressClass of catalyst Environment Ingresses when the Project names none; empty uses the cluster's default class.")
 	catalystBuilderImage := flag.String("catalyst-builder-image", catalyst.BuilderImage(os.Getenv("RELATED_IMAGE_KANIKO")), "Kaniko executor image of catalyst build Jobs (default $RELATED_IMAGE_KANIKO, else "+catalyst.DefaultBuilderImage+"; docs/catalyst.md, Builds).")
 	catalystInsecureRegistries := flag.String("catalyst-insecure-registries", "", "Comma-separated registries (host or host:port) that catalyst image checks and builds reach over plain http; loopback registries always are, every other only over https.")
-	catalystGitHosts := flag.String("catalyst-git-hosts", "", "Comma-separated hosts catalyst deploys may fetch Git repositories from; empty allows any.")
+	catalystGitHosts := flag.String("catalyst-git-hosts", "", "Comma-separated hosts catalyst deploys may fetch Git repositories from, whatever their address; empty allows any host with a public address.")
 	catalystGitCAFile := flag.String("catalyst-git-ca-file", "", "PEM file of CAs trusted for catalyst Git https besides the system's.")
 	catalystIngressNS := flag.String("catalyst-ingress-namespace", catalyst.DefaultIngressNamespace, "Namespace of the ingress controller, whose pods the catalyst NetworkPolicy lets reach every Environment's pods.")
 	opts := zap.Options{Development: false}
