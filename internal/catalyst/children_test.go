@@ -78,6 +78,7 @@ func TestQuotaAndLimits(t *testing.T) {
 					t.Errorf("quota %s = %s, want %s", k, q.String(), tt.mem)
 				}
 			}
+			checkQuotaObjects(t, rq, DefaultQuotaStorage.String())
 			lr := LimitRange(env, "ns", tt.q).Spec.Limits[0]
 			for _, c := range []struct {
 				got  resource.Quantity
@@ -92,6 +93,55 @@ func TestQuotaAndLimits(t *testing.T) {
 			}
 			if lr.Type != corev1.LimitTypeContainer {
 				t.Errorf("limit range type %s", lr.Type)
+			}
+		})
+	}
+}
+
+// checkQuotaObjects checks the storage and object counts of an environment's ResourceQuota, and that it
+// holds nothing else.
+func checkQuotaObjects(t *testing.T, rq *corev1.ResourceQuota, storage string) {
+	t.Helper()
+	want := map[corev1.ResourceName]string{
+		corev1.ResourceRequestsStorage:        storage,
+		corev1.ResourcePersistentVolumeClaims: "10",
+		corev1.ResourcePods:                   "50",
+		corev1.ResourceServices:               "20",
+		corev1.ResourceServicesLoadBalancers:  "0",
+		corev1.ResourceServicesNodePorts:      "0",
+		corev1.ResourceConfigMaps:             "100",
+		corev1.ResourceSecrets:                "100",
+	}
+	for k, v := range want {
+		got, ok := rq.Spec.Hard[k]
+		if !ok || got.Cmp(resource.MustParse(v)) != 0 {
+			t.Errorf("quota %s = %s (set %v), want %s", k, got.String(), ok, v)
+		}
+	}
+	if len(rq.Spec.Hard) != len(want)+4 {
+		t.Errorf("quota holds %d resources, want the 4 of cpu and memory and %d more: %v", len(rq.Spec.Hard), len(want), rq.Spec.Hard)
+	}
+}
+
+func TestQuotaStorage(t *testing.T) {
+	env, p := fixture()
+	tests := []struct {
+		name string
+		d    Defaults
+		want string
+	}{
+		{"operator default", Defaults{}, "20Gi"},
+		{"flag", Defaults{QuotaStorage: ptr.To(resource.MustParse("100Gi"))}, "100Gi"},
+		{"no storage at all", Defaults{QuotaStorage: ptr.To(resource.MustParse("0"))}, "0"},
+		{"negative is none", Defaults{QuotaStorage: ptr.To(resource.MustParse("-1Gi"))}, "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := SettingsFor(p, tt.d)
+			rq := ResourceQuotaFor(env, "ns", s)
+			checkQuotaObjects(t, rq, tt.want)
+			if q := rq.Spec.Hard[corev1.ResourceLimitsMemory]; q.String() != "2Gi" {
+				t.Errorf("limits.memory = %s, want the Project's 2Gi", q.String())
 			}
 		})
 	}

@@ -25,14 +25,42 @@ var (
 	OwnerUIDAnnotation = manager.Annotation("catalyst-environment-uid")
 )
 
-// Pod Security admission labels: every environment namespace enforces the restricted profile.
+// Pod Security admission labels: every environment namespace enforces the administrator's level
+// (--catalyst-pod-security-level, restricted by default) and audits and warns at restricted.
 const (
 	podSecurityEnforce        = "pod-security.kubernetes.io/enforce"
 	podSecurityEnforceVersion = "pod-security.kubernetes.io/enforce-version"
 	podSecurityAudit          = "pod-security.kubernetes.io/audit"
 	podSecurityWarn           = "pod-security.kubernetes.io/warn"
-	podSecurityRestricted     = "restricted"
 )
+
+// PodSecurityLevel is a Pod Security Standard: privileged, baseline or restricted.
+type PodSecurityLevel string
+
+// The Pod Security Standards, from the most open to the tightest.
+const (
+	PodSecurityPrivileged PodSecurityLevel = "privileged"
+	PodSecurityBaseline   PodSecurityLevel = "baseline"
+	PodSecurityRestricted PodSecurityLevel = "restricted"
+)
+
+// ParsePodSecurityLevel is s as a level, or an error naming the levels there are.
+func ParsePodSecurityLevel(s string) (PodSecurityLevel, error) {
+	switch l := PodSecurityLevel(s); l {
+	case PodSecurityPrivileged, PodSecurityBaseline, PodSecurityRestricted:
+		return l, nil
+	}
+	return "", fmt.Errorf("pod security level %q is not one of privileged, baseline, restricted", s)
+}
+
+// OrRestricted is l, or restricted when l is not a level: an unset or mistyped level must not open
+// anything up.
+func (l PodSecurityLevel) OrRestricted() PodSecurityLevel {
+	if _, err := ParsePodSecurityLevel(string(l)); err != nil {
+		return PodSecurityRestricted
+	}
+	return l
+}
 
 // Owner is the value of OwnerAnnotation for env.
 func Owner(env *catalystv1.Environment) string { return env.Namespace + "/" + env.Name }
@@ -50,10 +78,17 @@ func OwnerOf(ns *corev1.Namespace) string {
 	return fmt.Sprintf("was made by the operator for Environment %s (uid %s)", ns.Annotations[OwnerAnnotation], ns.Annotations[OwnerUIDAnnotation])
 }
 
-// Namespace is the environment's namespace, named name: the catalyst.dev labels with label-safe values
-// (the raw branch in an annotation), the operator's labels, the Pod Security restricted profile, and the
-// ownership annotations.
+// Namespace is NamespaceFor with the restricted Pod Security level.
 func Namespace(env *catalystv1.Environment, p Parts, name string) *corev1.Namespace {
+	return NamespaceFor(env, p, name, Settings{PodSecurityLevel: PodSecurityRestricted})
+}
+
+// NamespaceFor is the environment's namespace, named name: the catalyst.dev labels with label-safe values
+// (the raw branch in an annotation), the operator's labels, the Pod Security labels, and the ownership
+// annotations. It enforces s.PodSecurityLevel (restricted when that is not a level) and audits and warns
+// at restricted whatever the level, the way the Kubernetes documentation suggests relaxing a namespace:
+// tenants still see, in warnings and the audit log, what would break under restricted.
+func NamespaceFor(env *catalystv1.Environment, p Parts, name string, s Settings) *corev1.Namespace {
 	labels := manager.Labels(AppName, env.Name)
 	labels[catalystv1.LabelTeam] = LabelValue(SanitizePart(p.Team))
 	labels[catalystv1.LabelProject] = LabelValue(SanitizePart(p.Project))
@@ -69,10 +104,10 @@ func Namespace(env *catalystv1.Environment, p Parts, name string) *corev1.Namesp
 	if n := env.Spec.Source.PRNumber; n > 0 {
 		annotations[catalystv1.AnnotationPRNumber] = fmt.Sprint(n)
 	}
-	labels[podSecurityEnforce] = podSecurityRestricted
+	labels[podSecurityEnforce] = string(s.PodSecurityLevel.OrRestricted())
 	labels[podSecurityEnforceVersion] = "latest"
-	labels[podSecurityAudit] = podSecurityRestricted
-	labels[podSecurityWarn] = podSecurityRestricted
+	labels[podSecurityAudit] = string(PodSecurityRestricted)
+	labels[podSecurityWarn] = string(PodSecurityRestricted)
 	return &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},

@@ -1,6 +1,11 @@
 package catalyst
 
 import (
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 )
 
@@ -16,6 +21,23 @@ type Defaults struct {
 	// IngressNamespace is the namespace of the ingress controller, whose pods may reach every
 	// environment's pods.
 	IngressNamespace string
+
+	// The administrator's limits (limits.go): what tenants cannot change through a Project.
+
+	// PodSecurityLevel is the Pod Security Standard environment namespaces enforce; restricted when
+	// empty.
+	PodSecurityLevel PodSecurityLevel
+	// MaxQuota is the most a Project's resources.defaultQuota may ask for; a nil field has no ceiling.
+	MaxQuota catalystv1.Quota
+	// QuotaStorage is requests.storage of every environment's ResourceQuota; DefaultQuotaStorage when
+	// nil.
+	QuotaStorage *resource.Quantity
+	// AllowedDomains are the domains a Project's ingress.domain may name besides Domain: a name allows
+	// exactly itself, *.<name> allows any domain one label below name.
+	AllowedDomains []string
+	// AllowedClusterIssuers are the ClusterIssuers a Project's ingress.issuerRef may name besides
+	// Issuer's.
+	AllowedClusterIssuers []string
 }
 
 // DefaultDomain, DefaultIngressNamespace and DefaultIssuerName are the flags' defaults.
@@ -35,8 +57,12 @@ type Settings struct {
 	IngressClass string
 	// IngressNamespace is where the ingress controller runs.
 	IngressNamespace string
-	// Quota is the namespace's ResourceQuota.
+	// Quota is the namespace's CPU and memory quota.
 	Quota catalystv1.Quota
+	// QuotaStorage is the namespace's requests.storage quota.
+	QuotaStorage resource.Quantity
+	// PodSecurityLevel is the Pod Security Standard the namespace enforces.
+	PodSecurityLevel PodSecurityLevel
 	// Egress is what the pods may reach besides DNS.
 	Egress []catalystv1.EgressRule
 }
@@ -50,7 +76,11 @@ func DefaultEgress() []catalystv1.EgressRule {
 // SettingsFor merges a Project's spec over the operator's defaults.
 func SettingsFor(p *catalystv1.Project, d Defaults) Settings {
 	s := Settings{Domain: d.Domain, Issuer: d.Issuer, IngressClass: d.IngressClass, IngressNamespace: d.IngressNamespace,
-		Quota: p.Spec.Resources.DefaultQuota, Egress: DefaultEgress()}
+		Quota: p.Spec.Resources.DefaultQuota, QuotaStorage: DefaultQuotaStorage, PodSecurityLevel: d.PodSecurityLevel.OrRestricted(),
+		Egress: DefaultEgress()}
+	if d.QuotaStorage != nil {
+		s.QuotaStorage = *d.QuotaStorage
+	}
 	if s.Issuer.Name != "" && s.Issuer.Kind == "" {
 		s.Issuer.Kind = "ClusterIssuer"
 	}
@@ -73,3 +103,10 @@ func SettingsFor(p *catalystv1.Project, d Defaults) Settings {
 	}
 	return s
 }
+
+// SourceCacheName is the directory under the temporary directory where fetched commits are kept by
+// default.
+const SourceCacheName = "catalyst-source"
+
+// DefaultCacheDir is --catalyst-cache-dir's default: SourceCacheName under $TMPDIR (/tmp when unset).
+func DefaultCacheDir() string { return filepath.Join(os.TempDir(), SourceCacheName) }
