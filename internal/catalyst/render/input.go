@@ -43,6 +43,11 @@ type Input struct {
 	Values map[string]any
 	// Labels go on every object rendered.
 	Labels map[string]string
+	// AllowRemoteBases lets a kustomization (type kustomize) name remote bases and files in resources,
+	// bases and components, which kustomize fetches with git or HTTP during the build (the operator's
+	// --catalyst-allow-remote-bases). Omitted from JSON when false, so that deploy digests made before
+	// it existed stay the same, and turning it on tries a refused commit again.
+	AllowRemoteBases bool `json:",omitempty"`
 }
 
 // Image is an image in a registry.

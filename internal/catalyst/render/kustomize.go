@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// overlayDir is where, in the in-memory copy of the checkout, the operator's own kustomization goes.
-const overlayDir = "/.catalyst-overlay"
+// repoDir is where the checkout is in the file system kustomize builds from; the operator's own
+// kustomization is at that file system's root, above it.
+const repoDir = "repo"
 
-// generatedLabel marks the env ConfigMap kustomize generates, to find its hashed name.
 const generatedLabel = "catalyst.dev/generated"
 
 // Manifests builds every YAML document under in.Path (recursively, *.yaml, *.yml and *.json, in path
@@ -36,11 +36,13 @@ func Kustomize(checkout string, in Input) ([]*unstructured.Unstructured, error) 
 }
 
 func build(checkout string, in Input, kustomization bool) ([]*unstructured.Unstructured, error) {
-	mem, err := copyToMemory(checkout)
+	mem, root, cleanup, err := buildFS(checkout, in.AllowRemoteBases)
 	if err != nil {
 		return nil, err
 	}
-	target := path.Join("/", path.Clean(filepath.ToSlash(in.Path)))
+	defer cleanup()
+	repo := path.Join(root, repoDir)
+	target := path.Join(repo, path.Clean("/"+filepath.ToSlash(in.Path)))
 	if !mem.Exists(target) {
 		return nil, fmt.Errorf("path %s does not exist in the repository", in.Path)
 	}
@@ -60,7 +62,7 @@ func build(checkout string, in Input, kustomization bool) ([]*unstructured.Unstr
 	}
 	k := types.Kustomization{
 		TypeMeta:  types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
-		Resources: relative(resources),
+		Resources: relative(root, resources),
 	}
 	if in.Image.Repository != "" {
 		for _, name := range []string{ImagePlaceholder, in.Image.Repository} {
@@ -90,17 +92,28 @@ func build(checkout string, in Input, kustomization bool) ([]*unstructured.Unstr
 	if err != nil {
 		return nil, err
 	}
-	if err := mem.MkdirAll(overlayDir); err != nil {
+	if err := mem.WriteFile(path.Join(root, "kustomization.yaml"), data); err != nil {
 		return nil, err
 	}
-	if err := mem.WriteFile(path.Join(overlayDir, "kustomization.yaml"), data); err != nil {
-		return nil, err
+	// Nothing remote before the build: the walk refuses what kustomize would fetch (git, HTTP) from
+	// the target's kustomization and every local one it leads to, and the file system checks any
+	// kustomization the walk missed when kustomize reads it.
+	guard := newKustomizeGuard(mem, repo, in.AllowRemoteBases)
+	if kustomization {
+		guard.dir(target)
+		if err := guard.err(); err != nil {
+			return nil, fmt.Errorf("kustomize %s: %w", in.Path, err)
+		}
 	}
 	opts := krusty.MakeDefaultOptions()
-	// The file system is an in-memory copy of the checkout and nothing else: the overlay may read the
-	// repository's files outside its own directory, and nothing of the operator's disk.
-	opts.LoadRestrictions = types.LoadRestrictionsNone
-	res, err := krusty.MakeKustomizer(opts).Run(mem, overlayDir)
+	// Each kustomization reads files under its own directory only, as kustomize build does by default;
+	// builtin plugins only (no exec, Go or KRM function plugins) and no Helm inflation.
+	opts.LoadRestrictions = types.LoadRestrictionsRootOnly
+	opts.PluginConfig = types.DisabledPluginConfig()
+	res, err := krusty.MakeKustomizer(opts).Run(guardedFS{FileSystem: mem, g: guard}, root)
+	if gerr := guard.err(); gerr != nil {
+		return nil, fmt.Errorf("kustomize %s: %w", in.Path, gerr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kustomize %s: %w", in.Path, err)
 	}
@@ -130,11 +143,11 @@ func build(checkout string, in Input, kustomization bool) ([]*unstructured.Unstr
 	return objs, nil
 }
 
-// relative makes absolute in-memory paths relative to the overlay.
-func relative(paths []string) []string {
+// relative makes paths of the file system relative to the overlay at root.
+func relative(root string, paths []string) []string {
 	out := make([]string, len(paths))
 	for i, p := range paths {
-		out[i] = ".." + p
+		out[i] = strings.TrimPrefix(strings.TrimPrefix(p, root), "/")
 	}
 	return out
 }
@@ -159,10 +172,31 @@ func manifestFiles(mem filesys.FileSystem, dir string) ([]string, error) {
 	return out, err
 }
 
-// copyToMemory copies a checkout (regular files only) into an in-memory file system rooted at /.
-func copyToMemory(dir string) (filesys.FileSystem, error) {
-	mem := filesys.MakeFsInMemory()
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+// buildFS is the file system kustomize builds from, its root, and what removes it: the checkout's
+// regular files under root/repo. It is in memory, so that nothing of the operator's disk can be read,
+// unless remote bases are allowed: kustomize clones them onto the disk and reads them from its file
+// system, so the checkout is then copied into a temporary directory.
+func buildFS(checkout string, onDisk bool) (filesys.FileSystem, string, func(), error) {
+	if !onDisk {
+		mem := filesys.MakeFsInMemory()
+		return mem, "/", func() {}, copyInto(mem, checkout, path.Join("/", repoDir))
+	}
+	tmp, err := os.MkdirTemp("", "catalyst-kustomize-")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(tmp) }
+	disk := filesys.MakeFsOnDisk()
+	if err := copyInto(disk, checkout, path.Join(filepath.ToSlash(tmp), repoDir)); err != nil {
+		cleanup()
+		return nil, "", nil, err
+	}
+	return disk, filepath.ToSlash(tmp), cleanup, nil
+}
+
+// copyInto copies a checkout (regular files only) into dest of fsys.
+func copyInto(mem filesys.FileSystem, dir, dest string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -170,7 +204,7 @@ func copyToMemory(dir string) (filesys.FileSystem, error) {
 		if err != nil {
 			return err
 		}
-		target := path.Join("/", filepath.ToSlash(rel))
+		target := path.Join(dest, filepath.ToSlash(rel))
 		switch {
 		case d.IsDir():
 			return mem.MkdirAll(target)
@@ -183,5 +217,4 @@ func copyToMemory(dir string) (filesys.FileSystem, error) {
 		}
 		return mem.WriteFile(target, data)
 	})
-	return mem, err
 }

@@ -106,34 +106,3 @@ func Describe(o *unstructured.Unstructured) string {
 
 // Scope says whether a kind is namespaced; an error for a kind the cluster does not serve.
 type Scope func(schema.GroupVersionKind) (namespaced bool, err error)
-
-// Guard keeps a deploy inside its namespace: it sets namespace on every namespaced object without one,
-// and returns, as Describe names them, the objects it refuses: cluster-scoped kinds, objects for another
-// namespace, kinds the cluster does not serve, and duplicates. Nothing should be applied when it
-// refuses any.
-func Guard(objs []*unstructured.Unstructured, namespace string, scope Scope) []string {
-	var refused []string
-	seen := map[string]bool{}
-	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		namespaced, err := scope(gvk)
-		switch {
-		case err != nil:
-			refused = append(refused, fmt.Sprintf("%s (kind %s is not served by the cluster)", Describe(o), gvk.GroupKind()))
-			continue
-		case !namespaced:
-			refused = append(refused, fmt.Sprintf("%s (cluster-scoped)", Describe(o)))
-			continue
-		case o.GetNamespace() != "" && o.GetNamespace() != namespace:
-			refused = append(refused, fmt.Sprintf("%s (namespace %s is not the environment's)", Describe(o), o.GetNamespace()))
-			continue
-		}
-		o.SetNamespace(namespace)
-		id := gvk.GroupKind().String() + "/" + o.GetName()
-		if seen[id] {
-			refused = append(refused, fmt.Sprintf("%s (twice)", Describe(o)))
-		}
-		seen[id] = true
-	}
-	return refused
-}

@@ -85,7 +85,8 @@ func scope(gvk schema.GroupVersionKind) (bool, error) {
 	return false, &os.PathError{Op: "map", Path: gvk.Kind, Err: os.ErrNotExist}
 }
 
-func TestGuard(t *testing.T) {
+// TestPolicyBoundary is the namespace boundary: what Check refuses of any kind.
+func TestPolicyBoundary(t *testing.T) {
 	tests := []struct {
 		name    string
 		objs    []*unstructured.Unstructured
@@ -106,7 +107,7 @@ func TestGuard(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := render.Guard(tt.objs, "env-ns", scope)
+			got := render.Policy{Namespace: "env-ns", Host: "env-ns.preview.test", Scope: scope}.Check(tt.objs)
 			if !slices.Equal(got, tt.refused) {
 				t.Errorf("refused = %q, want %q", got, tt.refused)
 			}
