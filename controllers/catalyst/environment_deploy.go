@@ -360,8 +360,7 @@ func (r *EnvironmentReconciler) render(ctx context.Context, s *environmentScope,
 		s.status.Deployment = &catalystv1.DeploymentStatus{Commit: in.req.Commit, Type: in.typ, Image: in.Image.Ref(), Digest: in.digest}
 		return nil
 	}
-	refused := render.Guard(objs, in.Namespace, r.scope)
-	refused = append(refused, reservedObjects(objs)...)
+	refused := render.Policy{Namespace: in.Namespace, Host: in.Host, Scope: r.scope}.Check(objs)
 	if len(refused) > 0 {
 		shown := refused
 		if len(shown) > 32 {
@@ -374,25 +373,6 @@ func (r *EnvironmentReconciler) render(ctx context.Context, s *environmentScope,
 	}
 	render.Sort(objs)
 	return &rendered{digest: in.digest, objs: objs, chart: ch}
-}
-
-// reservedObjects are the rendered objects the operator refuses inside the namespace: what would loosen
-// its lock-down (NetworkPolicies open traffic; ResourceQuotas and LimitRanges are the operator's) and
-// objects of the names of the operator's own children.
-func reservedObjects(objs []*unstructured.Unstructured) []string {
-	var out []string
-	for _, o := range objs {
-		gk := o.GroupVersionKind().GroupKind()
-		switch {
-		case gk == schema.GroupKind{Group: "networking.k8s.io", Kind: "NetworkPolicy"},
-			gk == schema.GroupKind{Kind: "ResourceQuota"}, gk == schema.GroupKind{Kind: "LimitRange"}:
-			out = append(out, fmt.Sprintf("%s (the operator's %s %s locks the namespace down)", render.Describe(o), gk.Kind, catalyst.QuotaName))
-		case gk == schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"} && o.GetName() == catalyst.IngressName,
-			gk == schema.GroupKind{Group: "cert-manager.io", Kind: "Certificate"} && o.GetName() == catalyst.CertificateName:
-			out = append(out, fmt.Sprintf("%s (the operator's own)", render.Describe(o)))
-		}
-	}
-	return out
 }
 
 // scope asks the cluster whether a kind is namespaced.
