@@ -90,6 +90,13 @@ func main() {
 	catalystGitHosts := flag.String("catalyst-git-hosts", "", "Comma-separated hosts catalyst deploys may fetch Git repositories from, whatever their address; empty allows any host with a public address.")
 	catalystGitCAFile := flag.String("catalyst-git-ca-file", "", "PEM file of CAs trusted for catalyst Git https besides the system's.")
 	catalystIngressNS := flag.String("catalyst-ingress-namespace", catalyst.DefaultIngressNamespace, "Namespace of the ingress controller, whose pods the catalyst NetworkPolicy lets reach every Environment's pods.")
+	catalystPodSecurity := flag.String(catalyst.FlagPodSecurityLevel, string(catalyst.PodSecurityRestricted), "Pod Security level catalyst environment namespaces enforce: privileged, baseline or restricted (audit and warn stay restricted).")
+	catalystMaxCPU := flag.String(catalyst.FlagMaxQuotaCPU, "", "Most CPU a catalyst Project's resources.defaultQuota may ask for, such as 8; empty sets no ceiling.")
+	catalystMaxMemory := flag.String(catalyst.FlagMaxQuotaMemory, "", "Most memory a catalyst Project's resources.defaultQuota may ask for, such as 16Gi; empty sets no ceiling.")
+	catalystQuotaStorage := flag.String(catalyst.FlagQuotaStorage, catalyst.DefaultQuotaStorage.String(), "Storage the PersistentVolumeClaims of each catalyst environment namespace may request together (requests.storage); 0 allows none.")
+	catalystAllowedDomains := flag.String(catalyst.FlagAllowedDomains, "", "Comma-separated ingress domains catalyst Projects may name besides --catalyst-preview-domain: a name exactly, *.name any domain one label below name.")
+	catalystAllowedIssuers := flag.String(catalyst.FlagAllowedClusterIssuers, "", "Comma-separated cert-manager ClusterIssuers catalyst Projects may name besides --catalyst-cluster-issuer; an Issuer in the environment's namespace is always allowed.")
+	catalystCacheDir := flag.String("catalyst-cache-dir", catalyst.DefaultCacheDir(), "Directory of the catalyst Git cache (fetched commits), on a writable volume; the default follows $TMPDIR.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -149,6 +156,15 @@ func main() {
 		log.Error(err, "catalyst deploy settings")
 		os.Exit(1)
 	}
+	catalystDeploy.CacheDir = *catalystCacheDir
+	catalystDefaults, err := catalyst.Defaults{Domain: *catalystDomain, IngressClass: *catalystIngressClass, IngressNamespace: *catalystIngressNS,
+		Issuer: catalystv1.IssuerRef{Name: *catalystIssuer, Kind: "ClusterIssuer"}}.WithLimits(catalyst.LimitFlags{
+		PodSecurityLevel: *catalystPodSecurity, MaxQuotaCPU: *catalystMaxCPU, MaxQuotaMemory: *catalystMaxMemory,
+		QuotaStorage: *catalystQuotaStorage, AllowedDomains: *catalystAllowedDomains, AllowedClusterIssuers: *catalystAllowedIssuers})
+	if err != nil {
+		log.Error(err, "catalyst limits")
+		os.Exit(1)
+	}
 	mgr, err := manager.New(cfg, ctrl.Options{
 		Metrics:                       metricsOpts,
 		WebhookServer:                 webhookServer,
@@ -185,8 +201,7 @@ func main() {
 			AuthentikImage:          os.Getenv("RELATED_IMAGE_AUTHENTIK"),
 		}),
 		catalystctrl.Group(catalystctrl.Options{
-			Defaults: catalyst.Defaults{Domain: *catalystDomain, IngressClass: *catalystIngressClass, IngressNamespace: *catalystIngressNS,
-				Issuer: catalystv1.IssuerRef{Name: *catalystIssuer, Kind: "ClusterIssuer"}},
+			Defaults:                catalystDefaults,
 			MaxConcurrentReconciles: workers,
 			WatchNamespaces:         slices.Sorted(maps.Keys(watched)),
 			Build: catalyst.BuildConfig{BuilderImage: *catalystBuilderImage,
