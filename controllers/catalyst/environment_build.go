@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -30,6 +31,8 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
 
 // setupBuild fills what the build step needs from the manager: a client for build pods' logs.
 func (r *EnvironmentReconciler) setupBuild(mgr ctrl.Manager) error {
@@ -60,6 +63,8 @@ var retryBuildChanged = predicate.Funcs{
 // pushes it, and the registry is asked again once the Job succeeds. s.image is set only once the
 // registry is known to have the image. A failed build is not retried until the commit or the
 // catalyst.catalyst.dev/retry-build annotation changes (status.build remembers it, after the Job is gone).
+// A Project without spec.build uses the operator's default registry (catalyst.WithDefaultBuild), which
+// the steps below see as its spec.build.
 func (r *EnvironmentReconciler) reconcileBuild(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
 	switch {
 	case s.project == nil:
@@ -69,13 +74,14 @@ func (r *EnvironmentReconciler) reconcileBuild(ctx context.Context, s *environme
 		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the namespace")
 		return ctrl.Result{}, nil
 	}
-	b := s.project.Spec.Build
+	p := catalyst.WithDefaultBuild(s.project, r.Build)
+	b := p.Spec.Build
 	commit := s.env.Spec.Source.CommitSHA
 	if b == nil {
 		s.status.Build = nil
 		r.buildFailed(s, catalystv1.ReasonBuildNotConfigured, fmt.Sprintf(
-			"Project %s/%s has no spec.build: the operator has no registry to find or push the environment's image in",
-			s.project.Namespace, s.project.Name))
+			"Project %s/%s has no spec.build and the operator no --catalyst-default-registry: there is no registry to find or push the environment's image in",
+			p.Namespace, p.Name))
 		return ctrl.Result{}, nil
 	}
 	if commit == "" {
@@ -84,7 +90,14 @@ func (r *EnvironmentReconciler) reconcileBuild(ctx context.Context, s *environme
 			"spec.source.commitSha is empty: there is no image to find or build until it is set")
 		return ctrl.Result{}, nil
 	}
-	image := catalyst.ImageReference(s.project, commit)
+	if !catalyst.RegistryAllowed(b.Registry, r.Build.Registries) {
+		s.status.Build = nil
+		r.buildFailed(s, catalystv1.ReasonRegistryNotAllowed, fmt.Sprintf(
+			"registry %s is not one the operator may use (--catalyst-registries: %s): it is neither asked for the image nor pushed to",
+			b.Registry, strings.Join(r.Build.Registries, ", ")))
+		return ctrl.Result{}, nil
+	}
+	image := catalyst.ImageReference(p, commit)
 	retry := s.env.Annotations[catalystv1.AnnotationRetryBuild]
 	st := &catalystv1.BuildStatus{CommitSHA: commit}
 	if prev := s.env.Status.Build; prev != nil && prev.CommitSHA == commit {
@@ -98,40 +111,51 @@ func (r *EnvironmentReconciler) reconcileBuild(ctx context.Context, s *environme
 
 	if st.Image != "" && st.Digest != "" {
 		// Seen in the registry already: a commit's tag is not rebuilt, so it is not asked again.
-		r.imageFound(s, st, "")
+		r.imageFound(s, p, st, "")
 		return ctrl.Result{}, nil
 	}
 
-	kc, err := r.registryKeychain(ctx, s, b)
+	kc, secrets, err := r.registryKeychain(ctx, s, p)
 	switch {
 	case err != nil:
 		return ctrl.Result{}, err
 	case kc == nil:
 		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 	}
-	reg := &catalyst.Registry{Insecure: r.Build.InsecureRegistries}
+	// Bounded (BuildConfig.RegistryTimeout): a registry that does not answer fails this Environment
+	// alone, and frees the worker for the others.
+	reg := &catalyst.Registry{Insecure: r.Build.InsecureRegistries, Timeout: r.Build.RegistryTimeout}
 	digest, found, err := reg.Head(ctx, image, kc)
 	switch {
 	case errors.Is(err, catalyst.ErrUnauthorized):
-		msg := fmt.Sprintf("registry %s refused to say whether it has %s: %v; check spec.build.registrySecretRef", b.Registry, image, err)
+		msg := fmt.Sprintf("registry %s refused to say whether it has %s: %v; check the registry Secret (%s)", b.Registry, image,
+			catalyst.Redact(err.Error(), secrets), registrySecretSource(s.project))
 		r.buildFailed(s, catalystv1.ReasonRegistryUnauthorized, msg)
 		return ctrl.Result{RequeueAfter: r.registryRetry(s, catalystv1.ReasonRegistryUnauthorized)}, nil
 	case err != nil:
 		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonRegistryUnreachable,
-			fmt.Sprintf("registry %s could not be asked for %s: %v", b.Registry, image, err))
+			fmt.Sprintf("registry %s could not be asked for %s: %s", b.Registry, image, catalyst.Redact(err.Error(), secrets)))
 		return ctrl.Result{RequeueAfter: r.registryRetry(s, catalystv1.ReasonRegistryUnreachable)}, nil
 	case found:
-		r.imageFound(s, st, digest)
+		r.imageFound(s, p, st, digest)
 		return ctrl.Result{}, nil
 	}
-	return r.build(ctx, s, st, retry)
+	return r.build(ctx, s, p, st, retry, secrets)
+}
+
+// registrySecretSource says where the registry Secret's name comes from, for messages.
+func registrySecretSource(p *catalystv1.Project) string {
+	if p.Spec.Build == nil {
+		return "--catalyst-default-registry-secret"
+	}
+	return "spec.build.registrySecretRef"
 }
 
 // imageFound records that the registry has the image: BuildReady True, ImageExists when nothing was
 // built for it, ImagePushed (and a BuildSucceeded event, once) when a Job of the operator's pushed it.
 // An empty digest keeps the one status.build has.
-func (r *EnvironmentReconciler) imageFound(s *environmentScope, st *catalystv1.BuildStatus, digest string) {
-	image := catalyst.ImageReference(s.project, st.CommitSHA)
+func (r *EnvironmentReconciler) imageFound(s *environmentScope, p *catalystv1.Project, st *catalystv1.BuildStatus, digest string) {
+	image := catalyst.ImageReference(p, st.CommitSHA)
 	if digest != "" {
 		st.Image, st.Digest = image, digest
 	}
@@ -149,16 +173,21 @@ func (r *EnvironmentReconciler) imageFound(s *environmentScope, st *catalystv1.B
 	s.Set(catalystv1.ConditionBuildReady, metav1.ConditionTrue, reason, msg)
 }
 
-// build runs, follows and reports the build Job of the commit, for an image the registry lacks.
-func (r *EnvironmentReconciler) build(ctx context.Context, s *environmentScope, st *catalystv1.BuildStatus, retry string) (ctrl.Result, error) {
+// build runs, follows and reports the build Job of the commit, for an image the registry lacks. p is the
+// Project with its build (WithDefaultBuild); secrets are the registry Secret's values, kept out of what
+// a failure reports.
+func (r *EnvironmentReconciler) build(ctx context.Context, s *environmentScope, p *catalystv1.Project, st *catalystv1.BuildStatus,
+	retry string, secrets []string) (ctrl.Result, error) {
 	if st.Failure != "" && st.Retry == retry {
+		// Redacted when it was recorded; again, for one recorded by an older operator.
+		st.Failure = catalyst.Redact(st.Failure, secrets)
 		r.buildFailed(s, catalystv1.ReasonBuildFailed, st.Failure+fmt.Sprintf(
 			"; set annotation %s to a new value, or a new spec.source.commitSha, to build again", catalystv1.AnnotationRetryBuild))
 		return ctrl.Result{}, nil
 	}
-	commit, ns := st.CommitSHA, s.project.Namespace
+	commit, ns := st.CommitSHA, p.Namespace
 	name := catalyst.BuildJobName(s.env, commit, retry)
-	image := catalyst.ImageReference(s.project, commit)
+	image := catalyst.ImageReference(p, commit)
 	job := &batchv1.Job{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)
 	if apierrors.IsNotFound(err) {
@@ -167,7 +196,7 @@ func (r *EnvironmentReconciler) build(ctx context.Context, s *environmentScope, 
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		return r.startBuild(ctx, s, st, name, image, retry)
+		return r.startBuild(ctx, s, p, st, name, image, retry)
 	case err != nil:
 		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting, "the build Job could not be read: "+err.Error())
 		return ctrl.Result{}, fmt.Errorf("read build job %s/%s: %w", ns, name, err)
@@ -184,15 +213,17 @@ func (r *EnvironmentReconciler) build(ctx context.Context, s *environmentScope, 
 	switch state, reason, message := catalyst.StateOf(job); state {
 	case catalyst.JobSucceeded:
 		msg := fmt.Sprintf("build Job %s/%s succeeded, yet registry %s does not have %s; is the Job pushing elsewhere?",
-			ns, name, s.project.Spec.Build.Registry, image)
+			ns, name, p.Spec.Build.Registry, image)
 		r.buildFailed(s, catalystv1.ReasonImageMissingAfterBuild, msg)
 		return ctrl.Result{RequeueAfter: r.registryRetry(s, catalystv1.ReasonImageMissingAfterBuild)}, nil
 	case catalyst.JobFailed:
-		failure := catalyst.Failure(ns+"/"+name, reason, message)
+		// The Job's message and its log may quote what the build saw: no credential goes on.
+		secrets = append(secrets, r.gitSecretValues(ctx, p)...)
+		failure := catalyst.Redact(catalyst.Failure(ns+"/"+name, reason, message), secrets)
 		st.Failure = failure
 		if known != failure {
 			r.Recorder.Event(s.env, corev1.EventTypeWarning, catalystv1.ReasonBuildFailed,
-				catalyst.FailureEvent(failure, r.buildLog(ctx, ns, name)))
+				catalyst.FailureEvent(failure, r.buildLog(ctx, ns, name), secrets))
 		}
 		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonBuildFailed, failure+fmt.Sprintf(
 			"; set annotation %s to a new value, or a new spec.source.commitSha, to build again", catalystv1.AnnotationRetryBuild))
@@ -203,17 +234,30 @@ func (r *EnvironmentReconciler) build(ctx context.Context, s *environmentScope, 
 	return ctrl.Result{}, nil
 }
 
-// startBuild creates the build Job. A create request, not an apply: the Job is never changed after, and
-// a Job of that name made meanwhile by anyone makes the request fail instead of being taken over.
-func (r *EnvironmentReconciler) startBuild(ctx context.Context, s *environmentScope, st *catalystv1.BuildStatus, name, image, retry string) (ctrl.Result, error) {
+// startBuild creates the build Job, once the repository's host is allowed and the Project's namespace
+// holds what the Job needs besides its Secrets: the NetworkPolicy that fences build pods and, with a Git
+// CA bundle, the ConfigMap carrying it. A create request, not an apply: the Job is never changed after,
+// and a Job of that name made meanwhile by anyone makes the request fail instead of being taken over.
+func (r *EnvironmentReconciler) startBuild(ctx context.Context, s *environmentScope, p *catalystv1.Project, st *catalystv1.BuildStatus,
+	name, image, retry string) (ctrl.Result, error) {
 	commit := st.CommitSHA
 	if !catalyst.FullCommit(commit) {
 		r.buildFailed(s, catalystv1.ReasonCommitAbbreviated, fmt.Sprintf(
 			"registry %s does not have %s, and spec.source.commitSha %s is abbreviated: the builder checks out only a whole commit id (40 or 64 hexadecimal digits)",
-			s.project.Spec.Build.Registry, image, commit))
+			p.Spec.Build.Registry, image, commit))
 		return ctrl.Result{}, nil
 	}
-	job := catalyst.BuildJob(catalyst.BuildInput{Env: s.env, Project: s.project, Name: name, Commit: commit,
+	if allowed := r.Build.GitAllowed; allowed != nil {
+		if err := allowed(p.Spec.Source.RepositoryURL); err != nil {
+			r.buildFailed(s, catalystv1.ReasonGitHostNotAllowed, fmt.Sprintf(
+				"registry %s does not have %s, and it is not built: %v", p.Spec.Build.Registry, image, err))
+			return ctrl.Result{}, nil
+		}
+	}
+	if ok, res, err := r.applyBuildChildren(ctx, s, p.Namespace); !ok {
+		return res, err
+	}
+	job := catalyst.BuildJob(catalyst.BuildInput{Env: s.env, Project: p, Name: name, Commit: commit,
 		Image: image, Attempt: st.Attempts + 1, Config: r.Build})
 	err := r.Client.Create(ctx, job, client.FieldOwner(manager.FieldOwner))
 	var status apierrors.APIStatus
@@ -239,30 +283,72 @@ func (r *EnvironmentReconciler) startBuild(ctx context.Context, s *environmentSc
 	return ctrl.Result{}, nil
 }
 
-// registryKeychain reads spec.build.registrySecretRef's credentials (from the API server: the cache
-// holds no Secrets). A Secret missing or not a Docker config is the user's to fix: the condition says
-// so, and nil, nil is returned (a Secret's creation wakes nothing: the caller retries later).
-func (r *EnvironmentReconciler) registryKeychain(ctx context.Context, s *environmentScope, b *catalystv1.ProjectBuild) (authn.Keychain, error) {
-	if b.RegistrySecretRef == nil {
-		return authn.NewMultiKeychain(), nil
+// applyBuildChildren applies, in the Project's namespace ns, the NetworkPolicy of the build pods (open
+// to the ports of every Project of the namespace: one policy, the same whichever Environment sends it)
+// and, with a Git CA bundle, its ConfigMap. Neither is applied over an object of the same name the
+// operator did not make (NameConflict).
+func (r *EnvironmentReconciler) applyBuildChildren(ctx context.Context, s *environmentScope, ns string) (bool, ctrl.Result, error) {
+	var projects catalystv1.ProjectList
+	if err := r.Client.List(ctx, &projects, client.InNamespace(ns)); err != nil {
+		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting, "the namespace's Projects could not be listed: "+err.Error())
+		return false, ctrl.Result{}, fmt.Errorf("list projects in %s: %w", ns, err)
 	}
-	key := client.ObjectKey{Namespace: s.project.Namespace, Name: b.RegistrySecretRef.Name}
+	children := []client.Object{catalyst.BuildNetworkPolicy(ns, catalyst.BuildPorts(projects.Items, r.Build))}
+	if cm := catalyst.GitCAConfigMap(ns, r.Build.GitCABundle); cm != nil {
+		children = append(children, cm)
+	}
+	for _, c := range children {
+		if ok, res, err := s.Apply(ctx, c, catalystv1.ConditionBuildReady); !ok {
+			return false, res, err
+		}
+	}
+	return true, ctrl.Result{}, nil
+}
+
+// registryKeychain reads the registry Secret's credentials (spec.build.registrySecretRef, or
+// --catalyst-default-registry-secret for the default registry; from the API server: the cache holds no
+// Secrets), and its values, which no message may quote. A Secret missing or not a Docker config is the
+// user's to fix: the condition says so, and a nil keychain is returned (a Secret's creation wakes
+// nothing: the caller retries later).
+func (r *EnvironmentReconciler) registryKeychain(ctx context.Context, s *environmentScope, p *catalystv1.Project) (authn.Keychain, []string, error) {
+	b := p.Spec.Build
+	if b.RegistrySecretRef == nil {
+		return authn.NewMultiKeychain(), nil, nil
+	}
+	from := registrySecretSource(s.project)
+	key := client.ObjectKey{Namespace: p.Namespace, Name: b.RegistrySecretRef.Name}
 	secret := &corev1.Secret{}
 	err := r.APIReader.Get(ctx, key, secret)
 	switch {
 	case apierrors.IsNotFound(err):
-		r.buildFailed(s, catalystv1.ReasonSecretInvalid, fmt.Sprintf("Secret %s named by the Project's spec.build.registrySecretRef does not exist", key))
-		return nil, nil
+		r.buildFailed(s, catalystv1.ReasonSecretInvalid, fmt.Sprintf("Secret %s named by %s does not exist", key, from))
+		return nil, nil, nil
 	case err != nil:
 		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting, "the registry Secret could not be read: "+err.Error())
-		return nil, fmt.Errorf("read registry secret %s: %w", key, err)
+		return nil, nil, fmt.Errorf("read registry secret %s: %w", key, err)
 	}
+	secrets := catalyst.SecretValues(secret.Data)
 	kc, err := catalyst.Keychain(secret.Data)
 	if err != nil {
-		r.buildFailed(s, catalystv1.ReasonSecretInvalid, fmt.Sprintf("Secret %s named by the Project's spec.build.registrySecretRef: %v", key, err))
-		return nil, nil
+		r.buildFailed(s, catalystv1.ReasonSecretInvalid, fmt.Sprintf("Secret %s named by %s: %s", key, from, catalyst.Redact(err.Error(), secrets)))
+		return nil, nil, nil
 	}
-	return kc, nil
+	return kc, secrets, nil
+}
+
+// gitSecretValues are the values of the Project's spec.source.secretRef Secret, which the build Job
+// reads as environment variables: read only when a build failed, so that its report quotes none of
+// them. When it cannot be read, Redact's patterns alone stand guard.
+func (r *EnvironmentReconciler) gitSecretValues(ctx context.Context, p *catalystv1.Project) []string {
+	ref := p.Spec.Source.SecretRef
+	if ref == nil {
+		return nil
+	}
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: ref.Name}, secret); err != nil {
+		return nil
+	}
+	return catalyst.SecretValues(secret.Data)
 }
 
 // buildFailed sets BuildReady False with a reason only the user fixes, and emits a Warning event when
@@ -291,8 +377,11 @@ func ownBuild(job *batchv1.Job, env *catalystv1.Environment) bool {
 
 // deleteSupersededBuilds deletes the environment's build Jobs that still run for another commit or an
 // earlier retry: their image is no longer wanted. Finished Jobs are left to their TTL (their pod keeps
-// the log). Only Jobs the operator made for this Environment are considered.
+// the log). Only Jobs the operator made for this Environment are considered. The Job of the current
+// commit and retry annotation is kept even when status.build does not name it yet (a status write the
+// cache has not seen when the image appears).
 func (r *EnvironmentReconciler) deleteSupersededBuilds(ctx context.Context, s *environmentScope, st *catalystv1.BuildStatus) {
+	current := catalyst.BuildJobName(s.env, st.CommitSHA, s.env.Annotations[catalystv1.AnnotationRetryBuild])
 	var jobs batchv1.JobList
 	if err := r.Client.List(ctx, &jobs, client.InNamespace(s.project.Namespace),
 		client.MatchingLabels{catalyst.BuildOwnerUIDLabel: string(s.env.UID), manager.ManagedByLabel: manager.OperatorName}); err != nil {
@@ -301,7 +390,7 @@ func (r *EnvironmentReconciler) deleteSupersededBuilds(ctx context.Context, s *e
 	}
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
-		if job.Name == st.JobName || !job.DeletionTimestamp.IsZero() || !ownBuild(job, s.env) {
+		if job.Name == st.JobName || job.Name == current || !job.DeletionTimestamp.IsZero() || !ownBuild(job, s.env) {
 			continue
 		}
 		if state, _, _ := catalyst.StateOf(job); state != catalyst.JobRunning {

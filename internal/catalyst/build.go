@@ -7,6 +7,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,45 @@ type BuildConfig struct {
 	// InsecureRegistries are registries (host or host:port) spoken to over plain http besides loopback
 	// ones, by the operator and by the builder.
 	InsecureRegistries []string
+	// Registries, when not empty, are the only registries (host for every port, or host:port) a Project
+	// may name (--catalyst-registries): any other is neither asked nor pushed to (RegistryNotAllowed).
+	Registries []string
+	// DefaultRegistry is where a Project without spec.build keeps its images, as
+	// <DefaultRegistry>/<Project namespace>/<Project name> (--catalyst-default-registry); without it such
+	// a Project is BuildNotConfigured.
+	DefaultRegistry string
+	// DefaultRegistrySecret names a kubernetes.io/dockerconfigjson Secret in each Project's namespace
+	// holding the default registry's credentials (--catalyst-default-registry-secret); anonymous when
+	// empty.
+	DefaultRegistrySecret string
+	// GitCABundle is PEM certificates trusted for https Git servers besides the system's
+	// (--catalyst-git-ca-file): the build Jobs get them as ConfigMap GitCAConfigMapName.
+	GitCABundle []byte
+	// GitAllowed says whether the operator may fetch from a repository URL, and why not: the same rule
+	// as the deploy's fetches (--catalyst-git-hosts). Nil allows every host.
+	GitAllowed func(rawURL string) error
+	// RegistryTimeout bounds one image check; DefaultRegistryTimeout when zero.
+	RegistryTimeout time.Duration
+}
+
+// DefaultRegistryTimeout bounds an image check when BuildConfig says nothing: a registry slower than
+// that fails its Environment (RegistryUnreachable), retried later, and holds no worker longer.
+const DefaultRegistryTimeout = 30 * time.Second
+
+// WithDefaultBuild is p when it has spec.build; else, when cfg names a default registry, a copy of p
+// whose spec.build pushes to <DefaultRegistry>/<namespace>/<name> with Kaniko's defaults (Dockerfile
+// at the repository root, the whole repository as context) and DefaultRegistrySecret's credentials;
+// else p, still without spec.build.
+func WithDefaultBuild(p *catalystv1.Project, cfg BuildConfig) *catalystv1.Project {
+	if p.Spec.Build != nil || cfg.DefaultRegistry == "" {
+		return p
+	}
+	out := p.DeepCopy()
+	out.Spec.Build = &catalystv1.ProjectBuild{Registry: cfg.DefaultRegistry}
+	if cfg.DefaultRegistrySecret != "" {
+		out.Spec.Build.RegistrySecretRef = &catalystv1.LocalObjectReference{Name: cfg.DefaultRegistrySecret}
+	}
+	return out
 }
 
 // Build Job constants. They are documented in docs/catalyst.md, "Builds".
@@ -48,6 +88,11 @@ const (
 	BuildContextDir = "/kaniko/buildcontext"
 	// DockerConfigDir is where Kaniko reads registry credentials (config.json).
 	DockerConfigDir = "/kaniko/.docker"
+	// BuilderCertDir is the Kaniko image's SSL_CERT_DIR, which holds its ca-certificates.crt: Go reads
+	// every file in it into the system pool, which Kaniko's git clone (go-git) and pushes use.
+	BuilderCertDir = "/kaniko/ssl/certs"
+	// GitCAFile is the file name, in BuilderCertDir, of the operator's Git CA bundle.
+	GitCAFile = "catalyst-git-ca.crt"
 )
 
 // Labels and annotations on build Jobs, besides the recommended labels and the Environment's
@@ -166,6 +211,16 @@ func BuildJob(in BuildInput) *batchv1.Job {
 			Secret: &corev1.SecretVolumeSource{SecretName: ref.Name, DefaultMode: ptr.To[int32](0o400),
 				Items: []corev1.KeyToPath{{Key: corev1.DockerConfigJsonKey, Path: "config.json"}}}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: "registry-credentials", MountPath: DockerConfigDir, ReadOnly: true})
+	}
+	if len(in.Config.GitCABundle) > 0 {
+		// One file beside the image's own bundle (subPath), not a directory over it: Go loads both.
+		volumes = append(volumes, corev1.Volume{Name: "git-ca", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: GitCAConfigMapName},
+				Items: []corev1.KeyToPath{{Key: GitCAKey, Path: GitCAFile}}}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "git-ca", MountPath: path.Join(BuilderCertDir, GitCAFile),
+			SubPath: GitCAFile, ReadOnly: true})
+		// The Kaniko image sets it already; set here too so that another builder image reads the same place.
+		envVars = append(envVars, corev1.EnvVar{Name: "SSL_CERT_DIR", Value: BuilderCertDir})
 	}
 
 	timeout := b.TimeoutSeconds
@@ -289,10 +344,14 @@ const MaxEventMessage = 1024
 const LogLines = 20
 
 // FailureEvent is the message of a failed build's Warning event: the failure, then as many of the
-// build log's last lines as fit in MaxEventMessage (the last ones first kept). log may be empty: the pod
-// may be gone, or never have run.
-func FailureEvent(failure, log string) string {
+// build log's last lines as fit in MaxEventMessage (the last ones first kept), every line and the failure
+// passed through Redact with secrets first. log may be empty: the pod may be gone, or never have run.
+func FailureEvent(failure, log string, secrets []string) string {
+	failure = Redact(failure, secrets)
 	lines := Tail(log, LogLines)
+	for i, l := range lines {
+		lines[i] = Redact(l, secrets)
+	}
 	if len(lines) == 0 {
 		return truncate(failure+"; no build log is left to show", MaxEventMessage)
 	}

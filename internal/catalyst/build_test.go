@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -127,6 +128,44 @@ func TestBuildJob(t *testing.T) {
 				}
 				if len(c.Env) != 1 || c.Env[0].Name != "GIT_PULL_METHOD" {
 					t.Errorf("env without a git Secret: %+v", c.Env)
+				}
+			},
+		},
+		{
+			name: "a Git CA bundle: one more file in Kaniko's certificate directory, the image's own kept",
+			mutate: func(_ *catalystv1.Environment, _ *catalystv1.Project, c *BuildConfig) {
+				c.GitCABundle = []byte("-----BEGIN CERTIFICATE-----\n")
+			},
+			check: func(t *testing.T, j *batchv1.Job) {
+				pod := j.Spec.Template.Spec
+				i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.ConfigMap != nil })
+				if i < 0 || pod.Volumes[i].ConfigMap.Name != GitCAConfigMapName ||
+					!slices.Equal(pod.Volumes[i].ConfigMap.Items, []corev1.KeyToPath{{Key: GitCAKey, Path: GitCAFile}}) {
+					t.Fatalf("volumes = %+v, want ConfigMap %s's %s as %s", pod.Volumes, GitCAConfigMapName, GitCAKey, GitCAFile)
+				}
+				c := pod.Containers[0]
+				m := slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == pod.Volumes[i].Name })
+				if m < 0 || c.VolumeMounts[m].MountPath != "/kaniko/ssl/certs/catalyst-git-ca.crt" || c.VolumeMounts[m].SubPath != GitCAFile ||
+					!c.VolumeMounts[m].ReadOnly {
+					t.Fatalf("mounts = %+v, want the bundle read-only as one file (subPath) beside ca-certificates.crt", c.VolumeMounts)
+				}
+				if !slices.Contains(c.Env, corev1.EnvVar{Name: "SSL_CERT_DIR", Value: "/kaniko/ssl/certs"}) {
+					t.Fatalf("env = %+v, want SSL_CERT_DIR", c.Env)
+				}
+			},
+		},
+		{
+			name: "no Git CA bundle: no ConfigMap mount, the image's certificates alone",
+			check: func(t *testing.T, j *batchv1.Job) {
+				for _, v := range j.Spec.Template.Spec.Volumes {
+					if v.ConfigMap != nil {
+						t.Fatalf("a ConfigMap volume without a bundle: %+v", v)
+					}
+				}
+				for _, e := range j.Spec.Template.Spec.Containers[0].Env {
+					if e.Name == "SSL_CERT_DIR" {
+						t.Fatalf("SSL_CERT_DIR without a bundle")
+					}
 				}
 			},
 		},
@@ -302,7 +341,7 @@ func TestFailureEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := FailureEvent(failure, tt.log)
+			got := FailureEvent(failure, tt.log, nil)
 			if len(got) > MaxEventMessage {
 				t.Fatalf("%d bytes, more than %d", len(got), MaxEventMessage)
 			}
@@ -324,5 +363,63 @@ func TestTail(t *testing.T) {
 	}
 	if got := Tail("", 5); len(got) != 0 {
 		t.Fatalf("Tail of nothing = %q", got)
+	}
+}
+
+func TestWithDefaultBuild(t *testing.T) {
+	own := &catalystv1.ProjectBuild{Registry: "ghcr.io", Repository: "org/web"}
+	tests := []struct {
+		name  string
+		build *catalystv1.ProjectBuild
+		cfg   BuildConfig
+		want  *catalystv1.ProjectBuild
+		image string
+	}{
+		{name: "neither: still not configured", cfg: BuildConfig{DefaultRegistrySecret: "push"}},
+		{name: "the Project's own build wins", build: own, cfg: BuildConfig{DefaultRegistry: "image-registry.openshift-image-registry.svc:5000"},
+			want: own, image: "ghcr.io/org/web:" + fullSHA},
+		{name: "the default registry, anonymous", cfg: BuildConfig{DefaultRegistry: "image-registry.openshift-image-registry.svc:5000"},
+			want:  &catalystv1.ProjectBuild{Registry: "image-registry.openshift-image-registry.svc:5000"},
+			image: "image-registry.openshift-image-registry.svc:5000/team/web:" + fullSHA},
+		{name: "the default registry with its Secret", cfg: BuildConfig{DefaultRegistry: "registry.internal:5000", DefaultRegistrySecret: "push"},
+			want:  &catalystv1.ProjectBuild{Registry: "registry.internal:5000", RegistrySecretRef: &catalystv1.LocalObjectReference{Name: "push"}},
+			image: "registry.internal:5000/team/web:" + fullSHA},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := catalysttest.Project("team", "web")
+			p.Spec.Build = tt.build
+			got := WithDefaultBuild(p, tt.cfg)
+			if !equality.Semantic.DeepEqual(got.Spec.Build, tt.want) {
+				t.Fatalf("spec.build = %+v, want %+v", got.Spec.Build, tt.want)
+			}
+			if p.Spec.Build != tt.build {
+				t.Fatal("the Project itself was changed")
+			}
+			if img := ImageReference(got, fullSHA); img != tt.image {
+				t.Fatalf("image = %q, want %q", img, tt.image)
+			}
+			if tt.want != nil && tt.build == nil {
+				env, _ := buildFixture()
+				job := BuildJob(BuildInput{Env: env, Project: got, Name: "n", Commit: fullSHA, Image: tt.image, Config: tt.cfg})
+				if args := job.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--dockerfile=/kaniko/buildcontext/Dockerfile") ||
+					slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--context-sub-path") }) {
+					t.Fatalf("args %q: want Kaniko's defaults (Dockerfile at the root, the whole repository)", args)
+				}
+			}
+		})
+	}
+}
+
+func TestGitCAConfigMap(t *testing.T) {
+	if GitCAConfigMap("team", nil) != nil {
+		t.Fatal("a ConfigMap without a bundle")
+	}
+	cm := GitCAConfigMap("team", []byte("PEM"))
+	if cm.Namespace != "team" || cm.Name != GitCAConfigMapName || cm.Data[GitCAKey] != "PEM" || cm.Kind != "ConfigMap" {
+		t.Fatalf("ConfigMap = %+v", cm)
+	}
+	if !manager.IsManaged(cm.Labels) || len(cm.OwnerReferences) != 0 {
+		t.Fatalf("labels %v, owners %v: want the operator's label and no owner (the namespace's Projects share it)", cm.Labels, cm.OwnerReferences)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -80,7 +81,7 @@ type Registry struct {
 	Insecure []string
 	// Transport sends the requests; http.DefaultTransport when nil.
 	Transport http.RoundTripper
-	// Timeout bounds one check; 20 seconds when zero.
+	// Timeout bounds one check; DefaultRegistryTimeout when zero.
 	Timeout time.Duration
 }
 
@@ -102,7 +103,7 @@ func (r *Registry) Head(ctx context.Context, image string, kc authn.Keychain) (d
 	}
 	timeout := r.Timeout
 	if timeout <= 0 {
-		timeout = 20 * time.Second
+		timeout = DefaultRegistryTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -133,6 +134,27 @@ func (r *Registry) Head(ctx context.Context, image string, kc authn.Keychain) (d
 		}
 	}
 	return "", false, err
+}
+
+// RegistryAllowed says whether a Project may use registry (host or host:port): allowed is empty (every
+// registry is), or lists registry itself, or lists its host alone (which allows every port). Names
+// compare without regard to case; a host only matches itself (example.com does not allow
+// example.com.evil.test nor registry.example.com).
+func RegistryAllowed(registry string, allowed []string) bool {
+	if len(allowed) == 0 {
+		return true
+	}
+	registry = strings.ToLower(strings.TrimSpace(registry))
+	host := registry
+	if h, _, err := net.SplitHostPort(registry); err == nil {
+		host = h
+	}
+	for _, a := range allowed {
+		if a = strings.ToLower(strings.TrimSpace(a)); a != "" && (a == registry || a == host) {
+			return true
+		}
+	}
+	return false
 }
 
 // registryOf is the registry part of image.

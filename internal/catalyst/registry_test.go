@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -178,5 +179,54 @@ func TestRegistryRetry(t *testing.T) {
 		if got := RegistryRetry(tt.failingFor); got != tt.want {
 			t.Errorf("RegistryRetry(%s) = %s, want %s", tt.failingFor, got, tt.want)
 		}
+	}
+}
+
+func TestRegistryAllowed(t *testing.T) {
+	allowed := []string{"ghcr.io", "Registry.Internal:5000", " image-registry.openshift-image-registry.svc:5000 "}
+	tests := []struct {
+		registry string
+		allowed  []string
+		want     bool
+	}{
+		{"anything.example.com", nil, true},
+		{"ghcr.io", allowed, true},
+		{"ghcr.io:443", allowed, true},
+		{"GHCR.io", allowed, true},
+		{"registry.internal:5000", allowed, true},
+		{"image-registry.openshift-image-registry.svc:5000", allowed, true},
+		// Hostile: near misses of a listed registry are refused.
+		{"registry.internal:5001", allowed, false},
+		{"registry.internal", allowed, false},
+		{"ghcr.io.evil.test", allowed, false},
+		{"evilghcr.io", allowed, false},
+		{"docker.io", allowed, false},
+		{"127.0.0.1:5000", allowed, false},
+	}
+	for _, tt := range tests {
+		if got := RegistryAllowed(tt.registry, tt.allowed); got != tt.want {
+			t.Errorf("RegistryAllowed(%q, %q) = %v, want %v", tt.registry, tt.allowed, got, tt.want)
+		}
+	}
+}
+
+func TestRegistryTimeout(t *testing.T) {
+	// A registry that answers nothing: the check gives up at its timeout instead of holding its worker.
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	_, found, err := (&Registry{Timeout: 200 * time.Millisecond}).Head(context.Background(), host+"/team/web:"+fullSHA, authn.NewMultiKeychain())
+	if !errors.Is(err, context.DeadlineExceeded) || found {
+		t.Fatalf("a registry that never answers: found %v, err %v; want the deadline exceeded", found, err)
+	}
+	// Positive control: the same server answering at once is asked without error.
+	fast := httptest.NewServer(http.NotFoundHandler())
+	defer fast.Close()
+	_, found, err = (&Registry{Timeout: 200 * time.Millisecond}).Head(context.Background(),
+		strings.TrimPrefix(fast.URL, "http://")+"/team/web:"+fullSHA, authn.NewMultiKeychain())
+	if err != nil || found {
+		t.Fatalf("a registry that answers 404: found %v, err %v", found, err)
 	}
 }

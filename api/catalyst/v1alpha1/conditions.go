@@ -80,6 +80,13 @@ const (
 	// ReasonSecretInvalid is a Secret named by spec.build.registrySecretRef or spec.source.secretRef that
 	// does not exist or does not hold what it should.
 	ReasonSecretInvalid = "SecretInvalid"
+	// ReasonRegistryNotAllowed is a Project whose registry (spec.build.registry, or the operator's
+	// --catalyst-default-registry) is not in the operator's --catalyst-registries: the operator neither
+	// asks it for the image nor builds for it.
+	ReasonRegistryNotAllowed = "RegistryNotAllowed"
+	// ReasonGitHostNotAllowed is an image to build from a repository whose host the operator may not
+	// fetch from (--catalyst-git-hosts): no build Job is made.
+	ReasonGitHostNotAllowed = "GitHostNotAllowed"
 )
 
 // Event reasons besides the condition reasons and the kit's Created, Updated and Deleted.
