@@ -27,6 +27,7 @@ import (
 var (
 	repoRoot    string
 	operatorBin string
+	csvPath     string // the bundle's ClusterServiceVersion: the operators' permissions
 	logDir      string // every process's log; kept when the suite fails
 	cluster     *localcluster.Cluster
 	k8s         client.Client // direct: no cache between the test and the API server
@@ -68,6 +69,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	repoRoot, err = localcluster.FindRepoRoot(".")
 	Expect(err).NotTo(HaveOccurred())
 	operatorBin = operatorBinary()
+	csvPath, err = localcluster.FindCSV(repoRoot)
+	Expect(err).NotTo(HaveOccurred())
 	logDir, err = os.MkdirTemp("", "platform-operator-e2e-")
 	Expect(err).NotTo(HaveOccurred())
 	fmt.Fprintf(os.Stdout, "e2e: operator binary %s, logs in %s\n", operatorBin, logDir)

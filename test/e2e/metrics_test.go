@@ -152,25 +152,14 @@ var _ = Describe("metrics", func() {
 	})
 })
 
-// startMetricsOperator is startOperator, then a wait until the metrics port completes a TLS handshake
-// (and, with pprof, the pprof port accepts connections): StartOperator waits for /readyz, which the
-// manager serves before its metrics server has made its self-signed certificate and started listening.
+// startMetricsOperator is startOperator, with a check that the metrics port already serves TLS:
+// StartOperator waits until the metrics port accepts connections (the manager's /readyz passes before its
+// metrics server has made its self-signed certificate and started listening), and pprof's.
 func startMetricsOperator(ctx context.Context, name string, cfg operatorConfig) *operator {
 	GinkgoHelper()
 	op := startOperator(name, cfg)
-	Eventually(ctx, func() error {
-		_, err := negotiate(ctx, op.MetricsAddr)
-		return err
-	}).Should(Succeed(), "the metrics endpoint of operator %s never served TLS", name)
-	if op.PprofAddr != "" {
-		Eventually(ctx, func() error {
-			conn, err := net.DialTimeout("tcp", op.PprofAddr, time.Second)
-			if err == nil {
-				_ = conn.Close()
-			}
-			return err
-		}).Should(Succeed(), "the pprof endpoint of operator %s never accepted connections", name)
-	}
+	_, err := negotiate(ctx, op.MetricsAddr)
+	Expect(err).NotTo(HaveOccurred(), "the metrics endpoint of operator %s does not serve TLS once StartOperator returned", name)
 	return op
 }
 

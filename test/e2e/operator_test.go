@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -22,9 +23,16 @@ import (
 // pulls it.
 const ergoImage = "registry.example/ergochat/ergo:e2e"
 
+// clusterOperatorNamespace is where the operators for the whole cluster (an empty operatorConfig.namespace,
+// OLM's AllNamespaces) run: their ServiceAccount and its Roles are there, as config/default installs the
+// operator there.
+const clusterOperatorNamespace = "platform-operator-system"
+
 // operatorConfig says how to run one operator process.
 type operatorConfig struct {
-	// namespace is WATCH_NAMESPACE and, with leader election, the Lease's namespace.
+	// namespace is WATCH_NAMESPACE. The operator runs in it (OLM's OwnNamespace: its ServiceAccount, its
+	// Roles and, with leader election, its Lease are there); empty runs it for the whole cluster, in
+	// clusterOperatorNamespace.
 	namespace string
 	// leaderElection turns --leader-elect on with these timings; its namespace defaults to namespace.
 	leaderElection *localcluster.LeaderElection
@@ -35,16 +43,59 @@ type operatorConfig struct {
 	secureMetrics bool
 	// pprof also serves /debug/pprof on a free port (--pprof-bind-address).
 	pprof bool
+	// csv is the ClusterServiceVersion whose permissions the operator gets; empty: the bundle's
+	// (csvPath). Only the permissions scenario's control gives another.
+	csv string
+	// refusalsExpected leaves out the cleanup's check that the API server refused the operator nothing:
+	// for the control that runs it with a permission taken out of its CSV.
+	refusalsExpected bool
 }
 
 // operatorStopTimeout is how long Stop waits after SIGTERM (a clean shutdown, as kubelet does) before
 // it sends SIGKILL and reports that the operator had to be killed.
 const operatorStopTimeout = 15 * time.Second
 
-// operator is one platform-operator process: the built binary, against the cluster's admin kubeconfig.
-// Kill sends it SIGKILL, as a node failure or the OOM killer would.
+// operator is one platform-operator process: the built binary, authenticated as the ServiceAccount of the
+// bundle's CSV with exactly the permissions the CSV grants (identity). Kill sends it SIGKILL, as a node
+// failure or the OOM killer would.
 type operator struct {
 	*localcluster.Operator
+	identity *localcluster.CSVIdentity
+}
+
+// operatorNamespace is the namespace the operator runs in (operatorConfig.namespace).
+func (cfg operatorConfig) operatorNamespace() string {
+	if cfg.namespace == "" {
+		return clusterOperatorNamespace
+	}
+	return cfg.namespace
+}
+
+// installCSVRBAC grants the operator of cfg what OLM would grant it, installed with cfg's install mode,
+// from the bundle's CSV as it is now (other changes to the RBAC markers reach the suite once `make
+// bundle` ran), and returns its identity, whose kubeconfig is written into the log directory. What it
+// creates stays until the cluster stops: operators of one namespace share it, and a second install
+// only updates it.
+func installCSVRBAC(name string, cfg operatorConfig) *localcluster.CSVIdentity {
+	GinkgoHelper()
+	var targets []string
+	if cfg.namespace != "" {
+		targets = []string{cfg.namespace}
+	}
+	csv := cfg.csv
+	if csv == "" {
+		csv = csvPath
+	}
+	ctx, cancel := suiteContext()
+	defer cancel()
+	id, err := localcluster.InstallCSVRBAC(ctx, cluster.Config(), localcluster.CSVInstall{
+		CSVPath:          csv,
+		Namespace:        cfg.operatorNamespace(),
+		TargetNamespaces: targets,
+		KubeconfigPath:   filepath.Join(logDir, "operator-"+name+".kubeconfig"),
+	})
+	Expect(err).NotTo(HaveOccurred(), "grant operator %s the permissions of %s", name, csv)
+	return id
 }
 
 var (
@@ -58,35 +109,41 @@ func allOperators() []*operator {
 	return append([]*operator(nil), operators...)
 }
 
-// startOperator starts an operator scoped to cfg.namespace and waits for its /readyz. The spec's cleanup
-// stops it and, when the spec failed, prints the end of its log; AfterSuite proves it is gone.
+// startOperator starts an operator scoped to cfg.namespace, as its CSV's ServiceAccount (installCSVRBAC),
+// and waits for its /readyz. The spec's cleanup stops it, prints the end of its log when the spec failed,
+// and fails the spec if the API server refused the operator anything (a permission missing from the
+// CSV); AfterSuite proves it is gone.
 func startOperator(name string, cfg operatorConfig) *operator {
 	GinkgoHelper()
 	var le *localcluster.LeaderElection
 	if cfg.leaderElection != nil {
 		c := *cfg.leaderElection
 		if c.Namespace == "" {
-			c.Namespace = cfg.namespace
+			c.Namespace = cfg.operatorNamespace()
 		}
 		le = &c
 	}
+	id := installCSVRBAC(name, cfg)
 	lo, err := localcluster.StartOperator(context.Background(), localcluster.OperatorOptions{
-		Binary:         operatorBin,
-		Kubeconfig:     cluster.KubeconfigPath(),
-		Name:           name,
-		LogDir:         logDir,
-		Args:           cfg.args,
-		Env:            []string{"RELATED_IMAGE_ERGO=" + ergoImage, "WATCH_NAMESPACE=" + cfg.namespace},
-		LeaderElection: le,
-		SecureMetrics:  cfg.secureMetrics,
-		Pprof:          cfg.pprof,
-		StopTimeout:    operatorStopTimeout,
+		Binary: operatorBin,
+		// The suite's admin installs the webhook configurations (as OLM does); the process runs as the
+		// CSV's ServiceAccount.
+		Kubeconfig:        cluster.KubeconfigPath(),
+		ProcessKubeconfig: id.Kubeconfig,
+		Name:              name,
+		LogDir:            logDir,
+		Args:              cfg.args,
+		Env:               []string{"RELATED_IMAGE_ERGO=" + ergoImage, "WATCH_NAMESPACE=" + cfg.namespace},
+		LeaderElection:    le,
+		SecureMetrics:     cfg.secureMetrics,
+		Pprof:             cfg.pprof,
+		StopTimeout:       operatorStopTimeout,
 		// The API server calls this process's admission webhooks (in its namespace) from the moment it is
 		// ready until it stops (docs/webhooks.md).
 		WebhookManifests: filepath.Join(repoRoot, "config", "webhook", "manifests.yaml"),
 	})
 	Expect(err).NotTo(HaveOccurred(), "start operator %s", name)
-	op := &operator{lo}
+	op := &operator{Operator: lo, identity: id}
 	operatorsMu.Lock()
 	operators = append(operators, op)
 	operatorsMu.Unlock()
@@ -95,6 +152,12 @@ func startOperator(name string, cfg operatorConfig) *operator {
 			fmt.Fprintf(GinkgoWriter, "--- last 40 lines of %s:\n%s\n", op.LogPath, op.Tail(40))
 		}
 		Expect(op.Stop()).To(Succeed())
+		if cfg.refusalsExpected {
+			return
+		}
+		Expect(op.forbidden()).To(BeEmpty(), "the API server refused operator %s (%s) these requests: "+
+			"the CSV %s lacks a permission the operator uses (fix its +kubebuilder:rbac markers, then make manifests bundle)",
+			name, id.Username, cmp.Or(cfg.csv, csvPath))
 	})
 	record("operator start: "+name, op.ReadyAfter, fmt.Sprintf("(pid %d)", op.PID()))
 	return op
@@ -121,6 +184,14 @@ func (o *operator) reconciles() (float64, error) {
 func (o *operator) leading() (bool, error) {
 	v, err := o.metric("leader_election_master_status", map[string]string{"name": manager.LeaderElectionID})
 	return v == 1, err
+}
+
+// forbidden are the lines of the operator's log that report a request the API server refused its
+// ServiceAccount for lack of permission.
+func (o *operator) forbidden() []string {
+	data, err := os.ReadFile(o.LogPath)
+	Expect(err).NotTo(HaveOccurred())
+	return localcluster.Forbidden(string(data), o.identity.Username)
 }
 
 func (o *operator) logContains(s string) bool {
