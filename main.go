@@ -87,6 +87,10 @@ func main() {
 	catalystIngressClass := flag.String("catalyst-ingress-class", "", "IngressClass of catalyst Environment Ingresses when the Project names none; empty uses the cluster's default class.")
 	catalystBuilderImage := flag.String("catalyst-builder-image", catalyst.BuilderImage(os.Getenv("RELATED_IMAGE_KANIKO")), "Kaniko executor image of catalyst build Jobs (default $RELATED_IMAGE_KANIKO, else "+catalyst.DefaultBuilderImage+"; docs/catalyst.md, Builds).")
 	catalystInsecureRegistries := flag.String("catalyst-insecure-registries", "", "Comma-separated registries (host or host:port) that catalyst image checks and builds reach over plain http; loopback registries always are, every other only over https.")
+	catalystRegistries := flag.String("catalyst-registries", "", "Comma-separated registries (host for every port, or host:port) catalyst Projects may build to; empty allows any.")
+	catalystDefaultRegistry := flag.String("catalyst-default-registry", "", "Registry catalyst Projects without spec.build build to, as <registry>/<namespace>/<name> (such as image-registry.openshift-image-registry.svc:5000); empty leaves them BuildNotConfigured.")
+	catalystDefaultRegistrySecret := flag.String("catalyst-default-registry-secret", "", "Name of the dockerconfigjson Secret, in each Project's namespace, with the default registry's credentials; empty is anonymous.")
+	catalystRegistryTimeout := flag.Duration("catalyst-registry-timeout", catalyst.DefaultRegistryTimeout, "Bound of one catalyst image check; a slower registry is RegistryUnreachable.")
 	catalystGitHosts := flag.String("catalyst-git-hosts", "", "Comma-separated hosts catalyst deploys may fetch Git repositories from, whatever their address; empty allows any host with a public address.")
 	catalystGitCAFile := flag.String("catalyst-git-ca-file", "", "PEM file of CAs trusted for catalyst Git https besides the system's.")
 	catalystIngressNS := flag.String("catalyst-ingress-namespace", catalyst.DefaultIngressNamespace, "Namespace of the ingress controller, whose pods the catalyst NetworkPolicy lets reach every Environment's pods.")
@@ -205,7 +209,10 @@ func main() {
 			MaxConcurrentReconciles: workers,
 			WatchNamespaces:         slices.Sorted(maps.Keys(watched)),
 			Build: catalyst.BuildConfig{BuilderImage: *catalystBuilderImage,
-				InsecureRegistries: catalyst.SplitRegistries(*catalystInsecureRegistries)},
+				InsecureRegistries: catalyst.SplitRegistries(*catalystInsecureRegistries),
+				Registries:         catalyst.SplitRegistries(*catalystRegistries),
+				DefaultRegistry:    *catalystDefaultRegistry, DefaultRegistrySecret: *catalystDefaultRegistrySecret,
+				GitCABundle: catalystDeploy.GitCABundle, RegistryTimeout: *catalystRegistryTimeout},
 			Deploy: catalystDeploy,
 		}),
 	)

@@ -86,7 +86,7 @@ var _ = BeforeSuite(func() {
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
 		}),
-	}, caps, Group(Options{Defaults: testDefaults, MaxConcurrentReconciles: 2, Build: testBuild, Deploy: deployConfig()}))
+	}, caps, Group(Options{Defaults: testDefaults, MaxConcurrentReconciles: 2, Build: testBuildConfig(), Deploy: deployConfig()}))
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
 		defer GinkgoRecover()
