@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -48,6 +49,8 @@ type EnvironmentReconciler struct {
 	Pods corev1client.PodsGetter
 	// Deploy is the operator's deploy settings: git CAs, the checkout cache, Helm's history.
 	Deploy DeployConfig
+	// Now is the clock previews expire by (spec.expireAfter); time.Now when nil.
+	Now func() time.Time
 
 	// Client reads from the manager's cache and writes to the API server; APIReader reads what the cache
 	// does not hold (namespaces the operator did not make). SetupWithManager fills both and Recorder.
@@ -94,6 +97,7 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 	s := r.newScope(env)
 	res, err := reconcile.Run(ctx, s,
+		r.reconcileExpiry,
 		r.reconcileProject,
 		r.reconcileNamespace,
 		r.reconcileIngress,
@@ -125,7 +129,7 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: environmentFieldOwner,
-		Fields:     []string{"phase", "url", "namespace", "observedGeneration", "build", "deployment"},
+		Fields:     []string{"phase", "url", "namespace", "observedGeneration", "expiresAt", "build", "deployment"},
 		Conditions: environmentConditions,
 	}
 	toOwner := handler.EnqueueRequestsFromMapFunc(r.environmentForChild)

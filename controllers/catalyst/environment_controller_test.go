@@ -25,7 +25,8 @@ import (
 	"github.com/platform-operator/platform-operator/internal/manager"
 )
 
-// team is one spec's team: its namespace holds the Project, a second namespace the Environments.
+// team is one spec's team: its namespace holds the Project, a second namespace the Environments, which
+// the Project allows (spec.allowedEnvironmentNamespaces) and which name it with spec.projectRef.namespace.
 type team struct {
 	name, projectNS, envNS string
 }
@@ -39,12 +40,21 @@ func newTeam(ctx context.Context) team {
 	for _, ns := range []string{t.projectNS, t.envNS} {
 		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
-	Expect(k8s.Create(ctx, catalysttest.Project(t.projectNS, "web"))).To(Succeed())
+	Expect(k8s.Create(ctx, t.project("web"))).To(Succeed())
 	return t
 }
 
+// project is a Project of the team, in its namespace, allowing the team's Environment namespace.
+func (t team) project(name string) *catalystv1.Project {
+	p := catalysttest.Project(t.projectNS, name)
+	p.Spec.AllowedEnvironmentNamespaces = []string{t.envNS}
+	return p
+}
+
 func (t team) environment(name string) *catalystv1.Environment {
-	return catalysttest.Environment(t.envNS, name, t.name, "web")
+	env := catalysttest.Environment(t.envNS, name, t.name, "web")
+	env.Spec.ProjectRef.Namespace = t.projectNS
+	return env
 }
 
 // namespaceOf is the namespace an environment of the team gets.
@@ -124,6 +134,7 @@ var _ = Describe("Environment", func() {
 		Expect(n.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
 		Expect(n.Labels).To(HaveKeyWithValue(manager.ManagedByLabel, manager.OperatorName))
 		Expect(n.Annotations).To(HaveKeyWithValue(catalystv1.AnnotationBranch, "feature/login"))
+		Expect(n.Annotations).To(HaveKeyWithValue(catalystv1.AnnotationPRNumber, "123"))
 		Expect(n.Annotations).To(HaveKeyWithValue(catalyst.OwnerUIDAnnotation, string(getEnv(ctx, env).UID)))
 
 		rq := &corev1.ResourceQuota{}
@@ -157,6 +168,7 @@ var _ = Describe("Environment", func() {
 			g.Expect(condition(g, got, catalystv1.ConditionDeploymentReady).Status).To(Equal(metav1.ConditionTrue))
 		}).Should(Succeed())
 		Expect(getEnv(ctx, env).Annotations).To(HaveKeyWithValue(catalystv1.AnnotationEnvironmentID, "env-pr-123"))
+		Eventually(eventCount(ctx, env, corev1.EventTypeNormal, catalystv1.EventReady, "Environment is ready at https://"+host)).Should(BeEquivalentTo(1))
 
 		By("an unchanged environment, and its Project, cost no write, even when woken")
 		// Touching the Environment wakes both reconcilers: the Environment's, and its Project's.
@@ -167,6 +179,8 @@ var _ = Describe("Environment", func() {
 		}).Should(Succeed())
 		Expect(writes.In(t.envNS, ns)).To(BeNumerically(">=", 8), "creating the environment's children must have been counted here")
 		Expect(writes.In(t.projectNS)).To(BeNumerically(">=", 2), "the Project's finalizer and status must have been counted here")
+		Expect(eventCount(ctx, env, corev1.EventTypeNormal, catalystv1.EventReady, "")()).To(BeEquivalentTo(1),
+			"Ready is announced once per generation and URL, not on every reconcile")
 	})
 
 	It("never adopts a namespace it did not make: NamespaceConflict, a Warning event, and deletion leaves it alone", func(ctx SpecContext) {
@@ -225,6 +239,7 @@ var _ = Describe("Environment", func() {
 
 	It("waits for a missing Project without retrying, and goes on once it exists", func(ctx SpecContext) {
 		t := newTeam(ctx)
+		// No spec.projectRef.namespace: the Project is looked up in the Environment's own namespace.
 		env := catalysttest.Environment(t.envNS, "pr-1", t.name, "api")
 		Expect(k8s.Create(ctx, env)).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -236,7 +251,7 @@ var _ = Describe("Environment", func() {
 		before := writes.In(t.envNS)
 		Consistently(func() int { return writes.In(t.envNS) - before }).Should(BeZero(), "no hot retry loop")
 
-		Expect(k8s.Create(ctx, catalysttest.Project(t.projectNS, "api"))).To(Succeed())
+		Expect(k8s.Create(ctx, catalysttest.Project(t.envNS, "api"))).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(getEnv(ctx, env).Status.Namespace).To(Equal(t.name + "-api-pr-1"))
 		}).Should(Succeed())
@@ -255,7 +270,8 @@ var _ = Describe("Environment", func() {
 		Eventually(func(g Gomega) {
 			got := getEnv(ctx, env)
 			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
-			g.Expect(condition(g, got, catalystv1.ConditionNamespaceReady).Reason).To(Equal(catalystv1.ReasonProjectNotFound))
+			// In another namespace, a missing Project is not told apart from one that does not allow it.
+			g.Expect(condition(g, got, catalystv1.ConditionNamespaceReady).Reason).To(Equal(catalystv1.ReasonProjectNotAllowed))
 			g.Expect(got.Status.Phase).To(Equal(catalystv1.PhaseFailed))
 			g.Expect(got.Status.URL).To(BeEmpty())
 			g.Expect(got.Status.Namespace).To(Equal(ns), "the namespace is still the environment's")
@@ -354,7 +370,7 @@ var _ = Describe("Project", func() {
 var _ = Describe("Project counts", func() {
 	It("follow an Environment moved to another Project: both Projects are recounted", func(ctx SpecContext) {
 		t := newTeam(ctx)
-		Expect(k8s.Create(ctx, catalysttest.Project(t.projectNS, "api"))).To(Succeed())
+		Expect(k8s.Create(ctx, t.project("api"))).To(Succeed())
 		a, b := t.environment("a"), t.environment("b")
 		for _, e := range []*catalystv1.Environment{a, b} {
 			Expect(k8s.Create(ctx, e)).To(Succeed())

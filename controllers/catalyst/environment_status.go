@@ -1,6 +1,7 @@
 package catalyst
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -22,6 +23,7 @@ var environmentConditions = []string{
 // environment showing one is Failed until then.
 var failedReasons = map[string]bool{
 	catalystv1.ReasonProjectNotFound:   true,
+	catalystv1.ReasonProjectNotAllowed: true,
 	catalystv1.ReasonNamespaceConflict: true,
 	catalystv1.ReasonNameConflict:      true,
 	catalystv1.ReasonApplyFailed:       true,
@@ -57,7 +59,20 @@ func (s *environmentScope) summarize() *catalystv1.EnvironmentStatus {
 		"the namespace is locked down and the Ingress serves "+s.status.URL)
 	s.Set(catalystv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
 	s.status.Phase = Phase(s.status.Conditions)
+	s.announceReady()
 	return s.status
+}
+
+// announceReady emits the Normal event Ready with the URL, which the web application may watch for,
+// when the environment becomes Ready: the first time for its generation, or when the URL changed. An
+// unchanged Ready environment emits nothing on later reconciles (nor after an operator restart).
+func (s *environmentScope) announceReady() {
+	was := s.env.Status
+	if s.status.Phase != catalystv1.PhaseReady ||
+		was.Phase == catalystv1.PhaseReady && was.ObservedGeneration == s.env.Generation && was.URL == s.status.URL {
+		return
+	}
+	s.Recorder.Event(s.Owner, corev1.EventTypeNormal, catalystv1.EventReady, "Environment is ready at "+s.status.URL)
 }
 
 // Phase is the phase the conditions amount to: Failed when a part waits for the user, Pending until the

@@ -37,6 +37,8 @@ type environmentScope struct {
 	// is known to have it; imageDigest is its manifest's digest. Later steps deploy only when it is set.
 	image       string
 	imageDigest string
+	// expired is set by the expiry step once it deleted the environment: nothing more is made for it.
+	expired bool
 }
 
 func (r *EnvironmentReconciler) newScope(env *catalystv1.Environment) *environmentScope {
@@ -59,9 +61,15 @@ func (s *environmentScope) namespaceName() string {
 // reconcileProject finds the environment's Project. A missing one is a user mistake: a condition and a
 // Warning event, and the reconciler waits for the Project to appear (its creation wakes it).
 func (r *EnvironmentReconciler) reconcileProject(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
+	if s.expired {
+		return ctrl.Result{}, nil
+	}
 	key := client.ObjectKey{Namespace: s.parts.ProjectNamespace, Name: s.env.Spec.ProjectRef.Name}
 	p := &catalystv1.Project{}
 	err := r.Client.Get(ctx, key, p)
+	if key.Namespace != s.env.Namespace && (apierrors.IsNotFound(err) || err == nil && !catalyst.ProjectAllows(p, s.env.Namespace)) {
+		return projectNotAllowed(s, key) // Checked on every reconcile: a Project may take its allowance back.
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		msg := fmt.Sprintf("Project %s named by spec.projectRef does not exist in namespace %s", key.Name, key.Namespace)

@@ -15,20 +15,30 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 )
 
-// +kubebuilder:webhook:path=/validate-catalyst-catalyst-dev-v1alpha1-environment,mutating=false,failurePolicy=fail,sideEffects=None,groups=catalyst.catalyst.dev,resources=environments,verbs=create;update,versions=v1alpha1,name=venvironment.catalyst.catalyst.dev,admissionReviewVersions=v1
+// One webhook per operation, all served at the same path: config/webhook adds matchConditions to the
+// update and delete ones (so that the API server calls them only when the answer can be no), and OLM,
+// whose webhookdefinitions have no matchConditions, gets them with failurePolicy Ignore instead
+// (config/manifests), so that a stopped operator never blocks removing a finalizer or deleting a preview.
+// +kubebuilder:webhook:path=/validate-catalyst-catalyst-dev-v1alpha1-environment,mutating=false,failurePolicy=fail,sideEffects=None,groups=catalyst.catalyst.dev,resources=environments,verbs=create,versions=v1alpha1,name=venvironment.catalyst.catalyst.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-catalyst-catalyst-dev-v1alpha1-environment,mutating=false,failurePolicy=fail,sideEffects=None,groups=catalyst.catalyst.dev,resources=environments,verbs=update,versions=v1alpha1,name=venvironment-update.catalyst.catalyst.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-catalyst-catalyst-dev-v1alpha1-environment,mutating=false,failurePolicy=fail,sideEffects=None,groups=catalyst.catalyst.dev,resources=environments,verbs=delete,versions=v1alpha1,name=venvironment-delete.catalyst.catalyst.dev,admissionReviewVersions=v1
 
 // EnvironmentValidator refuses an Environment whose namespace (and so whose host, which is the namespace
-// under a domain) another Environment already has or would get. It reads Environments from the manager's
-// cache by the namespace index, so two Environments created in the same instant may both pass: the
-// controller then gives the second NamespaceConflict, as it does when the webhook is not installed.
+// under a domain) another Environment already has or would get, or whose Project, in another namespace,
+// does not allow the Environment's namespace; and the deletion of a deployment Environment without the
+// catalyst.dev/allow-deletion annotation. It reads Environments from the manager's cache by the namespace
+// index, so two Environments created in the same instant may both pass: the controller then gives the
+// second NamespaceConflict, as it does when the webhook is not installed. Projects come from the cache
+// too; the controller checks the reference again on every reconcile.
 type EnvironmentValidator struct {
-	// Reader lists Environments by namespaceIndex: the manager's cached client.
+	// Reader lists Environments by namespaceIndex and reads Projects: the manager's cached client.
 	Reader client.Reader
 }
 
 var _ admission.CustomValidator = (*EnvironmentValidator)(nil)
 
-// ValidateCreate refuses a new Environment whose namespace is taken or reserved.
+// ValidateCreate refuses a new Environment whose namespace is taken or reserved, or whose Project does
+// not allow it.
 func (v *EnvironmentValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
 	env, ok := obj.(*catalystv1.Environment)
 	if !ok {
@@ -37,8 +47,9 @@ func (v *EnvironmentValidator) ValidateCreate(ctx context.Context, obj runtime.O
 	return nil, v.validate(ctx, env)
 }
 
-// ValidateUpdate checks an Environment that has no namespace yet as on creation (its labels may have
-// changed the name); one that has a namespace keeps it, and a deleted one is never held up.
+// ValidateUpdate checks an Environment that has no namespace yet as on creation (its labels or its
+// projectRef may have changed); one that has a namespace keeps it (the controller checks its Project on
+// every reconcile), and a deleted one is never held up.
 func (v *EnvironmentValidator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
 	env, ok := newObj.(*catalystv1.Environment)
 	if !ok {
@@ -53,12 +64,38 @@ func (v *EnvironmentValidator) ValidateUpdate(ctx context.Context, oldObj, newOb
 	return nil, v.validate(ctx, env)
 }
 
-// ValidateDelete allows every deletion.
-func (v *EnvironmentValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
-	return nil, nil
+// ValidateDelete refuses to delete a deployment (staging, production) Environment unless it carries the
+// annotation catalyst.dev/allow-deletion: "true"; previews are deleted freely.
+func (v *EnvironmentValidator) ValidateDelete(_ context.Context, obj runtime.Object) (admission.Warnings, error) {
+	env, ok := obj.(*catalystv1.Environment)
+	if !ok {
+		return nil, fmt.Errorf("expected an Environment, got %T", obj)
+	}
+	if !deletionProtected(env) {
+		return nil, nil
+	}
+	return nil, apierrors.NewForbidden(catalystv1.GroupVersion.WithResource("environments").GroupResource(), env.Name, fmt.Errorf(
+		"an Environment of type deployment (staging or production) is protected from deletion: "+
+			"set the annotation %s: \"true\" on it, then delete it", catalystv1.AnnotationAllowDeletion))
+}
+
+// deletionProtected says whether env may not be deleted: a deployment Environment without the
+// annotation catalyst.dev/allow-deletion: "true". config/webhook's matchConditions say the same in CEL.
+func deletionProtected(env *catalystv1.Environment) bool {
+	return env.Spec.Type == catalystv1.EnvironmentDeployment && env.Annotations[catalystv1.AnnotationAllowDeletion] != "true"
 }
 
 func (v *EnvironmentValidator) validate(ctx context.Context, env *catalystv1.Environment) error {
+	if env.Namespace == "" {
+		// The API server fills it in from the request before admission; be sure of it all the same.
+		if req, err := admission.RequestFromContext(ctx); err == nil {
+			env = env.DeepCopy()
+			env.Namespace = req.Namespace
+		}
+	}
+	if err := v.validateProjectRef(ctx, env); err != nil {
+		return err
+	}
 	ns := catalyst.PartsOf(env).Namespace()
 	path := field.NewPath("metadata", "labels")
 	if catalyst.Reserved(ns) {
@@ -84,6 +121,27 @@ func (v *EnvironmentValidator) validate(ctx context.Context, env *catalystv1.Env
 			"(labels catalyst.dev/team, catalyst.dev/project, catalyst.dev/environment, else the Project's namespace, "+
 			"spec.projectRef.name and the name) must name a different namespace",
 		ns, ns, strings.Join(others, ", "))))
+}
+
+// validateProjectRef refuses a reference to a Project in another namespace that does not list the
+// Environment's namespace in spec.allowedEnvironmentNamespaces, or does not exist there (the same answer,
+// so that a tenant cannot probe another namespace for Project names).
+func (v *EnvironmentValidator) validateProjectRef(ctx context.Context, env *catalystv1.Environment) error {
+	key := client.ObjectKey{Namespace: catalyst.PartsOf(env).ProjectNamespace, Name: env.Spec.ProjectRef.Name}
+	if key.Namespace == env.Namespace {
+		return nil
+	}
+	p := &catalystv1.Project{}
+	switch err := v.Reader.Get(ctx, key, p); {
+	case apierrors.IsNotFound(err):
+		p = nil
+	case err != nil:
+		return apierrors.NewInternalError(fmt.Errorf("read project %s: %w", key, err))
+	}
+	if catalyst.ProjectAllows(p, env.Namespace) {
+		return nil
+	}
+	return invalid(env, field.Forbidden(field.NewPath("spec", "projectRef", "namespace"), projectNotAllowedMessage(key, env.Namespace)))
 }
 
 func invalid(env *catalystv1.Environment, errs ...*field.Error) error {

@@ -2,6 +2,7 @@ package catalyst
 
 import (
 	"context"
+	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -33,6 +34,8 @@ type Options struct {
 	Build catalyst.BuildConfig
 	// Deploy is the operator's deploy settings: git CAs, the checkout cache, Helm's history.
 	Deploy DeployConfig
+	// Now is the clock previews expire by; time.Now when nil (tests set a clock they can move).
+	Now func() time.Time
 }
 
 // Field indexes on Environments, shared by both reconcilers and the webhook.
@@ -63,7 +66,7 @@ func Group(opts Options) manager.Group {
 				return err
 			}
 			env := &EnvironmentReconciler{Defaults: opts.Defaults, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Capabilities: caps,
-				Build: opts.Build, Deploy: opts.Deploy}
+				Build: opts.Build, Deploy: opts.Deploy, Now: opts.Now}
 			if err := env.SetupWithManager(mgr); err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
@@ -63,13 +65,14 @@ func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if err := r.Client.List(ctx, &envs, of); err != nil {
 			return ctrl.Result{}, fmt.Errorf("list environments: %w", err)
 		}
-		return r.finalize(ctx, p, envs.Items)
+		return r.finalize(ctx, p, allowedEnvironments(p, envs.Items))
 	}
 	// Only counted: the cache's own objects are read, without a deep copy of each (a Project with
 	// thousands of environments is counted on every environment created or deleted).
 	if err := r.Client.List(ctx, &envs, of, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list environments: %w", err)
 	}
+	envs.Items = allowedEnvironments(p, envs.Items)
 	if !controllerutil.ContainsFinalizer(p, catalystv1.Finalizer) {
 		if err := addFinalizer(ctx, r.Client, p); err != nil {
 			return ctrl.Result{}, err
@@ -84,8 +87,23 @@ func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return ctrl.Result{}, r.status.Write(ctx, p, status)
 }
 
+// allowedEnvironments are those of envs (the Environments that name p) that p allows: only they are
+// counted, deleted and waited for. An Environment of another namespace naming p uninvited neither
+// inflates its count nor holds up its deletion.
+func allowedEnvironments(p *catalystv1.Project, envs []catalystv1.Environment) []catalystv1.Environment {
+	out := envs[:0:0]
+	for _, e := range envs {
+		if catalyst.ProjectAllows(p, e.Namespace) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // finalize deletes a deleted Project's Environments and releases the Project once they are gone (each
-// Environment's own finalizer first deletes its namespace).
+// Environment's own finalizer first deletes its namespace). A deployment Environment protected from
+// deletion (without catalyst.dev/allow-deletion: "true") is not deleted: the Project waits, naming it,
+// until it carries the annotation (which wakes the Project) or is deleted otherwise.
 func (r *ProjectReconciler) finalize(ctx context.Context, p *catalystv1.Project, envs []catalystv1.Environment) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(p, catalystv1.Finalizer) {
 		return ctrl.Result{}, nil
@@ -97,11 +115,15 @@ func (r *ProjectReconciler) finalize(ctx context.Context, p *catalystv1.Project,
 		r.status.Forget(client.ObjectKeyFromObject(p))
 		return ctrl.Result{}, nil
 	}
-	var deleted []string
+	var deleted, protected []string
 	var errs []error
 	for i := range envs {
 		e := &envs[i]
 		if !e.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if deletionProtected(e) {
+			protected = append(protected, e.Namespace+"/"+e.Name)
 			continue
 		}
 		if err := r.Client.Delete(ctx, e, client.Preconditions{UID: &e.UID}); client.IgnoreNotFound(err) != nil {
@@ -114,11 +136,18 @@ func (r *ProjectReconciler) finalize(ctx context.Context, p *catalystv1.Project,
 		r.Recorder.Eventf(p, corev1.EventTypeNormal, catalystv1.EventEnvironmentsDeleted,
 			"Deleted %d Environment(s) with the Project: %v", len(deleted), deleted)
 	}
+	msg := fmt.Sprintf("the Project is being deleted: waiting for %d environment(s) to be gone", len(envs))
+	if len(protected) > 0 {
+		msg += fmt.Sprintf("; protected from deletion, deleted only once they carry the annotation %s: \"true\": %s",
+			catalystv1.AnnotationAllowDeletion, strings.Join(protected, ", "))
+		if prev := meta.FindStatusCondition(p.Status.Conditions, catalystv1.ConditionReady); prev == nil || prev.Message != msg {
+			r.Recorder.Event(p, corev1.EventTypeWarning, catalystv1.EventEnvironmentsProtected, msg)
+		}
+	}
 	status := p.Status.DeepCopy()
 	status.Environments = int32(len(envs))
 	reconcile.Set(&status.Conditions, metav1.Condition{Type: catalystv1.ConditionReady, Status: metav1.ConditionFalse,
-		Reason: catalystv1.ReasonDeleting, ObservedGeneration: p.Generation,
-		Message: fmt.Sprintf("the Project is being deleted: waiting for %d environment(s) to be gone", len(envs))})
+		Reason: catalystv1.ReasonDeleting, ObservedGeneration: p.Generation, Message: msg})
 	if err := r.status.Write(ctx, p, status); err != nil {
 		errs = append(errs, err)
 	}
@@ -159,6 +188,11 @@ var projectsOfEnvironment = handler.Funcs{
 		if projectOf(e.ObjectOld) != projectOf(e.ObjectNew) {
 			enqueueProject(q, e.ObjectOld)
 			enqueueProject(q, e.ObjectNew)
+			return
+		}
+		// A deleted Project waits for its protected Environments: the annotation that frees one wakes it.
+		if protectedOf(e.ObjectOld) != protectedOf(e.ObjectNew) {
+			enqueueProject(q, e.ObjectNew)
 		}
 	},
 	DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
@@ -173,6 +207,12 @@ func projectOf(o client.Object) string {
 		return ""
 	}
 	return projectKey(env)
+}
+
+// protectedOf says whether o, an Environment, is protected from deletion.
+func protectedOf(o client.Object) bool {
+	env, ok := o.(*catalystv1.Environment)
+	return ok && deletionProtected(env)
 }
 
 func enqueueProject(q workqueue.TypedRateLimitingInterface[ctrl.Request], o client.Object) {

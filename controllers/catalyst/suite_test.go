@@ -2,7 +2,9 @@ package catalyst
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
@@ -30,15 +34,38 @@ import (
 
 // The suite runs the catalyst group in a manager built by internal/manager, as main.go does, against a
 // real kube-apiserver and etcd (envtest) that serves our CRDs and cert-manager's and calls the Environment
-// webhook as config/webhook declares it. It asserts through a direct, uncached client. envtest runs no
-// namespace controller: specs finalize deleted namespaces themselves, as that controller would.
+// webhook as config/webhook declares it (its kustomize output, matchConditions included: what ships). It
+// asserts through a direct, uncached client. envtest runs no namespace controller: specs finalize deleted
+// namespaces themselves, as that controller would. Previews expire by testClock, which specs move.
 var (
 	k8s       client.Client // direct: no cache between the test and the API server
 	clientset *kubernetes.Clientset
 	testEnv   *envtest.Environment
 	writes    = &testutil.WriteCounter{}
 	cancel    context.CancelFunc
+	testClock = &movableClock{}
 )
+
+// movableClock is the real time plus an offset specs move forward (previews expire by it).
+type movableClock struct{ offset atomic.Int64 }
+
+func (c *movableClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// Advance moves the clock d forward.
+func (c *movableClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// webhookManifests builds config/webhook the way config/default and config/manifests include it (the
+// patch with the matchConditions applied) into a file in dir, for envtest to install.
+func webhookManifests(root, dir string) string {
+	GinkgoHelper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "webhook"))
+	Expect(err).NotTo(HaveOccurred())
+	y, err := m.AsYaml()
+	Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(dir, "webhook.yaml")
+	Expect(os.WriteFile(path, y, 0o600)).To(Succeed())
+	return path
+}
 
 // testDefaults are the operator's flags in this suite.
 var testDefaults = catalyst.Defaults{
@@ -62,12 +89,12 @@ var _ = BeforeSuite(func() {
 		},
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
+			Paths: []string{webhookManifests(root, GinkgoT().TempDir())},
 		},
 	}
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
-	Expect(testEnv.WebhookInstallOptions.ValidatingWebhooks).To(HaveLen(1), "config/webhook/manifests.yaml declares the Environment webhook")
+	Expect(testEnv.WebhookInstallOptions.ValidatingWebhooks).To(HaveLen(1), "config/webhook declares the Environment webhooks")
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	clientset, err = kubernetes.NewForConfig(cfg)
@@ -86,7 +113,7 @@ var _ = BeforeSuite(func() {
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
 		}),
-	}, caps, Group(Options{Defaults: testDefaults, MaxConcurrentReconciles: 2, Build: testBuildConfig(), Deploy: deployConfig()}))
+	}, caps, Group(Options{Defaults: testDefaults, MaxConcurrentReconciles: 2, Build: testBuildConfig(), Deploy: deployConfig(), Now: testClock.Now}))
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
 		defer GinkgoRecover()

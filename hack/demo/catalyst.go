@@ -129,6 +129,7 @@ func startCatalystServers(_ context.Context, dir string) (args []string, stop fu
 func catalystObjects(string) []client.Object {
 	env := catalysttest.Environment(catalystProjectNS, catalystEnvironment, catalystTeam, catalystProject)
 	env.Annotations[catalystv1.AnnotationEnvironmentID] = "123"
+	env.Spec.ProjectRef.Namespace = catalystTeam
 	env.Spec.Source.CommitSHA = strings.Repeat("0", 40)
 	if catalystLocal != nil {
 		env.Spec.Source.CommitSHA = catalystLocal.commit
@@ -142,6 +143,7 @@ func catalystDemoProject() *catalystv1.Project {
 	p.Spec.Source.RepositoryURL = "https://127.0.0.1/" + catalystTeam + "/" + catalystProject
 	p.Spec.Deployment = catalystv1.ProjectDeployment{Type: catalystv1.DeploymentManifest, Path: catalysttest.AppPath}
 	p.Spec.Build = &catalystv1.ProjectBuild{Registry: "127.0.0.1"}
+	p.Spec.AllowedEnvironmentNamespaces = []string{catalystProjectNS}
 	if catalystLocal != nil {
 		p.Spec.Source.RepositoryURL = catalystLocal.repoURL
 		p.Spec.Build.Registry = catalystLocal.registry.Host

@@ -116,6 +116,7 @@ func makeCatalystTeam(ctx context.Context, push bool) catalystTeam {
 	p.Spec.Source.RepositoryURL = catalystGit.URL(repo.Dir)
 	p.Spec.Deployment = catalystv1.ProjectDeployment{Type: catalystv1.DeploymentManifest, Path: catalysttest.AppPath}
 	p.Spec.Build = &catalystv1.ProjectBuild{Registry: catalystRegistry.Host}
+	p.Spec.AllowedEnvironmentNamespaces = []string{t.envNS} // its Environments live in their own namespace
 	if push {
 		// As a build would have pushed it: nothing is built (no Kaniko Job).
 		t.digest, err = catalystRegistry.Push(catalyst.ImageReference(p, t.commit))
@@ -129,6 +130,7 @@ func makeCatalystTeam(ctx context.Context, push bool) catalystTeam {
 // environment is a pull-request Environment of the team at its commit.
 func (t catalystTeam) environment(name string) *catalystv1.Environment {
 	env := catalysttest.Environment(t.envNS, name, t.name, "web")
+	env.Spec.ProjectRef.Namespace = t.name
 	env.Spec.Source.CommitSHA = t.commit
 	return env
 }

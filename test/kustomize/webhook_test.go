@@ -137,9 +137,16 @@ func checkService(t *testing.T, r rendered, dep *appsv1.Deployment) {
 	}
 }
 
+// failOpenUnderOLM are the webhooks that OLM, whose webhookdefinitions cannot carry their matchConditions,
+// gets with failurePolicy Ignore (config/manifests), so that a stopped operator blocks neither removing a
+// deleted Environment's finalizer nor deleting one; everywhere else they fail closed, with
+// matchConditions that keep the API server from calling them for those requests.
+var failOpenUnderOLM = []string{"venvironment-update.catalyst.catalyst.dev", "venvironment-delete.catalyst.catalyst.dev"}
+
 // checkWebhooks checks that there are webhook configurations and that each webhook calls the Service,
-// refusing when it cannot be reached; it returns the configurations' annotations.
-func checkWebhooks(t *testing.T, r rendered) []map[string]string {
+// refusing when it cannot be reached (olm: but failOpenUnderOLM, which must then be Ignore and without
+// matchConditions, and otherwise carry them); it returns the configurations' annotations.
+func checkWebhooks(t *testing.T, r rendered, olm bool) []map[string]string {
 	t.Helper()
 	validating := all[admissionregistrationv1.ValidatingWebhookConfiguration](t, r, "ValidatingWebhookConfiguration")
 	if len(validating) == 0 {
@@ -151,13 +158,20 @@ func checkWebhooks(t *testing.T, r rendered) []map[string]string {
 			(s.Port != nil && *s.Port != 443) {
 			t.Errorf("%s webhook %s: clientConfig %+v, want Service %s/%s port 443 with a path", cfg, name, cc, namespace, serviceName)
 		}
-		if fp == nil || *fp != admissionregistrationv1.Fail {
-			t.Errorf("%s webhook %s: failurePolicy %v, want Fail", cfg, name, fp)
+		want := admissionregistrationv1.Fail
+		if olm && slices.Contains(failOpenUnderOLM, name) {
+			want = admissionregistrationv1.Ignore
+		}
+		if fp == nil || *fp != want {
+			t.Errorf("%s webhook %s: failurePolicy %v, want %s", cfg, name, fp, want)
 		}
 	}
 	for _, c := range validating {
 		for _, w := range c.Webhooks {
 			check(c.Name, w.Name, w.ClientConfig, w.FailurePolicy)
+			if slices.Contains(failOpenUnderOLM, w.Name) && olm == (len(w.MatchConditions) > 0) {
+				t.Errorf("%s webhook %s: matchConditions %+v (OLM: %t): want them everywhere but in OLM's manifests", c.Name, w.Name, w.MatchConditions, olm)
+			}
 		}
 		annotations = append(annotations, c.Annotations)
 	}
@@ -227,7 +241,7 @@ func TestDefaultServesWebhooksWithCertManager(t *testing.T) {
 	})
 
 	t.Run("every webhook calls the Service and gets its CA from the Certificate", func(t *testing.T) {
-		for _, a := range checkWebhooks(t, r) {
+		for _, a := range checkWebhooks(t, r, false) {
 			if got, want := a[injectCAFrom], namespace+"/"+certName; got != want {
 				t.Errorf("%s = %q, want %q", injectCAFrom, got, want)
 			}
@@ -239,7 +253,7 @@ func TestManifestsGiveOLMTheWebhooksWithoutCertManager(t *testing.T) {
 	r := build(t, "manifests")
 	dep := one[appsv1.Deployment](t, r, "Deployment", deploymentName)
 	checkService(t, r, dep)
-	checkWebhooks(t, r)
+	checkWebhooks(t, r, true)
 	for _, kind := range []string{"Certificate", "Issuer"} {
 		for _, u := range r.objs {
 			if u.GetKind() == kind {
