@@ -28,6 +28,7 @@ import (
 	iotctrl "github.com/platform-operator/platform-operator/controllers/iot"
 	ircctrl "github.com/platform-operator/platform-operator/controllers/irc"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/catalyst/source"
 	"github.com/platform-operator/platform-operator/internal/domain"
 	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/memlimit"
@@ -93,6 +94,8 @@ func main() {
 	catalystRegistryTimeout := flag.Duration("catalyst-registry-timeout", catalyst.DefaultRegistryTimeout, "Bound of one catalyst image check; a slower registry is RegistryUnreachable.")
 	catalystGitHosts := flag.String("catalyst-git-hosts", "", "Comma-separated hosts catalyst deploys may fetch Git repositories from, whatever their address; empty allows any host with a public address.")
 	catalystGitCAFile := flag.String("catalyst-git-ca-file", "", "PEM file of CAs trusted for catalyst Git https besides the system's.")
+	catalystTenantRole := flag.String("catalyst-tenant-cluster-role", catalyst.DefaultTenantClusterRole, "ClusterRole bound (in each environment namespace only) to the tenant ServiceAccount catalyst-deployer, which the operator impersonates to deploy a repository's objects; the operator needs bind on it (docs/catalyst.md, Tenancy).")
+	catalystRemoteBases := flag.Bool("catalyst-allow-remote-bases", false, "Let catalyst kustomizations name remote bases and resources (URLs), which the operator then fetches itself; refused when false.")
 	catalystIngressNS := flag.String("catalyst-ingress-namespace", catalyst.DefaultIngressNamespace, "Namespace of the ingress controller, whose pods the catalyst NetworkPolicy lets reach every Environment's pods.")
 	catalystPodSecurity := flag.String(catalyst.FlagPodSecurityLevel, string(catalyst.PodSecurityRestricted), "Pod Security level catalyst environment namespaces enforce: privileged, baseline or restricted (audit and warn stay restricted).")
 	catalystMaxCPU := flag.String(catalyst.FlagMaxQuotaCPU, "", "Most CPU a catalyst Project's resources.defaultQuota may ask for, such as 8; empty sets no ceiling.")
@@ -169,6 +172,7 @@ func main() {
 		log.Error(err, "catalyst limits")
 		os.Exit(1)
 	}
+	catalystDeploy.TenantClusterRole, catalystDeploy.AllowRemoteBases = *catalystTenantRole, *catalystRemoteBases
 	mgr, err := manager.New(cfg, ctrl.Options{
 		Metrics:                       metricsOpts,
 		WebhookServer:                 webhookServer,
@@ -212,7 +216,7 @@ func main() {
 				InsecureRegistries: catalyst.SplitRegistries(*catalystInsecureRegistries),
 				Registries:         catalyst.SplitRegistries(*catalystRegistries),
 				DefaultRegistry:    *catalystDefaultRegistry, DefaultRegistrySecret: *catalystDefaultRegistrySecret,
-				GitCABundle: catalystDeploy.GitCABundle, RegistryTimeout: *catalystRegistryTimeout},
+				GitCABundle: catalystDeploy.GitCABundle, GitAllowed: (&source.Fetcher{Hosts: catalystDeploy.GitHosts}).Allowed, RegistryTimeout: *catalystRegistryTimeout},
 			Deploy: catalystDeploy,
 		}),
 	)

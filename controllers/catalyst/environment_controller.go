@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -146,6 +147,8 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.LimitRange{}, toOwner).
 		Watches(&networkingv1.NetworkPolicy{}, toOwner).
 		Watches(&networkingv1.Ingress{}, toOwner).
+		Watches(&corev1.ServiceAccount{}, toOwner).
+		Watches(&rbacv1.RoleBinding{}, toOwner).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(environmentForNamespace)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
 	if r.Capabilities.CertManager {

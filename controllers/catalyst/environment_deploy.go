@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -30,12 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 	"github.com/platform-operator/platform-operator/internal/catalyst/source"
 	"github.com/platform-operator/platform-operator/internal/manager"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
 // DeployLabel marks every object the operator deployed from an environment's repository, with the
@@ -64,6 +60,13 @@ type DeployConfig struct {
 	CacheEntries int
 	// HelmMaxHistory bounds each release's history; DefaultHelmMaxHistory when zero.
 	HelmMaxHistory int
+	// TenantClusterRole is the ClusterRole bound to each environment namespace's tenant ServiceAccount,
+	// which every object of a repository is sent as (--catalyst-tenant-cluster-role);
+	// catalyst.DefaultTenantClusterRole when empty.
+	TenantClusterRole string
+	// AllowRemoteBases lets kustomizations name remote bases and resources, which the operator then
+	// fetches itself (--catalyst-allow-remote-bases); refused when false.
+	AllowRemoteBases bool
 }
 
 // deployer is the Environment reconciler's deploy state: the fetcher, the cluster's kinds, and the last
@@ -120,13 +123,10 @@ func (d *deployer) forget(key types.NamespacedName) {
 // change to one repairs drift, and the workloads' status makes DeploymentReady.
 var watchedKinds = []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}}
 
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;create;patch;update;delete
-// +kubebuilder:rbac:groups="",resources=services;configmaps;serviceaccounts;persistentvolumeclaims,verbs=get;list;watch;create;patch;update;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;update;delete
-// +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=get;list;watch;create;patch;update;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;update;delete
-// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;patch;update;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;update;delete
+// The operator only reads what it deployed (the watched kinds, to repair drift and report readiness):
+// everything a repository holds is written, read and deleted as the tenant (environment_tenant.go).
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch
 
 // setupDeploy makes the deploy state and adds the watches on deployed objects to b.
 func (r *EnvironmentReconciler) setupDeploy(mgr ctrl.Manager, b *builder.Builder) *builder.Builder {
@@ -178,6 +178,11 @@ func (r *EnvironmentReconciler) reconcileDeploy(ctx context.Context, s *environm
 			"waiting for the image of spec.source.commitSha to be in the registry (see BuildReady)")
 		return ctrl.Result{}, nil
 	}
+	tenant, err := r.tenantClient(s.namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.tenant = tenant
 	in, err := r.deployInput(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -243,7 +248,7 @@ func (r *EnvironmentReconciler) deployInput(ctx context.Context, s *environmentS
 	if branch == "" {
 		branch = p.Spec.Source.Branch
 	}
-	in := &deployInput{typ: p.Spec.Deployment.Type, req: source.Request{URL: p.Spec.Source.RepositoryURL, Commit: commit, Branch: branch}}
+	in := &deployInput{typ: p.Spec.Deployment.Type, req: source.Request{URL: p.Spec.Source.RepositoryURL, Commit: commit, Branch: branch, Namespace: p.Namespace}}
 	if ref := p.Spec.Source.SecretRef; ref != nil {
 		auth, err := r.gitAuth(ctx, p.Namespace, ref.Name)
 		if err != nil {
@@ -275,6 +280,8 @@ func (r *EnvironmentReconciler) deployInput(ctx context.Context, s *environmentS
 		Host:      catalyst.Host(s.namespace, s.settings.Domain),
 		Values:    values,
 		Labels:    deployLabels(s.env),
+		// An administrator's choice, not the tenant's.
+		AllowRemoteBases: r.Deploy.AllowRemoteBases,
 	}
 	for _, e := range s.env.Spec.Config.EnvVars {
 		v := render.EnvVar{Name: e.Name, Value: e.Value}
@@ -360,7 +367,7 @@ func (r *EnvironmentReconciler) render(ctx context.Context, s *environmentScope,
 		s.status.Deployment = &catalystv1.DeploymentStatus{Commit: in.req.Commit, Type: in.typ, Image: in.Image.Ref(), Digest: in.digest}
 		return nil
 	}
-	refused := render.Policy{Namespace: in.Namespace, Host: in.Host, Scope: r.scope}.Check(objs)
+	refused := r.policy(in).Check(objs)
 	if len(refused) > 0 {
 		shown := refused
 		if len(shown) > 32 {
@@ -373,6 +380,24 @@ func (r *EnvironmentReconciler) render(ctx context.Context, s *environmentScope,
 	}
 	render.Sort(objs)
 	return &rendered{digest: in.digest, objs: objs, chart: ch}
+}
+
+// policy is what a deploy of in may hold (render.Policy): the environment's namespace, names under its
+// host, and the ClusterIssuers the operator allows.
+func (r *EnvironmentReconciler) policy(in *deployInput) render.Policy {
+	issuers := append([]string{}, r.Defaults.AllowedClusterIssuers...)
+	if r.Defaults.Issuer.Name != "" && (r.Defaults.Issuer.Kind == "" || r.Defaults.Issuer.Kind == "ClusterIssuer") {
+		issuers = append(issuers, r.Defaults.Issuer.Name)
+	}
+	return render.Policy{Namespace: in.Namespace, Host: in.Host, Scope: r.scope, ClusterIssuers: issuers}
+}
+
+// firstRefusals is at most the first 32 refusals, for the status.
+func firstRefusals(refused []string) []string {
+	if len(refused) > 32 {
+		return refused[:32]
+	}
+	return refused
 }
 
 // scope asks the cluster whether a kind is namespaced.
@@ -389,296 +414,6 @@ func shortCommit(c string) string {
 		return c[:12]
 	}
 	return c
-}
-
-// deployObjects applies manifest and kustomize objects, then prunes what the previous inventory held
-// and this one does not.
-func (r *EnvironmentReconciler) deployObjects(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered, st *catalystv1.DeploymentStatus) (ctrl.Result, error) {
-	objs := rd.objs
-	changed, res, err := r.applyObjects(ctx, s, objs)
-	if err != nil || res.RequeueAfter > 0 {
-		return res, err
-	}
-	inventory := make([]catalystv1.DeployedObject, 0, len(objs))
-	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		inventory = append(inventory, catalystv1.DeployedObject{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Name: o.GetName()})
-	}
-	pruned, err := r.prune(ctx, s, st.Inventory, inventory)
-	st.Inventory, st.Objects = inventory, int32(len(objs))
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	r.deploy.remember(s.env, rd)
-	if changed > 0 || pruned > 0 {
-		r.Recorder.Eventf(s.env, corev1.EventTypeNormal, catalystv1.EventDeployed, "Deployed commit %s (%s %s): %d objects applied, %d changed, %d pruned",
-			shortCommit(in.req.Commit), in.typ, in.Path, len(objs), changed, pruned)
-	}
-	return r.reportReady(ctx, s, objs)
-}
-
-// applyObjects applies each object (reading it first: one that already holds every field is not
-// written) and returns how many it wrote.
-func (r *EnvironmentReconciler) applyObjects(ctx context.Context, s *environmentScope, objs []*unstructured.Unstructured) (int, ctrl.Result, error) {
-	changed := 0
-	for _, o := range objs {
-		result, err := r.applyObject(ctx, s.env, o)
-		var conflict *apply.ConflictError
-		var status apierrors.APIStatus
-		switch {
-		case errors.As(err, &conflict):
-			msg := conflict.Error()
-			s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonNameConflict, msg)
-			s.Warn(catalystv1.ReasonNameConflict, msg)
-			return changed, ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
-		case errors.As(err, &status) && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)):
-			msg := fmt.Sprintf("%s was refused by the API server: %v", render.Describe(o), err)
-			s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonApplyFailed, msg)
-			s.Warn(catalystv1.ReasonApplyFailed, msg)
-			return changed, ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil
-		case err != nil:
-			s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionUnknown, catalystv1.ReasonApplyFailed, err.Error())
-			return changed, ctrl.Result{}, err
-		}
-		if result != apply.Unchanged {
-			ctrl.LoggerFrom(ctx).V(1).Info("applied a deployed object", "object", render.Describe(o), "result", result)
-			changed++
-		}
-	}
-	return changed, ctrl.Result{}, nil
-}
-
-// applyObject applies one deployed object with server-side apply under the operator's field owner,
-// unless the live object already holds every field; an object of that name the operator did not make
-// is left untouched (apply.ConflictError).
-func (r *EnvironmentReconciler) applyObject(ctx context.Context, env *catalystv1.Environment, desired *unstructured.Unstructured) (apply.Result, error) {
-	// A copy: ToUnstructured annotates the map it is given, and desired is kept to repair drift with.
-	want, err := apply.ToUnstructured(desired.DeepCopy())
-	if err != nil {
-		return "", err
-	}
-	live, err := r.readLive(ctx, want.GroupVersionKind(), client.ObjectKeyFromObject(want))
-	result := apply.Updated
-	switch {
-	case apierrors.IsNotFound(err):
-		result = apply.Created
-	case err != nil:
-		return "", err
-	default:
-		if c := apply.Conflict(live, want, env); c != nil {
-			return "", c
-		}
-		if apply.Contains(live.Object, want.Object) {
-			return apply.Unchanged, nil
-		}
-
-	}
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(manager.FieldOwner), client.ForceOwnership); err != nil {
-		return "", fmt.Errorf("apply %s: %w", render.Describe(desired), err)
-	}
-	return result, nil
-}
-
-// readLive reads an object: a watched kind from the cache (it holds what the operator labelled; an
-// object it lacks is read from the API server, to not take over someone else's), any other kind from
-// the API server, so that no informer is started for a kind a repository happens to hold.
-func (r *EnvironmentReconciler) readLive(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
-	if typed := watchedObject(gvk, r.Client.Scheme()); typed != nil {
-		err := r.Client.Get(ctx, key, typed)
-		if err == nil {
-			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
-			if err != nil {
-				return nil, err
-			}
-			// The cache's typed objects carry no TypeMeta.
-			u := &unstructured.Unstructured{Object: m}
-			u.SetGroupVersionKind(gvk)
-			return u, nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, err
-		}
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	if err := r.APIReader.Get(ctx, key, u); err != nil {
-		return nil, err
-	}
-	return u, nil
-}
-
-// watchedObject is an empty typed object of gvk when it is a watched kind, else nil.
-func watchedObject(gvk schema.GroupVersionKind, scheme *runtime.Scheme) client.Object {
-	for _, k := range watchedKinds {
-		kgvk, err := apiGVK(k, scheme)
-		if err == nil && kgvk == gvk {
-			return k.DeepCopyObject().(client.Object)
-		}
-	}
-	return nil
-}
-
-func apiGVK(obj client.Object, scheme *runtime.Scheme) (schema.GroupVersionKind, error) {
-	gvks, _, err := scheme.ObjectKinds(obj)
-	if err != nil || len(gvks) == 0 {
-		return schema.GroupVersionKind{}, fmt.Errorf("kind of %T: %w", obj, err)
-	}
-	return gvks[0], nil
-}
-
-// prune deletes the objects of the previous inventory the new one does not hold, when they still carry
-// the operator's labels for this environment (an object someone else made, or took over by removing the
-// labels, is left alone). "Already gone" is success.
-func (r *EnvironmentReconciler) prune(ctx context.Context, s *environmentScope, before, now []catalystv1.DeployedObject) (int, error) {
-	key := func(o catalystv1.DeployedObject) string { return o.Group + "/" + o.Kind + "/" + o.Name }
-	keep := map[string]bool{}
-	for _, o := range now {
-		keep[key(o)] = true
-	}
-	pruned := 0
-	for _, o := range before {
-		if keep[key(o)] {
-			continue
-		}
-		gvk := schema.GroupVersionKind{Group: o.Group, Version: o.Version, Kind: o.Kind}
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(gvk)
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: o.Name}, live)
-		switch {
-		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-			continue
-		case err != nil:
-			return pruned, fmt.Errorf("read %s %s to prune it: %w", o.Kind, o.Name, err)
-		}
-		if !manager.IsManaged(live.GetLabels()) || live.GetLabels()[DeployLabel] != s.env.Name {
-			continue
-		}
-		err = r.Client.Delete(ctx, live, client.Preconditions{UID: ptrUID(live.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		if client.IgnoreNotFound(err) != nil {
-			return pruned, fmt.Errorf("prune %s %s: %w", o.Kind, o.Name, err)
-		}
-		pruned++
-		r.Recorder.Eventf(s.env, corev1.EventTypeNormal, catalystv1.EventPruned, "Deleted %s %s: commit %s no longer holds it",
-			o.Kind, o.Name, shortCommit(s.status.Deployment.Commit))
-	}
-	return pruned, nil
-}
-
-func ptrUID(u types.UID) *types.UID { return &u }
-
-// keepDeployed keeps an unchanged deploy in place: manifest and kustomize objects that drifted are
-// applied again (nothing is written when none did), and a Helm release whose objects went missing is
-// upgraded again with the same chart and values.
-func (r *EnvironmentReconciler) keepDeployed(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered) (ctrl.Result, error) {
-	objs := rd.objs
-	if in.typ == catalystv1.DeploymentHelm {
-		for _, o := range objs {
-			if _, hook := o.GetAnnotations()["helm.sh/hook"]; hook {
-				continue // Helm deletes hooks after they ran, as their delete policy says
-			}
-			if _, err := r.readLive(ctx, o.GroupVersionKind(), client.ObjectKeyFromObject(o)); apierrors.IsNotFound(err) {
-				ctrl.LoggerFrom(ctx).Info("a deployed object is gone; upgrading the release again", "object", render.Describe(o))
-				st := s.status.Deployment.DeepCopy()
-				s.status.Deployment = st
-				return r.deployHelm(ctx, s, in, rd, st)
-			}
-		}
-		return r.reportReady(ctx, s, objs)
-	}
-	changed, res, err := r.applyObjects(ctx, s, objs)
-	if err != nil || res.RequeueAfter > 0 {
-		return res, err
-	}
-	if changed > 0 {
-		r.Recorder.Eventf(s.env, corev1.EventTypeNormal, reconcile.EventUpdated, "Restored %d deployed objects of commit %s that had drifted",
-			changed, shortCommit(in.req.Commit))
-	}
-	r.deploy.remember(s.env, rd)
-	return r.reportReady(ctx, s, objs)
-}
-
-// reportReady sets DeploymentReady from the deployed Deployments and StatefulSets: True when every one
-// is available with its current spec.
-func (r *EnvironmentReconciler) reportReady(ctx context.Context, s *environmentScope, objs []*unstructured.Unstructured) (ctrl.Result, error) {
-	var waiting []string
-	workloads := 0
-	for _, o := range objs {
-		var ok bool
-		var msg string
-		key := client.ObjectKeyFromObject(o)
-		switch o.GroupVersionKind() {
-		case appsv1.SchemeGroupVersion.WithKind("Deployment"):
-			d := &appsv1.Deployment{}
-			if err := r.readTyped(ctx, key, d); err != nil {
-				return ctrl.Result{}, err
-			}
-			ok, msg = deploymentAvailable(d)
-		case appsv1.SchemeGroupVersion.WithKind("StatefulSet"):
-			ss := &appsv1.StatefulSet{}
-			if err := r.readTyped(ctx, key, ss); err != nil {
-				return ctrl.Result{}, err
-			}
-			ok, msg = statefulSetAvailable(ss)
-		default:
-			continue
-		}
-		workloads++
-		if !ok {
-			waiting = append(waiting, o.GetKind()+" "+o.GetName()+": "+msg)
-		}
-	}
-	commit := shortCommit(s.status.Deployment.Commit)
-	if len(waiting) > 0 {
-		slices.Sort(waiting)
-		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonProgressing,
-			fmt.Sprintf("commit %s deployed; waiting for %s", commit, strings.Join(waiting, "; ")))
-		if s.status.Deployment.Type == catalystv1.DeploymentHelm {
-			// Helm labels what it installs managed-by Helm, so the cache does not see it: poll.
-			return ctrl.Result{RequeueAfter: helmPoll}, nil
-		}
-		return ctrl.Result{}, nil
-	}
-	s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionTrue, catalystv1.ReasonReady,
-		fmt.Sprintf("commit %s deployed (%s); %d Deployments and StatefulSets available", commit, s.status.Deployment.Type, workloads))
-	return ctrl.Result{}, nil
-}
-
-// readTyped reads a workload from the cache, or from the API server when the cache lacks it (Helm's
-// objects carry Helm's managed-by label, not the operator's).
-func (r *EnvironmentReconciler) readTyped(ctx context.Context, key client.ObjectKey, obj client.Object) error {
-	err := r.Client.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, obj)
-	}
-	return err
-}
-
-func deploymentAvailable(d *appsv1.Deployment) (bool, string) {
-	st := d.Status
-	return rolledOut(d.Spec.Replicas, d.Generation, st.ObservedGeneration, st.UpdatedReplicas, st.AvailableReplicas)
-}
-
-func statefulSetAvailable(ss *appsv1.StatefulSet) (bool, string) {
-	st := ss.Status
-	return rolledOut(ss.Spec.Replicas, ss.Generation, st.ObservedGeneration, st.UpdatedReplicas, st.AvailableReplicas)
-}
-
-// rolledOut is whether a workload's controller has rolled out its current spec to every replica (one when
-// replicas is unset) and each is available, or what it still waits for.
-func rolledOut(replicas *int32, generation, observed int64, updated, available int32) (bool, string) {
-	want := int32(1)
-	if replicas != nil {
-		want = *replicas
-	}
-	switch {
-	case observed < generation:
-		return false, "its controller has not seen the new spec yet"
-	case updated < want:
-		return false, fmt.Sprintf("%d of %d replicas updated", updated, want)
-	case available < want:
-		return false, fmt.Sprintf("%d of %d replicas available", available, want)
-	}
-	return true, ""
 }
 
 // DeployConfigFromFlags makes the deploy settings from the operator's flags: a comma-separated host list

@@ -41,7 +41,7 @@ func ReleaseName(env string) string {
 // with MaxHistory revisions kept; a failed upgrade is rolled back to the last good revision. Helm keeps
 // its release records in Secrets of the environment's namespace.
 func (r *EnvironmentReconciler) deployHelm(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered, st *catalystv1.DeploymentStatus) (ctrl.Result, error) {
-	cfg, err := r.helmConfig(ctx, in.Namespace)
+	cfg, err := r.helmConfig(ctx, in.Namespace, r.policy(in))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -69,20 +69,16 @@ func (r *EnvironmentReconciler) deployHelm(ctx context.Context, s *environmentSc
 	if err != nil {
 		msg := fmt.Sprintf("Helm could not deploy commit %s as release %s: %v", shortCommit(in.req.Commit), name, err)
 		if !fresh {
-			rollback := action.NewRollback(cfg)
-			rollback.MaxHistory = r.deploy.maxHistory
-			if rerr := rollback.Run(name); rerr != nil {
-				msg += fmt.Sprintf("; the rollback failed too: %v", rerr)
-			} else {
-				msg += "; rolled back to the last revision"
-				r.Recorder.Eventf(s.env, corev1.EventTypeWarning, catalystv1.EventRolledBack, "Rolled back Helm release %s after a failed upgrade", name)
-			}
-			if h, herr := action.NewGet(cfg).Run(name); herr == nil {
-				st.Revision = int32(h.Version)
-			}
+			msg += r.rollbackHelm(cfg, s, name, st)
 		}
-		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonHelmFailed, msg)
-		s.Warn(catalystv1.ReasonHelmFailed, msg)
+		reason := catalystv1.ReasonHelmFailed
+		if refused := render.Refusals(cfg.KubeClient); len(refused) > 0 {
+			// What Helm was about to send (on this revision: an upgrade's template may differ from the
+			// render checked before) holds what the environment may not.
+			reason, st.Refused = catalystv1.ReasonObjectsRefused, firstRefusals(refused)
+		}
+		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, reason, msg)
+		s.Warn(reason, msg)
 		return ctrl.Result{}, nil
 	}
 	st.Revision, st.Objects = int32(rel.Version), int32(len(rd.objs))
@@ -92,20 +88,49 @@ func (r *EnvironmentReconciler) deployHelm(ctx context.Context, s *environmentSc
 	return r.reportReady(ctx, s, rd.objs)
 }
 
-// helmConfig is a Helm action configuration for one namespace, from the manager's rest.Config: Helm
-// works in that namespace and keeps its release records there (storage driver Secrets).
-func (r *EnvironmentReconciler) helmConfig(ctx context.Context, ns string) (*action.Configuration, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(r.deploy.restConfig)
+// rollbackHelm rolls a release whose upgrade failed back to its last revision, and says how it went. An
+// upgrade refused before Helm recorded a revision (the guard or the API server refused what it was about
+// to send) left the last revision deployed: there is nothing to roll back.
+func (r *EnvironmentReconciler) rollbackHelm(cfg *action.Configuration, s *environmentScope, name string, st *catalystv1.DeploymentStatus) string {
+	last, err := action.NewGet(cfg).Run(name)
+	if err == nil && last.Info.Status == release.StatusDeployed {
+		st.Revision = int32(last.Version)
+		return fmt.Sprintf("; revision %d stays deployed", last.Version)
+	}
+	rollback := action.NewRollback(cfg)
+	rollback.MaxHistory = r.deploy.maxHistory
+	msg := "; rolled back to the last revision"
+	if rerr := rollback.Run(name); rerr != nil {
+		msg = fmt.Sprintf("; the rollback failed too: %v", rerr)
+	} else {
+		r.Recorder.Eventf(s.env, corev1.EventTypeWarning, catalystv1.EventRolledBack, "Rolled back Helm release %s after a failed upgrade", name)
+	}
+	if h, herr := action.NewGet(cfg).Run(name); herr == nil {
+		st.Revision = int32(h.Version)
+	}
+	return msg
+}
+
+// helmConfig is a Helm action configuration for one namespace that acts as the namespace's tenant
+// ServiceAccount: Helm works in that namespace and keeps its release records there (storage driver
+// Secrets), and everything it sends or reads (the release's objects, hooks, lookup, the records) is
+// authorized by the API server as the tenant, on any revision, install or upgrade alike; and everything
+// it sends is checked against policy first.
+func (r *EnvironmentReconciler) helmConfig(ctx context.Context, ns string, policy render.Policy) (*action.Configuration, error) {
+	cfg := tenantConfig(r.deploy.restConfig, ns)
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	getter := &restGetter{cfg: r.deploy.restConfig, ns: ns, mapper: r.deploy.mapper, dc: memory.NewMemCacheClient(dc)}
-	cfg := &action.Configuration{}
+	getter := &restGetter{cfg: cfg, ns: ns, mapper: r.deploy.mapper, dc: memory.NewMemCacheClient(dc)}
+	helm := &action.Configuration{}
 	log := ctrl.LoggerFrom(ctx).WithName("helm").V(1)
-	if err := cfg.Init(getter, ns, "secret", func(format string, v ...any) { log.Info(fmt.Sprintf(format, v...)) }); err != nil {
+	if err := helm.Init(getter, ns, "secret", func(format string, v ...any) { log.Info(fmt.Sprintf(format, v...)) }); err != nil {
 		return nil, fmt.Errorf("helm: %w", err)
 	}
-	return cfg, nil
+	// The guard runs on exactly what Helm sends, hooks and upgrades included (render.GuardKubeClient).
+	helm.KubeClient = render.GuardKubeClient(helm.KubeClient, policy)
+	return helm, nil
 }
 
 // restGetter gives Helm the manager's rest.Config and RESTMapper, in one namespace.

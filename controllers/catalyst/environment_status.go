@@ -35,10 +35,15 @@ var failedReasons = map[string]bool{
 	catalystv1.ReasonRegistryUnauthorized:   true,
 	catalystv1.ReasonSecretInvalid:          true,
 	catalystv1.ReasonCommitAbbreviated:      true,
+	catalystv1.ReasonRegistryNotAllowed:     true,
+	catalystv1.ReasonGitHostNotAllowed:      true,
 	// The deploy's: a repository, a chart or the Project's values to fix.
 	catalystv1.ReasonRenderFailed:   true,
 	catalystv1.ReasonObjectsRefused: true,
 	catalystv1.ReasonHelmFailed:     true,
+	catalystv1.ReasonReplicaFailure: true,
+	// The Project's, beyond what the administrator allows.
+	catalystv1.ReasonProjectLimitExceeded: true,
 }
 
 // buildingReasons are the BuildReady reasons of an image on its way: the environment is Building.

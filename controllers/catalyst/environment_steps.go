@@ -9,6 +9,7 @@ import (
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +40,9 @@ type environmentScope struct {
 	imageDigest string
 	// expired is set by the expiry step once it deleted the environment: nothing more is made for it.
 	expired bool
+	// tenant is a client acting as the tenant ServiceAccount of the namespace: what deploys, reads back and
+	// prunes a repository's objects. Set by the deploy step once the namespace is ready.
+	tenant client.Client
 }
 
 func (r *EnvironmentReconciler) newScope(env *catalystv1.Environment) *environmentScope {
@@ -82,6 +86,15 @@ func (r *EnvironmentReconciler) reconcileProject(ctx context.Context, s *environ
 	case !p.DeletionTimestamp.IsZero():
 		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionFalse, catalystv1.ReasonProjectDeleting,
 			fmt.Sprintf("Project %s/%s is being deleted, and its environments with it", key.Namespace, key.Name))
+		return ctrl.Result{}, nil
+	}
+	if err := catalyst.CheckProject(p, r.Defaults); err != nil {
+		// The administrator's limits: nothing is made for a Project beyond them, not even the namespace.
+		msg := fmt.Sprintf("Project %s/%s asks for more than the operator allows: %v", p.Namespace, p.Name, err)
+		if c := meta.FindStatusCondition(s.env.Status.Conditions, catalystv1.ConditionNamespaceReady); c == nil || c.Message != msg {
+			s.Warn(catalystv1.ReasonProjectLimitExceeded, msg)
+		}
+		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionFalse, catalystv1.ReasonProjectLimitExceeded, msg)
 		return ctrl.Result{}, nil
 	}
 	s.project = p
@@ -129,11 +142,12 @@ func (r *EnvironmentReconciler) reconcileNamespace(ctx context.Context, s *envir
 	}
 
 	children := []client.Object{
-		catalyst.Namespace(s.env, s.parts, name),
-		catalyst.ResourceQuota(s.env, name, s.settings.Quota),
+		catalyst.NamespaceFor(s.env, s.parts, name, s.settings),
+		catalyst.ResourceQuotaFor(s.env, name, s.settings),
 		catalyst.LimitRange(s.env, name, s.settings.Quota),
 		catalyst.NetworkPolicy(s.env, name, s.settings.IngressNamespace, s.settings.Egress),
 	}
+	children = append(children, r.tenantChildren(s, name)...)
 	if absent {
 		if res, err := r.createNamespace(ctx, s, children[0]); err != nil || res.RequeueAfter > 0 {
 			return res, err
@@ -147,7 +161,8 @@ func (r *EnvironmentReconciler) reconcileNamespace(ctx context.Context, s *envir
 	}
 	s.namespace = name
 	s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionTrue, catalystv1.ReasonApplied,
-		fmt.Sprintf("namespace %s with ResourceQuota, LimitRange and NetworkPolicy %s", name, catalyst.QuotaName))
+		fmt.Sprintf("namespace %s with ResourceQuota, LimitRange and NetworkPolicy %s, and the tenant ServiceAccount %s bound to ClusterRole %s",
+			name, catalyst.QuotaName, catalyst.TenantServiceAccountName, r.tenantClusterRole()))
 	return ctrl.Result{}, nil
 }
 

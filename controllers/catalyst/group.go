@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,6 +95,9 @@ func CacheRules(caps platform.Capabilities) []manager.CacheRule {
 		{Object: &networkingv1.NetworkPolicy{}, TransformSelector: children, Transform: slimNetworkPolicy},
 		{Object: &networkingv1.Ingress{}, TransformSelector: children, Transform: slimIngress},
 		{Object: &batchv1.Job{}}, // build Jobs
+		// The tenant identity in each environment namespace.
+		{Object: &corev1.ServiceAccount{}, TransformSelector: children, Transform: slimServiceAccount},
+		{Object: &rbacv1.RoleBinding{}, TransformSelector: children, Transform: slimRoleBinding},
 	}
 	if caps.CertManager {
 		rules = append(rules, manager.CacheRule{Object: &cmv1.Certificate{}})

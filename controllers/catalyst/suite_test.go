@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
@@ -69,7 +71,7 @@ func webhookManifests(root, dir string) string {
 
 // testDefaults are the operator's flags in this suite.
 var testDefaults = catalyst.Defaults{
-	Domain: "preview.test", IngressNamespace: "ingress-nginx",
+	Domain: "preview.test", IngressNamespace: "ingress-nginx", AllowedDomains: []string{"preview.example.com"},
 	Issuer: catalystv1.IssuerRef{Name: catalysttest.Issuer, Kind: "ClusterIssuer"},
 }
 
@@ -100,6 +102,7 @@ var _ = BeforeSuite(func() {
 	clientset, err = kubernetes.NewForConfig(cfg)
 	Expect(err).NotTo(HaveOccurred())
 
+	installTenantRole(ctx)
 	testRegistry = catalysttest.StartRegistry(registryUser, registryPassword)
 	testGit = startGitServer()
 	caps, err := platform.Discover(cfg)
@@ -135,6 +138,17 @@ var _ = AfterSuite(func() {
 		testGit.Close()
 	}
 })
+
+// installTenantRole installs the tenant ClusterRole the operator ships (config/rbac, which OLM installs
+// with kustomize's name prefix): what every repository's objects are sent as in these specs too.
+func installTenantRole(ctx context.Context) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "catalyst_tenant_role.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	role := &rbacv1.ClusterRole{}
+	Expect(yaml.UnmarshalStrict(data, role)).To(Succeed())
+	role.Name = catalyst.DefaultTenantClusterRole
+	Expect(k8s.Create(ctx, role)).To(Succeed())
+}
 
 func init() {
 	SetDefaultEventuallyTimeout(20 * time.Second)

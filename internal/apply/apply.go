@@ -164,6 +164,11 @@ func (a *Applier) Holds(ctx context.Context, owner, desired client.Object) (bool
 // creates under that name could be taken over.
 const createOnlyVersion = "18446744073709551615"
 
+// CreateOnlyVersion is createOnlyVersion for callers that apply objects outside an Applier (a tenant's
+// deployed objects): sent as an object's resourceVersion, it makes an apply a create that fails with a
+// conflict when the name is taken, instead of taking the object over.
+const CreateOnlyVersion = createOnlyVersion
+
 // check is Apply up to the request: done is true when Apply is over (the object is unchanged, or an
 // error), with its result; otherwise want is what to apply and result what applying it will be. An
 // object the cache does not have is read from the API server (Reader) only when read is true; otherwise

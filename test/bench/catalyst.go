@@ -47,7 +47,8 @@ func (catalystWorkload) Info() Info {
 		StatusWrites: 1,
 		// No cert-manager runs here: without an issuer the Environment's Ingress serves plain http and
 		// IngressReady needs no Certificate to be issued.
-		OperatorArgs: []string{"--catalyst-cluster-issuer="},
+		// The Project names catalysttest's domain, which the administrator must allow.
+		OperatorArgs: []string{"--catalyst-cluster-issuer=", "--catalyst-allowed-domains=preview.example.com"},
 		Shape: fmt.Sprintf("An environment is catalysttest's pull-request Environment (the web application's labels, "+
 			"a commit, a branch, one env var) of one Project, catalysttest's too (1 CPU / 2Gi quota) but with no "+
 			"issuer and no build settings, so it has %d children: %s; the operator runs with "+

@@ -301,8 +301,8 @@ func (w *postgresWorkload) Floor(ctx context.Context, c client.Client, namespace
 		}); err != nil {
 			return fmt.Errorf("role %s: %w", name, err)
 		}
-		for _, q := range []string{postgres.GrantRoleToCurrentUser(name), postgres.CreateDatabase(name, name),
-			postgres.CommentOnDatabase(name, comment), postgres.RevokePublic(name)} {
+		// The floor sends what the operator sends: the database made closed, then opened (postgres.NewDatabase).
+		for _, q := range append([]string{postgres.GrantRoleToCurrentUser(name)}, postgres.NewDatabase(name, name, comment)...) {
 			if _, err := conn.Exec(ctx, q); err != nil {
 				return fmt.Errorf("database %s: %w", name, err)
 			}

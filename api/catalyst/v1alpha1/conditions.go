@@ -32,6 +32,10 @@ const (
 	ReasonNamespaceConflict = "NamespaceConflict"
 	// ReasonProjectNotFound is an environment whose spec.projectRef names no Project.
 	ReasonProjectNotFound = "ProjectNotFound"
+	// ReasonProjectLimitExceeded is an environment whose Project asks for more than the operator's
+	// administrator allows (a quota above the ceiling, a domain or ClusterIssuer not allowed): the message
+	// names each field and the rule. Nothing is made until the Project or the operator's flags change.
+	ReasonProjectLimitExceeded = "ProjectLimitExceeded"
 	// ReasonProjectDeleting is an environment whose Project is being deleted (and deletes it).
 	ReasonProjectDeleting = "ProjectDeleting"
 	// ReasonNamespaceTerminating is a namespace Kubernetes is still deleting.

@@ -20,6 +20,10 @@ const (
 	// ReasonHelmFailed is a Helm install or upgrade that failed; a failed upgrade is rolled back to the
 	// last good revision.
 	ReasonHelmFailed = "HelmFailed"
+	// ReasonReplicaFailure is a deploy applied whose Deployment's pods the cluster refuses to create
+	// (Pod Security admission, quota): the message quotes the refusal. Only a change of the repository (or
+	// of the namespace's limits) fixes it.
+	ReasonReplicaFailure = "ReplicaFailure"
 )
 
 // Deploy events besides the kit's Created and Updated.

@@ -1,0 +1,264 @@
+package catalyst
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/apply"
+	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/catalyst/render"
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
+)
+
+// deployObjects applies manifest and kustomize objects as the tenant, then prunes what the previous
+// inventory held and this one does not. The whole set is first sent as a server-side dry run: one object
+// the API server refuses (RBAC, admission, quota, validation) refuses the commit before anything of it is
+// written, so a commit is applied whole or not at all. Should a real apply still fail midway (the cluster
+// changed in between), the inventory keeps every object applied so far, so a later commit prunes them.
+func (r *EnvironmentReconciler) deployObjects(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered, st *catalystv1.DeploymentStatus) (ctrl.Result, error) {
+	objs := rd.objs
+	if _, ok, res, err := r.applyObjects(ctx, s, objs, true); !ok {
+		return res, err
+	}
+	before := st.Inventory
+	changed, ok, res, err := r.applyObjects(ctx, s, objs, false)
+	if !ok {
+		st.Inventory = mergeInventory(before, inventoryOf(objs[:changed.attempted]))
+		return res, err
+	}
+	inventory := inventoryOf(objs)
+	pruned, err := r.prune(ctx, s, before, inventory)
+	st.Inventory, st.Objects = inventory, int32(len(objs))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	r.deploy.remember(s.env, rd)
+	if changed.written > 0 || pruned > 0 {
+		r.Recorder.Eventf(s.env, corev1.EventTypeNormal, catalystv1.EventDeployed, "Deployed commit %s (%s %s): %d objects applied, %d changed, %d pruned",
+			shortCommit(in.req.Commit), in.typ, in.Path, len(objs), changed.written, pruned)
+	}
+	return r.reportReady(ctx, s, objs)
+}
+
+// inventoryOf is the inventory entry of each object.
+func inventoryOf(objs []*unstructured.Unstructured) []catalystv1.DeployedObject {
+	out := make([]catalystv1.DeployedObject, 0, len(objs))
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		out = append(out, catalystv1.DeployedObject{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Name: o.GetName()})
+	}
+	return out
+}
+
+// mergeInventory is before with the entries of add it lacks, bounded like the inventory in status.
+func mergeInventory(before, add []catalystv1.DeployedObject) []catalystv1.DeployedObject {
+	out := append([]catalystv1.DeployedObject(nil), before...)
+	for _, a := range add {
+		found := false
+		for _, b := range before {
+			if b.Group == a.Group && b.Kind == a.Kind && b.Name == a.Name {
+				found = true
+				break
+			}
+		}
+		if !found && len(out) < render.MaxObjects {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// applyCount is what applyObjects did: how many objects it sent a request for (the last one perhaps
+// refused), and how many of them it changed.
+type applyCount struct {
+	attempted, written int
+}
+
+// applyObjects applies each object as the tenant (reading it first: one that already holds every field is
+// not written), or with dryRun only asks the API server whether it would accept each. ok is false when one
+// was refused or failed: the condition says which and why.
+func (r *EnvironmentReconciler) applyObjects(ctx context.Context, s *environmentScope, objs []*unstructured.Unstructured, dryRun bool) (applyCount, bool, ctrl.Result, error) {
+	var n applyCount
+	for _, o := range objs {
+		n.attempted++
+		result, err := r.applyObject(ctx, s, o, dryRun)
+		var conflict *apply.ConflictError
+		var status apierrors.APIStatus
+		switch {
+		case errors.As(err, &conflict):
+			msg := conflict.Error()
+			s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonNameConflict, msg)
+			s.Warn(catalystv1.ReasonNameConflict, msg)
+			return n, false, ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
+		case errors.As(err, &status) && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)):
+			msg := refusalMessage(o, s.namespace, dryRun, err)
+			s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonApplyFailed, msg)
+			s.Warn(catalystv1.ReasonApplyFailed, msg)
+			return n, false, ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil
+		case err != nil:
+			s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionUnknown, catalystv1.ReasonApplyFailed, err.Error())
+			return n, false, ctrl.Result{}, err
+		}
+		if result != apply.Unchanged && !dryRun {
+			ctrl.LoggerFrom(ctx).V(1).Info("applied a deployed object", "object", render.Describe(o), "result", result)
+			n.written++
+		}
+	}
+	return n, true, ctrl.Result{}, nil
+}
+
+// refusalMessage says which object the API server refused, for whom, with which verb, and why.
+func refusalMessage(o *unstructured.Unstructured, ns string, dryRun bool, err error) string {
+	verb := "apply (patch)"
+	if apierrors.IsForbidden(err) {
+		verb = "apply (patch) as " + catalyst.TenantUser(ns)
+	}
+	what := "was refused by the API server"
+	if dryRun {
+		what = "was refused by the API server in a dry run; nothing of the commit was applied"
+	}
+	return fmt.Sprintf("%s %s: %s: %v", render.Describe(o), what, verb, err)
+}
+
+// applyObject applies one deployed object as the tenant with server-side apply under the operator's field
+// owner, unless the live object already holds every field; an object of that name the operator did not
+// make is left untouched (apply.ConflictError). A new object is sent create-only, so one that someone
+// made a moment ago under that name is never taken over.
+func (r *EnvironmentReconciler) applyObject(ctx context.Context, s *environmentScope, desired *unstructured.Unstructured, dryRun bool) (apply.Result, error) {
+	// A copy: ToUnstructured annotates the map it is given, and desired is kept to repair drift with.
+	want, err := apply.ToUnstructured(desired.DeepCopy())
+	if err != nil {
+		return "", err
+	}
+	live, err := r.readLive(ctx, s, want.GroupVersionKind(), client.ObjectKeyFromObject(want))
+	result := apply.Updated
+	switch {
+	case apierrors.IsNotFound(err):
+		result = apply.Created
+	case err != nil:
+		return "", err
+	default:
+		if c := apply.Conflict(live, want, s.env); c != nil {
+			return "", c
+		}
+		if apply.Contains(live.Object, want.Object) {
+			return apply.Unchanged, nil
+		}
+	}
+	opts := []client.ApplyOption{client.FieldOwner(manager.FieldOwner), client.ForceOwnership}
+	switch {
+	case dryRun:
+		opts = append(opts, client.DryRunAll)
+	case result == apply.Created:
+		want.SetResourceVersion(apply.CreateOnlyVersion)
+	}
+	if err := s.tenant.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), opts...); err != nil {
+		if result == apply.Created && !dryRun && apierrors.IsConflict(err) {
+			return "", &apply.ConflictError{Kind: want.GetKind(), Name: want.GetName(), Why: "was made by someone else while the operator was creating it"}
+		}
+		return "", fmt.Errorf("apply %s: %w", render.Describe(desired), err)
+	}
+	return result, nil
+}
+
+// readLive reads an object: a watched kind from the operator's cache (it holds what the operator labelled;
+// an object it lacks is read from the API server, to not take over someone else's), any other kind from
+// the API server as the tenant, so that no informer is started for a kind a repository happens to hold
+// and the operator needs no read access of its own to the kinds a repository may hold.
+func (r *EnvironmentReconciler) readLive(ctx context.Context, s *environmentScope, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
+	if typed := watchedObject(gvk, r.Client.Scheme()); typed != nil {
+		err := r.Client.Get(ctx, key, typed)
+		if err == nil {
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+			if err != nil {
+				return nil, err
+			}
+			// The cache's typed objects carry no TypeMeta.
+			u := &unstructured.Unstructured{Object: m}
+			u.SetGroupVersionKind(gvk)
+			return u, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := s.tenant.Get(ctx, key, u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// watchedObject is an empty typed object of gvk when it is a watched kind, else nil.
+func watchedObject(gvk schema.GroupVersionKind, scheme *runtime.Scheme) client.Object {
+	for _, k := range watchedKinds {
+		kgvk, err := apiGVK(k, scheme)
+		if err == nil && kgvk == gvk {
+			return k.DeepCopyObject().(client.Object)
+		}
+	}
+	return nil
+}
+
+func apiGVK(obj client.Object, scheme *runtime.Scheme) (schema.GroupVersionKind, error) {
+	gvks, _, err := scheme.ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		return schema.GroupVersionKind{}, fmt.Errorf("kind of %T: %w", obj, err)
+	}
+	return gvks[0], nil
+}
+
+// prune deletes, as the tenant, the objects of the previous inventory the new one does not hold, when they
+// still carry the operator's labels for this environment (an object someone else made, or took over by
+// removing the labels, is left alone). "Already gone" is success.
+func (r *EnvironmentReconciler) prune(ctx context.Context, s *environmentScope, before, now []catalystv1.DeployedObject) (int, error) {
+	key := func(o catalystv1.DeployedObject) string { return o.Group + "/" + o.Kind + "/" + o.Name }
+	keep := map[string]bool{}
+	for _, o := range now {
+		keep[key(o)] = true
+	}
+	pruned := 0
+	for _, o := range before {
+		if keep[key(o)] {
+			continue
+		}
+		gvk := schema.GroupVersionKind{Group: o.Group, Version: o.Version, Kind: o.Kind}
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(gvk)
+		err := s.tenant.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: o.Name}, live)
+		switch {
+		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+			continue
+		case err != nil:
+			return pruned, fmt.Errorf("read %s %s to prune it: %w", o.Kind, o.Name, err)
+		}
+		if !manager.IsManaged(live.GetLabels()) || live.GetLabels()[DeployLabel] != s.env.Name {
+			continue
+		}
+		err = s.tenant.Delete(ctx, live, client.Preconditions{UID: ptrUID(live.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if client.IgnoreNotFound(err) != nil {
+			return pruned, fmt.Errorf("prune %s %s: %w", o.Kind, o.Name, err)
+		}
+		pruned++
+		r.Recorder.Eventf(s.env, corev1.EventTypeNormal, catalystv1.EventPruned, "Deleted %s %s: commit %s no longer holds it",
+			o.Kind, o.Name, shortCommit(s.status.Deployment.Commit))
+	}
+	return pruned, nil
+}
+
+func ptrUID(u types.UID) *types.UID { return &u }
