@@ -222,6 +222,42 @@ func (r *EnvironmentReconciler) reconcileDeploy(ctx context.Context, s *environm
 	return r.deployObjects(ctx, s, in, rd, st)
 }
 
+// renderTimeout bounds one render: a chart or kustomization that takes longer (a template looping over a
+// huge range) fails its Environment with RenderFailed instead of holding a worker.
+const renderTimeout = 2 * time.Minute
+
+// renderWithin renders the checkout at dir, giving up after timeout. Neither Helm's engine nor kustomize
+// can be interrupted, so a render that overruns is left to finish in the background (its result is
+// dropped); the worker goes on.
+func renderWithin(timeout time.Duration, dir string, in *deployInput) ([]*unstructured.Unstructured, *chart.Chart, error) {
+	type result struct {
+		objs []*unstructured.Unstructured
+		ch   *chart.Chart
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		switch in.typ {
+		case catalystv1.DeploymentHelm:
+			if r.ch, r.err = render.Chart(dir, in.Input); r.err == nil {
+				r.objs, r.err = render.Helm(r.ch, in.Input)
+			}
+		case catalystv1.DeploymentKustomize:
+			r.objs, r.err = render.Kustomize(dir, in.Input)
+		default:
+			r.objs, r.err = render.Manifests(dir, in.Input)
+		}
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		return r.objs, r.ch, r.err
+	case <-time.After(timeout):
+		return nil, nil, fmt.Errorf("rendering took longer than %s", timeout)
+	}
+}
+
 // fetchRetryFor is the retry of a step that could not fetch or render: none for a render failure (the
 // inputs must change), fetchRetry for a fetch.
 func fetchRetryFor(s *environmentScope) time.Duration {
@@ -345,17 +381,7 @@ func (r *EnvironmentReconciler) render(ctx context.Context, s *environmentScope,
 	var renderErr error
 	err := r.deploy.fetcher.With(ctx, in.req, func(c source.Checkout) error {
 		in.req.Commit = c.Commit
-		switch in.typ {
-		case catalystv1.DeploymentHelm:
-			if ch, renderErr = render.Chart(c.Dir, in.Input); renderErr != nil {
-				return nil
-			}
-			objs, renderErr = render.Helm(ch, in.Input)
-		case catalystv1.DeploymentKustomize:
-			objs, renderErr = render.Kustomize(c.Dir, in.Input)
-		default:
-			objs, renderErr = render.Manifests(c.Dir, in.Input)
-		}
+		objs, ch, renderErr = renderWithin(renderTimeout, c.Dir, in)
 		return nil
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
@@ -24,6 +25,9 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 )
 
+// helmTimeout bounds one Helm install, upgrade or rollback, hooks included.
+const helmTimeout = 5 * time.Minute
+
 // maxReleaseName is Helm's limit on release names.
 const maxReleaseName = 53
 
@@ -41,6 +45,9 @@ func ReleaseName(env string) string {
 // with MaxHistory revisions kept; a failed upgrade is rolled back to the last good revision. Helm keeps
 // its release records in Secrets of the environment's namespace.
 func (r *EnvironmentReconciler) deployHelm(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered, st *catalystv1.DeploymentStatus) (ctrl.Result, error) {
+	// A slow API server or a hook that never ends fails this Environment, not the worker.
+	ctx, cancel := context.WithTimeout(ctx, helmTimeout)
+	defer cancel()
 	cfg, err := r.helmConfig(ctx, in.Namespace, r.policy(in))
 	if err != nil {
 		return ctrl.Result{}, err
@@ -59,11 +66,12 @@ func (r *EnvironmentReconciler) deployHelm(ctx context.Context, s *environmentSc
 	if fresh {
 		install := action.NewInstall(cfg)
 		install.ReleaseName, install.Namespace, install.PostRenderer = name, in.Namespace, post
-		install.Replace = last != nil
+		install.Replace, install.Timeout = last != nil, helmTimeout
 		rel, err = install.RunWithContext(ctx, rd.chart, values)
 	} else {
 		upgrade := action.NewUpgrade(cfg)
 		upgrade.Namespace, upgrade.PostRenderer, upgrade.MaxHistory = in.Namespace, post, r.deploy.maxHistory
+		upgrade.Timeout = helmTimeout
 		rel, err = upgrade.RunWithContext(ctx, name, rd.chart, values)
 	}
 	if err != nil {

@@ -6,10 +6,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 )
 
 func TestReleaseName(t *testing.T) {
@@ -71,5 +74,37 @@ func TestDeploymentAvailable(t *testing.T) {
 		if ok != tt.ok || !strings.Contains(msg, tt.msg) {
 			t.Errorf("%s: got %v %q, want %v %q", tt.name, ok, msg, tt.ok, tt.msg)
 		}
+	}
+}
+
+// TestRenderWithin: a chart whose template loops for long fails its render after the timeout instead of
+// holding the worker; the same chart without the loop renders (the positive control).
+func TestRenderWithin(t *testing.T) {
+	write := func(loop bool) string {
+		dir := t.TempDir()
+		tmpl := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
+		if loop {
+			tmpl = "{{- range until 4000 }}{{ range until 4000 }}{{ end }}{{ end }}\n" + tmpl
+		}
+		files := map[string]string{"Chart.yaml": "apiVersion: v2\nname: c\nversion: 0.1.0\n", "templates/c.yaml": tmpl}
+		for name, content := range files {
+			p := filepath.Join(dir, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	in := &deployInput{typ: catalystv1.DeploymentHelm}
+	in.Path, in.Namespace, in.Release = ".", "ns", "r"
+	if _, _, err := renderWithin(10*time.Millisecond, write(true), in); err == nil || !strings.Contains(err.Error(), "took longer than 10ms") {
+		t.Errorf("a looping chart: err = %v, want the render timed out", err)
+	}
+	objs, _, err := renderWithin(time.Minute, write(false), in)
+	if err != nil || len(objs) != 1 {
+		t.Errorf("the same chart without the loop: %d objects, err %v", len(objs), err)
 	}
 }
