@@ -35,7 +35,9 @@ import (
 //   - a ClusterRole and a ClusterRoleBinding per spec.install.spec.clusterPermissions entry;
 //   - a Role and a RoleBinding in the operator's namespace per spec.install.spec.permissions entry, copied
 //     into every other target namespace of the OperatorGroup; when the OperatorGroup targets all
-//     namespaces, also a ClusterRole and a ClusterRoleBinding with those rules (its "singleton" RBAC).
+//     namespaces, also a ClusterRole and a ClusterRoleBinding with those rules (its "singleton" RBAC);
+//   - the bundle's other manifests, among them RBAC the operator refers to by name (a ClusterRole it binds
+//     to the ServiceAccounts it impersonates, the roles it aggregates into admin, edit and view).
 //
 // InstallCSVRBAC creates the same from the CSV file (the bundle as it ships, read at the time of the call),
 // then mints a token for the ServiceAccount with the TokenRequest API and writes a kubeconfig with it:
@@ -49,9 +51,14 @@ const (
 	DefaultCSVAuthorizedTimeout = 30 * time.Second
 )
 
-// CSVInstallLabel is on every object InstallCSVRBAC creates; its value is the operator's namespace, which
-// tells the installs apart. A same-named object without it is not taken over.
+// CSVInstallLabel is on every object InstallCSVRBAC creates from the CSV's permissions; its value is the
+// operator's namespace, which tells the installs apart. A same-named object without it is not taken over.
 const CSVInstallLabel = "localcluster.platform-operator.dev/csv-install"
+
+// BundleManifestLabel is on the bundle's own RBAC manifests InstallCSVRBAC creates (BundleRBAC); its
+// value is the CSV's name. Installs into several namespaces share them, as they share a cluster-scoped
+// ClusterRole under OLM.
+const BundleManifestLabel = "localcluster.platform-operator.dev/bundle-manifest"
 
 // BundleCSVGlob is where `make bundle` writes the ClusterServiceVersion, relative to the repository root.
 const BundleCSVGlob = "bundle/manifests/*.clusterserviceversion.yaml"
@@ -181,6 +188,77 @@ func CSVRBAC(csv *operatorsv1alpha1.ClusterServiceVersion, namespace string, tar
 	return objs, nil
 }
 
+// BundleRBAC reads the RBAC manifests of the bundle directory dir, every *.yaml file there but the CSV
+// (csvPath): the ClusterRoles, ClusterRoleBindings, Roles and RoleBindings OLM creates beside the CSV's
+// permissions, the namespaced ones in namespace, each labelled BundleManifestLabel=csvName. Other kinds
+// (CRDs, Services, ...) are left out: they grant nothing.
+func BundleRBAC(dir, csvPath, csvName, namespace string) ([]client.Object, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var objs []client.Object
+	for _, f := range files {
+		if same, err := sameFile(f, csvPath); err != nil || same {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal(data, &tm); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		var obj client.Object
+		switch tm.GroupVersionKind() {
+		case rbacv1.SchemeGroupVersion.WithKind("ClusterRole"):
+			obj = &rbacv1.ClusterRole{}
+		case rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"):
+			obj = &rbacv1.ClusterRoleBinding{}
+		case rbacv1.SchemeGroupVersion.WithKind("Role"):
+			obj = &rbacv1.Role{}
+		case rbacv1.SchemeGroupVersion.WithKind("RoleBinding"):
+			obj = &rbacv1.RoleBinding{}
+		default:
+			continue
+		}
+		if err := yaml.Unmarshal(data, obj); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if _, namespaced := obj.(*rbacv1.Role); namespaced {
+			obj.SetNamespace(namespace)
+		}
+		if _, namespaced := obj.(*rbacv1.RoleBinding); namespaced {
+			obj.SetNamespace(namespace)
+		}
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[BundleManifestLabel] = csvName
+		obj.SetLabels(labels)
+		obj.SetCreationTimestamp(metav1.Time{})
+		objs = append(objs, obj)
+	}
+	return objs, nil
+}
+
+func sameFile(a, b string) (bool, error) {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	fb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(fa, fb), nil
+}
+
 // copyRules is a deep copy: the objects must not share slices with the CSV.
 func copyRules(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
 	out := make([]rbacv1.PolicyRule, len(rules))
@@ -227,8 +305,11 @@ type CSVIdentity struct {
 	Kubeconfig string
 	// ExpiresAt is when the token expires.
 	ExpiresAt time.Time
-	// Objects are what InstallCSVRBAC created or updated (CSVRBAC's objects).
+	// Objects are what InstallCSVRBAC created or updated for this install (CSVRBAC's objects).
 	Objects []client.Object
+	// BundleObjects are the bundle's RBAC manifests it created or updated (BundleRBAC), shared with other
+	// installs of the CSV: Uninstall leaves them.
+	BundleObjects []client.Object
 
 	admin         client.Client
 	ownKubeconfig bool
@@ -238,7 +319,8 @@ type CSVIdentity struct {
 // such as the cluster's admin) what OLM would create for the CSV installed as o says (CSVRBAC): the
 // namespace when missing, then each object, created or, when it exists with CSVInstallLabel for this
 // namespace, updated to the CSV's rules; objects of an earlier install into the same namespace that the
-// CSV no longer has are deleted. It then waits until the API server authorizes the ServiceAccount for
+// CSV no longer has are deleted. The bundle's RBAC manifests in the CSV's directory (BundleRBAC) are
+// created or updated the same way. It then waits until the API server authorizes the ServiceAccount for
 // the first rule of every binding, mints a token for the operator's ServiceAccount (CSVServiceAccount)
 // and writes the kubeconfig.
 func InstallCSVRBAC(ctx context.Context, admin *rest.Config, o CSVInstall) (*CSVIdentity, error) {
@@ -260,6 +342,10 @@ func InstallCSVRBAC(ctx context.Context, admin *rest.Config, o CSVInstall) (*CSV
 	if err != nil {
 		return nil, err
 	}
+	bundle, err := BundleRBAC(filepath.Dir(o.CSVPath), o.CSVPath, csv.Name, o.Namespace)
+	if err != nil {
+		return nil, err
+	}
 	if !slices.ContainsFunc(objs, func(obj client.Object) bool {
 		_, ok := obj.(*corev1.ServiceAccount)
 		return ok && obj.GetName() == sa
@@ -273,14 +359,19 @@ func InstallCSVRBAC(ctx context.Context, admin *rest.Config, o CSVInstall) (*CSV
 	id := &CSVIdentity{
 		CSV: csv.Name, Namespace: o.Namespace, ServiceAccount: sa,
 		Username: "system:serviceaccount:" + o.Namespace + ":" + sa,
-		Objects:  objs, admin: c,
+		Objects:  objs, BundleObjects: bundle, admin: c,
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create the operator's namespace: %w", err)
 	}
 	for _, obj := range objs {
-		if err := applyOwned(ctx, c, obj); err != nil {
+		if err := applyOwned(ctx, c, obj, CSVInstallLabel); err != nil {
+			return nil, err
+		}
+	}
+	for _, obj := range bundle {
+		if err := applyOwned(ctx, c, obj, BundleManifestLabel); err != nil {
 			return nil, err
 		}
 	}
@@ -336,9 +427,10 @@ func (id *CSVIdentity) Uninstall(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// applyOwned creates obj, or updates the existing object of its name when that one carries obj's
-// CSVInstallLabel (a ServiceAccount is left as it is: it holds nothing from the CSV).
-func applyOwned(ctx context.Context, c client.Client, obj client.Object) error {
+// applyOwned creates obj, or updates the existing object of its name to obj's labels, rules or subjects
+// when that one carries obj's value of the label owner (a ServiceAccount is left as it is: it holds
+// nothing from the CSV).
+func applyOwned(ctx context.Context, c client.Client, obj client.Object, owner string) error {
 	err := c.Create(ctx, obj)
 	if err == nil || !apierrors.IsAlreadyExists(err) {
 		if err != nil {
@@ -353,15 +445,17 @@ func applyOwned(ctx context.Context, c client.Client, obj client.Object) error {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
 		return err
 	}
-	if got, want := existing.GetLabels()[CSVInstallLabel], obj.GetLabels()[CSVInstallLabel]; got != want {
-		return fmt.Errorf("%T %s/%s exists and was not made by InstallCSVRBAC for namespace %s (label %s=%q): not taking it over",
-			obj, obj.GetNamespace(), obj.GetName(), want, CSVInstallLabel, got)
+	if got, want := existing.GetLabels()[owner], obj.GetLabels()[owner]; got != want {
+		return fmt.Errorf("%T %s/%s exists and was not made by InstallCSVRBAC (label %s=%q, want %q): not taking it over",
+			obj, obj.GetNamespace(), obj.GetName(), owner, got, want)
 	}
+	existing.SetLabels(obj.GetLabels())
 	switch want := obj.(type) {
 	case *corev1.ServiceAccount:
 		return nil
 	case *rbacv1.ClusterRole:
 		existing.(*rbacv1.ClusterRole).Rules = want.Rules
+		existing.(*rbacv1.ClusterRole).AggregationRule = want.AggregationRule
 	case *rbacv1.Role:
 		existing.(*rbacv1.Role).Rules = want.Rules
 	case *rbacv1.ClusterRoleBinding:

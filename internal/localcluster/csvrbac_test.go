@@ -223,6 +223,73 @@ func TestCSVServiceAccount(t *testing.T) {
 	}
 }
 
+// bundleDir writes a bundle directory: testCSV, a ClusterRole and a Role as extra manifests, and a
+// Service, which grants nothing.
+func bundleDir(t *testing.T) (dir, csvPath string) {
+	t.Helper()
+	dir = t.TempDir()
+	files := map[string]string{
+		"test-operator.clusterserviceversion.yaml": testCSV(""),
+		"test-operator-tenant_rbac.authorization.k8s.io_v1_clusterrole.yaml": `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  creationTimestamp: null
+  labels: {app.kubernetes.io/name: test}
+  name: test-operator-tenant
+rules:
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get]
+`,
+		"test-operator-local_rbac.authorization.k8s.io_v1_role.yaml": `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: test-operator-local
+  namespace: somewhere-else
+rules:
+- apiGroups: [""]
+  resources: [services]
+  verbs: [get]
+`,
+		"test-operator-metrics_v1_service.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: test-operator-metrics\nspec:\n  ports: [{port: 8443}]\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, filepath.Join(dir, "test-operator.clusterserviceversion.yaml")
+}
+
+func TestBundleRBAC(t *testing.T) {
+	dir, csvPath := bundleDir(t)
+	objs, err := BundleRBAC(dir, csvPath, "test-operator.v0.0.1", "op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"*v1.Role op/test-operator-local services",
+		"*v1.ClusterRole /test-operator-tenant pods",
+	}
+	if got := describeObjects(objs); !slices.Equal(got, want) {
+		t.Errorf("objects %q, want %q: the RBAC manifests (namespaced ones in the operator's namespace), not the CSV or the Service", got, want)
+	}
+	for _, obj := range objs {
+		if obj.GetLabels()[BundleManifestLabel] != "test-operator.v0.0.1" {
+			t.Errorf("%s labels %v: want %s", obj.GetName(), obj.GetLabels(), BundleManifestLabel)
+		}
+	}
+	if got := objs[1].GetLabels()["app.kubernetes.io/name"]; got != "test" {
+		t.Errorf("the ClusterRole lost the manifest's own labels: %v", objs[1].GetLabels())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte("kind: [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BundleRBAC(dir, csvPath, "x", "op"); err == nil || !strings.Contains(err.Error(), "broken.yaml") {
+		t.Errorf("a manifest that does not parse: %v", err)
+	}
+}
+
 func TestReadCSV(t *testing.T) {
 	if _, err := ReadCSV(writeFile(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")); err == nil || !strings.Contains(err.Error(), "is not a ClusterServiceVersion") {
 		t.Errorf("a ConfigMap: %v", err)
@@ -264,6 +331,13 @@ func TestBundleCSV(t *testing.T) {
 		if !slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*rbacv1.RoleBinding); return ok }) {
 			t.Errorf("targets %q: no RoleBinding for %s: %v", targets, sa, describeObjects(objs))
 		}
+	}
+	bundle, err := BundleRBAC(filepath.Dir(path), path, csv.Name, "operator-ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(bundle, func(o client.Object) bool { return o.GetName() == "platform-operator-metrics-reader" }) {
+		t.Errorf("the bundle's RBAC manifests %v lack the metrics-reader ClusterRole", describeObjects(bundle))
 	}
 }
 
@@ -444,6 +518,29 @@ func TestInstallCSVRBACOnLocalCluster(t *testing.T) {
 		}
 		if err := canList(sc, "op-again"); err != nil {
 			t.Errorf("control: list ConfigMaps, still granted: %v", err)
+		}
+	})
+
+	t.Run("the bundle's RBAC manifests, shared by the installs", func(t *testing.T) {
+		_, path := bundleDir(t)
+		var ids []*CSVIdentity
+		for _, ns := range []string{"op-bundle-1", "op-bundle-2"} {
+			id, _ := install(t, CSVInstall{CSVPath: path, Namespace: ns, TargetNamespaces: []string{ns}})
+			ids = append(ids, id)
+			role := &rbacv1.Role{}
+			if err := admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "test-operator-local"}, role); err != nil {
+				t.Errorf("the bundle's Role in %s: %v", ns, err)
+			}
+		}
+		if err := ids[0].Uninstall(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		cr := &rbacv1.ClusterRole{}
+		if err := admin.Get(t.Context(), client.ObjectKey{Name: "test-operator-tenant"}, cr); err != nil || cr.Labels[BundleManifestLabel] != "test-operator.v0.0.1" {
+			t.Errorf("the bundle's ClusterRole after one install's Uninstall: %v, labels %v; want it kept for the other", err, cr.Labels)
+		}
+		if err := admin.Get(t.Context(), client.ObjectKey{Namespace: "op-bundle-2", Name: "test-operator-metrics"}, &corev1.Service{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the bundle's Service: %v, want none made", err)
 		}
 	})
 
