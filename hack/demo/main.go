@@ -26,12 +26,16 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
 const (
 	namespace    = "default"
 	fieldManager = "platform-operator-demo"
+	// csvNamespace is where -as-csv installs the operator's ServiceAccount, as config/default does.
+	csvNamespace = "platform-operator-system"
 	// envExitAfter is -exit-after for runs without flags (CI has no terminal to press Ctrl-C in).
 	envExitAfter = "DEMO_EXIT_AFTER"
 	// operatorStopTimeout is how long the operator gets to stop after SIGTERM before it is killed.
@@ -44,6 +48,7 @@ type options struct {
 	operatorLog  string
 	logDir       string // the cluster's logs go to <logDir>/cluster
 	skipOperator bool
+	asCSV        bool
 	exitAfter    time.Duration
 	wait         time.Duration
 	scenarios    []Scenario
@@ -69,6 +74,8 @@ func main() {
 	flag.StringVar(&o.operatorLog, "operator-log", filepath.Join(o.logDir, "operator.log"),
 		`file the operator's output goes to; "-" prints it here, each line prefixed with "operator |"`)
 	flag.BoolVar(&o.skipOperator, "skip-operator", false, "do not run the operator: only the cluster and the samples")
+	flag.BoolVar(&o.asCSV, "as-csv", false, "run the operator as its bundle CSV's ServiceAccount in "+csvNamespace+
+		", with exactly the permissions the CSV grants for all namespaces (as the e2e suite does), instead of as the admin")
 	flag.DurationVar(&o.exitAfter, "exit-after", 0,
 		"stop by itself this long after the demo is up instead of waiting for Ctrl-C (env "+envExitAfter+")")
 	flag.DurationVar(&o.wait, "wait", 60*time.Second, "how long each wait for the operator (reconciled, Available, Ready) may take")
@@ -349,6 +356,27 @@ func startOperator(ctx context.Context, p Printer, o options, kubeconfig string,
 		StopTimeout: operatorStopTimeout,
 		// The admission webhooks, called by the API server as in a deployed operator (docs/webhooks.md).
 		WebhookManifests: filepath.Join(o.root, "config", "webhook", "manifests.yaml"),
+	}
+	if o.asCSV {
+		csv, err := localcluster.FindCSV(o.root)
+		if err != nil {
+			return nil, err
+		}
+		admin, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(o.logDir, 0o755); err != nil {
+			return nil, err
+		}
+		id, err := localcluster.InstallCSVRBAC(ctx, admin, localcluster.CSVInstall{
+			CSVPath: csv, Namespace: csvNamespace, KubeconfigPath: filepath.Join(o.logDir, "operator.kubeconfig"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("-as-csv: %w", err)
+		}
+		opts.ProcessKubeconfig = id.Kubeconfig
+		p.Printf("-as-csv: the operator runs as %s with the permissions of %s (all namespaces)", id.Username, rel(o.root, csv))
 	}
 	p.Step("Starting the operator: %s", rel(o.root, bin))
 	if o.operatorLog == "-" {
