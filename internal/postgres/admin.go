@@ -52,6 +52,8 @@ type Admin struct {
 	// afterExec, when set, is called after each writing statement Ensure and Drop run: tests look at
 	// the server between two statements through it.
 	afterExec func(stmt string)
+	// version is the server's server_version_num once read; 0 before.
+	version int
 }
 
 // Transport is what a session to a server was seen to run over.
@@ -119,6 +121,8 @@ type Privileges struct {
 	Superuser, CreateRole, CreateDB bool
 	// ServerVersion is server_version.
 	ServerVersion string
+	// VersionNum is server_version_num (150018 for 15.18): what decides the statements Ensure sends.
+	VersionNum int
 }
 
 // Sufficient says whether the login may make roles and databases.
@@ -141,9 +145,27 @@ func (p Privileges) Missing() string {
 // Privileges reads the login's attributes and the server's version.
 func (a *Admin) Privileges(ctx context.Context) (Privileges, error) {
 	var p Privileges
-	err := a.conn.QueryRow(ctx, `SELECT rolsuper, rolcreaterole, rolcreatedb, current_setting('server_version')
-		FROM pg_roles WHERE rolname = current_user`).Scan(&p.Superuser, &p.CreateRole, &p.CreateDB, &p.ServerVersion)
+	err := a.conn.QueryRow(ctx, `SELECT rolsuper, rolcreaterole, rolcreatedb, current_setting('server_version'),
+		current_setting('server_version_num')::int
+		FROM pg_roles WHERE rolname = current_user`).Scan(&p.Superuser, &p.CreateRole, &p.CreateDB, &p.ServerVersion, &p.VersionNum)
+	if err == nil {
+		a.version = p.VersionNum
+	}
 	return p, err
+}
+
+// ServerVersionNum reads server_version_num once per session: PostgreSQL 16 changed the rules of roles
+// made by a CREATEROLE login (roles.go).
+func (a *Admin) ServerVersionNum(ctx context.Context) (int, error) {
+	if a.version != 0 {
+		return a.version, nil
+	}
+	var v int
+	if err := a.conn.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&v); err != nil {
+		return 0, err
+	}
+	a.version = v
+	return v, nil
 }
 
 // ClaimedError is a role or database name on the server that is not the owner's: another object's
@@ -157,9 +179,9 @@ type ClaimedError struct {
 
 func (e *ClaimedError) Error() string {
 	if e.By.Name == "" {
-		return fmt.Sprintf("%s %q already exists on the server and was not made by the operator (no owner comment); it is left untouched", e.What, e.Name)
+		return fmt.Sprintf("the name %q is taken: %s %q already exists on the server and was not made by the operator (no owner comment); it is left untouched", e.Name, e.What, e.Name)
 	}
-	return fmt.Sprintf("%s %q on the server belongs to %s %s/%s; it is left untouched", e.What, e.Name, e.By.Kind, e.By.Namespace, e.By.Name)
+	return fmt.Sprintf("the name %q is taken: %s %q on the server belongs to %s %s/%s (first claimant wins); it is left untouched", e.Name, e.What, e.Name, e.By.Kind, e.By.Namespace, e.By.Name)
 }
 
 // Database is what Ensure makes: a login role and a database of the same name owned by it.
@@ -188,8 +210,13 @@ type state struct {
 
 func (a *Admin) inspect(ctx context.Context, name string) (state, error) {
 	var st state
-	err := a.conn.QueryRow(ctx, `SELECT rolcanlogin, shobj_description(oid, 'pg_authid'), pg_has_role(current_user, oid, 'MEMBER')
-		FROM pg_roles WHERE rolname = $1`, name).Scan(&st.canLogin, &st.roleComment, &st.member)
+	version, err := a.ServerVersionNum(ctx)
+	if err != nil {
+		return st, err
+	}
+	// member is whether the login already has what GrantMembership gives, by the version's rules.
+	err = a.conn.QueryRow(ctx, `SELECT rolcanlogin, shobj_description(oid, 'pg_authid'), pg_has_role(current_user, oid, $2)
+		FROM pg_roles WHERE rolname = $1`, name, MembershipPrivilege(version)).Scan(&st.canLogin, &st.roleComment, &st.member)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
@@ -299,7 +326,9 @@ func (a *Admin) Ensure(ctx context.Context, d Database) (changed []string, err e
 		}
 	}
 	if !st.member {
-		stmts = append(stmts, GrantRoleToCurrentUser(d.Name))
+		// On 16 and later a WITH INHERIT FALSE, SET TRUE grant (roles.go); the ADMIN OPTION 16 gives a
+		// role's creator comes with CREATE ROLE itself.
+		stmts = append(stmts, GrantMembership(a.version, d.Name))
 	}
 	if err := a.exec(ctx, stmts, &changed); err != nil {
 		return changed, err
@@ -308,31 +337,48 @@ func (a *Admin) Ensure(ctx context.Context, d Database) (changed []string, err e
 	if !st.dbExists {
 		// CREATE DATABASE cannot run in a transaction; a database left without its comment is taken up
 		// by the next Ensure, since our role owns it, and one left closed is opened by it after the revoke.
-		stmts = append(stmts, NewDatabase(d.Name, d.Name, comment)...)
+		stmts = append(stmts, NewDatabaseFor(a.version, d.Name, d.Name, comment)...)
 	} else {
 		if st.dbOwner != d.Name {
+			// Sent as the login: only the current owner (or its members) may give the database away.
 			stmts = append(stmts, SetDatabaseOwner(d.Name, d.Name))
 		}
+		var owned []string
 		if rewrite {
-			stmts = append(stmts, CommentOnDatabase(d.Name, comment))
+			owned = append(owned, CommentOnDatabase(d.Name, comment))
 		}
 		if st.publicHasAccess {
-			stmts = append(stmts, RevokePublic(d.Name))
+			owned = append(owned, RevokePublic(d.Name))
 		}
 		// Opened last, after the revoke above: a database whose making was cut short stays closed
 		// until PUBLIC has no CONNECT.
 		if !st.dbAllowConn {
-			stmts = append(stmts, AllowConnections(d.Name))
+			owned = append(owned, AllowConnections(d.Name))
 		}
+		stmts = append(stmts, AsOwner(a.version, d.Name, owned)...)
 	}
 	return changed, a.exec(ctx, stmts, &changed)
 }
 
-// exec runs stmts in order, recording each in changed (by its first words, never a verifier).
+// exec runs stmts in order, recording each in changed (by its first words, never a verifier). SET ROLE
+// and RESET ROLE are not changes; a failure after a SET ROLE resets the role, so the pooled session
+// goes back as the operator's login.
 func (a *Admin) exec(ctx context.Context, stmts []string, changed *[]string) error {
+	roleSet := false
 	for _, q := range stmts {
 		if _, err := a.conn.Exec(ctx, q); err != nil {
+			if roleSet {
+				_, _ = a.conn.Exec(ctx, ResetRole)
+			}
 			return fmt.Errorf("%s: %w", summary(q), err)
+		}
+		switch {
+		case strings.HasPrefix(q, "SET ROLE "):
+			roleSet = true
+			continue
+		case q == ResetRole:
+			roleSet = false
+			continue
 		}
 		*changed = append(*changed, summary(q))
 		if a.afterExec != nil {
@@ -360,16 +406,10 @@ func (a *Admin) Drop(ctx context.Context, name string, owner Owner) (dropped, ke
 		return nil, nil, err
 	}
 	d := Database{Name: name, Owner: owner}
-	var stmts []string
 	if _, cerr := st.claim(d); cerr != nil {
 		// Not ours: nothing of it is dropped.
 		return nil, []string{cerr.Error()}, nil
 	}
-	if st.dbExists {
-		stmts = append(stmts, DropDatabase(name))
-	}
-	if st.roleExists {
-		stmts = append(stmts, DropRole(name))
-	}
+	stmts := DropFor(a.version, name, st.dbExists, st.roleExists && st.dbOwner == name, st.roleExists)
 	return dropped, nil, a.exec(ctx, stmts, &dropped)
 }
