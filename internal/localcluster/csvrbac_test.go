@@ -350,10 +350,11 @@ func TestForbidden(t *testing.T) {
 		`{"level":"error","error":"pods \"p\" is forbidden: violates PodSecurity \"restricted:latest\""}`,
 		`{"level":"error","error":"configmaps is forbidden: User \"` + user + `-2\" cannot list resource \"configmaps\""}`,
 		`{"level":"info","msg":"all fine"}`,
+		`W0101 reflector.go:569] "Failed to watch" err="failed to list *v1.Secret: secrets is forbidden: User \"` + user + `\" cannot list resource \"secrets\" in API group \"\" in the namespace \"op\"" logger="UnhandledError"`,
 	}, "\n")
 	got := Forbidden(log, user)
-	if len(got) != 2 || !strings.Contains(got[0], `"leases"`) || !strings.Contains(got[1], `\"namespaces\"`) {
-		t.Errorf("Forbidden = %q, want the leases and namespaces lines (not the tenant's, Pod Security's or another ServiceAccount's)", got)
+	if len(got) != 3 || !strings.Contains(got[0], `"leases"`) || !strings.Contains(got[1], `\"namespaces\"`) || !strings.Contains(got[2], `\"secrets\"`) {
+		t.Errorf("Forbidden = %q, want the leases, namespaces and secrets lines (not the tenant's, Pod Security's or another ServiceAccount's)", got)
 	}
 	if got := Forbidden("", user); got != nil {
 		t.Errorf("Forbidden of an empty log = %q", got)
