@@ -49,6 +49,8 @@ func FuzzAdmission(f *testing.F) {
 			resource: "memory", request: "64Mi", limit: "256Mi", operSecret: "oper"},
 		// Two listeners on one port, once spelt with a leading zero: ergo cannot bind both.
 		{hostname: "irc.example.com", addr1: ":6667", addr2: ":06667"},
+		// Privileged ports, which the non-root pod without capabilities cannot bind.
+		{hostname: "irc.example.com", addr1: ":443", tls1: true, withTLS: true, addr2: "[::]:194"},
 		// Listeners the Service cannot reach.
 		{hostname: "irc.example.com", addr1: "127.0.0.1:6667", addr2: "[::1]:6697"},
 		{hostname: "irc.example.com", addr1: "irc.example.com:6667", addr2: "0.0.0.0:6697"},
@@ -198,6 +200,10 @@ func checkAccepted(ctx context.Context, t *testing.T, n *ircv1.ErgoNetwork) {
 		if err != nil {
 			t.Errorf("listener %q: %v", addr, err)
 			continue
+		}
+		// The container runs as non-root with every capability dropped: it cannot bind below 1024.
+		if port < 1024 {
+			t.Errorf("listener %q is on a privileged port the pod cannot bind", addr)
 		}
 		if other, dup := listenerPorts[port]; dup {
 			t.Errorf("listeners %q and %q both bind port %d", other, addr, port)

@@ -89,12 +89,14 @@ type OperCredentials struct {
 // Listener is one address ergo listens on.
 type Listener struct {
 	// Address is where ergo listens: ":port", "0.0.0.0:port" or "[::]:port" (":6697", "0.0.0.0:6667",
-	// "[::]:6697"), port 1-65535 without leading zeros. Ergo runs in a pod and must listen on all of the
-	// pod's addresses for the Service to reach it, so no other host is accepted.
+	// "[::]:6697"), port 1024-65535 without leading zeros. Ergo runs in a pod and must listen on all of the
+	// pod's addresses for the Service to reach it, so no other host is accepted. Ports below 1024 are
+	// refused: the pod runs as non-root without capabilities, so it could not bind them.
 	// +kubebuilder:validation:MinLength=2
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(0\\\\.0\\\\.0\\\\.0|\\\\[::\\\\])?:[0-9]+$')",message="address must be :port, 0.0.0.0:port or [::]:port, such as :6697: ergo runs in a pod and must listen on all of its addresses for the Service to reach it"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^.*:[0-9]+$') || (self.substring(self.lastIndexOf(':') + 1).matches('^[1-9][0-9]{0,4}$') && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535)",message="port must be a number between 1 and 65535 without leading zeros"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^.*:[0-9]+$') || !self.substring(self.lastIndexOf(':') + 1).matches('^[1-9][0-9]{0,4}$') || int(self.substring(self.lastIndexOf(':') + 1)) >= 1024",message="ports below 1024 need the NET_BIND_SERVICE capability, which the pod does not have (it runs as non-root with all capabilities dropped): listen on 1024 or above, such as :6697, and expose 443 or 6697 outside through the Route or a Service of your own"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Address"
 	Address string `json:"address"`
 
@@ -173,6 +175,13 @@ type StorageSpec struct {
 	// +kubebuilder:default=Delete
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Reclaim Policy"
 	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+
+	// AutoUpgrade lets a newer ergo image upgrade the datastore's schema when it starts (ergo backs the
+	// database up first; datastore.autoupgrade). Off by default: an image whose schema is newer than the
+	// datastore's then refuses to start, so a schema change happens only when you ask for it.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Auto Upgrade Schema",xDescriptors="urn:alm:descriptor:com.tectonic.ui:booleanSwitch"
+	AutoUpgrade bool `json:"autoUpgrade,omitempty"`
 }
 
 // ReclaimPolicy is what becomes of a network's claim when the network is deleted.

@@ -54,6 +54,13 @@ func TestSojuBouncerAdmission(t *testing.T) {
 		{name: "loopback listener", want: "address must be :port, 0.0.0.0:port or [::]:port", mutate: func(s *ircv1.SojuBouncerSpec) {
 			s.Listeners[1].Address = "127.0.0.1:6667"
 		}},
+		// soju runs as non-root with every capability dropped, as ergo does: a low port could not be bound.
+		{name: "port 443", want: "spec.listeners[0].address: Invalid value: \"string\": ports below 1024 need the NET_BIND_SERVICE capability", mutate: func(s *ircv1.SojuBouncerSpec) {
+			s.Listeners[0].Address = ":443"
+		}},
+		{name: "port 194 plain", want: "spec.listeners[1].address: Invalid value: \"string\": ports below 1024", mutate: func(s *ircv1.SojuBouncerSpec) { s.Listeners[1].Address = "[::]:194" }},
+		{name: "port 6697", mutate: func(s *ircv1.SojuBouncerSpec) { s.Listeners[0].Address = ":6697" }},
+		{name: "port 1024", mutate: func(s *ircv1.SojuBouncerSpec) { s.Listeners[1].Address = ":1024" }},
 		{name: "no listeners", want: "spec.listeners", mutate: func(s *ircv1.SojuBouncerSpec) { s.Listeners = nil }},
 		{name: "admin secret name", want: "spec.database.adminSecretName", mutate: func(s *ircv1.SojuBouncerSpec) { s.Database.AdminSecretName = "Not_A_Name" }},
 		{name: "reclaim policy", want: "spec.database.reclaimPolicy: Unsupported value", mutate: func(s *ircv1.SojuBouncerSpec) { s.Database.ReclaimPolicy = "Keep" }},

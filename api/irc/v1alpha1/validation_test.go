@@ -90,7 +90,14 @@ func TestAdmission(t *testing.T) {
 			s.Listeners[1].Address = ":06667"
 		}},
 		{name: "port 65535", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = "0.0.0.0:65535" }},
-		{name: "port 1", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = ":1" }},
+		// The pod runs as non-root with every capability dropped, so a port below 1024 would be admitted
+		// and then fail to bind: it is refused at admission, naming the field and why.
+		{name: "port 1", want: "spec.listeners[1].address: Invalid value: \"string\": ports below 1024 need the NET_BIND_SERVICE capability", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = ":1" }},
+		{name: "port 443", want: "spec.listeners[0].address: Invalid value: \"string\": ports below 1024 need the NET_BIND_SERVICE capability", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[0].Address = ":443" }},
+		{name: "port 194 on IPv6", want: "ports below 1024 need the NET_BIND_SERVICE capability", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = "[::]:194" }},
+		{name: "port 1023", want: "ports below 1024 need the NET_BIND_SERVICE capability", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = "0.0.0.0:1023" }},
+		{name: "port 1024", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = ":1024" }},
+		{name: "port 6697", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners = []ircv1.Listener{{Address: ":6697", TLS: true}} }},
 		{name: "port 65536", want: "port must be a number between 1 and 65535", mutate: func(s *ircv1.ErgoNetworkSpec) { s.Listeners[1].Address = "[::]:65536" }},
 		{name: "loopback IPv4", want: "spec.listeners[1].address: Invalid value: \"string\": address must be :port, 0.0.0.0:port or [::]:port", mutate: func(s *ircv1.ErgoNetworkSpec) {
 			s.Listeners[1].Address = "127.0.0.1:6667"
@@ -251,6 +258,10 @@ func TestDefaults(t *testing.T) {
 	}
 	if got := n.Spec.TLS.IssuerRef.Kind; got != "ClusterIssuer" {
 		t.Errorf("issuer kind changed to %q", got)
+	}
+	// A schema upgrade happens only when the user asks for it.
+	if n.Spec.Storage.AutoUpgrade {
+		t.Error("storage.autoUpgrade defaulted to true")
 	}
 }
 
