@@ -36,6 +36,8 @@ func BuildConfig(n *ircv1.ErgoNetwork, withOper bool) *Config {
 		}
 		c.Server.Listeners[l.Address] = lc
 	}
+	// A newer image upgrades the datastore's schema only when the user asked for it.
+	c.Datastore.AutoUpgrade = n.Spec.Storage.AutoUpgrade
 	if withOper && n.Spec.OperCredentials != nil {
 		c.Opers = map[string]OperConfig{
 			OperName: {Class: OperClass, Hidden: true, WhoisLine: operWhoisLine},
@@ -140,8 +142,10 @@ func defaultConfig() *Config {
 		Logging: []LoggingConfig{{Method: "stderr", Type: loggingTypes, Level: "info"}},
 		// The lock file sits next to the datastore so it guards exactly what two ergo processes must
 		// never share; Recreate already keeps a second pod away, this catches anything else.
-		LockFile:  lockFilePath,
-		Datastore: DatastoreConfig{Path: datastorePath, AutoUpgrade: true},
+		LockFile: lockFilePath,
+		// autoupgrade is off unless spec.storage.autoUpgrade asks (BuildConfig): a schema upgrade cannot
+		// be undone by going back to the older image.
+		Datastore: DatastoreConfig{Path: datastorePath, AutoUpgrade: false},
 		// The PVC hides the image's /ircd and the translations live under /ircd-bin/languages; English
 		// only keeps the config independent of the image layout.
 		Languages: LanguagesConfig{Enabled: false},

@@ -73,6 +73,8 @@ func TestBuildConfigValues(t *testing.T) {
 	withName := referenceNetwork()
 	noName := referenceNetwork()
 	noName.Spec.NetworkName = ""
+	autoUpgrade := referenceNetwork()
+	autoUpgrade.Spec.Storage.AutoUpgrade = true
 	tests := []struct {
 		name     string
 		network  *ircv1.ErgoNetwork
@@ -93,7 +95,9 @@ func TestBuildConfigValues(t *testing.T) {
 		// ergo refuses to start without a parseable max-sendq.
 		{"max-sendq", withName, true, "server.max-sendq", "96k"},
 		{"datastore path on the PVC", withName, true, "datastore.path", "/ircd/ircd.db"},
-		{"datastore autoupgrade", withName, true, "datastore.autoupgrade", true},
+		// Off unless asked for, and written out either way so the rendered config says which.
+		{"datastore autoupgrade off by default", withName, true, "datastore.autoupgrade", false},
+		{"datastore autoupgrade when asked", autoUpgrade, true, "datastore.autoupgrade", true},
 		{"lock file is top level, on the PVC", withName, true, "lock-file", "/ircd/ircd.lock"},
 		{"languages off", withName, true, "languages.enabled", false},
 		{"log method", withName, true, "logging.0.method", "stderr"},

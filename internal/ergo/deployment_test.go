@@ -18,7 +18,8 @@ import (
 )
 
 func TestDeploymentGolden(t *testing.T) {
-	out, err := yaml.Marshal(Deployment(referenceNetwork(), Options{}, "0123abcd"))
+	// An explicit image keeps the golden file independent of DefaultImage, which make pin-images rewrites.
+	out, err := yaml.Marshal(Deployment(referenceNetwork(), Options{Image: "ghcr.io/ergochat/ergo:v2.14.0"}, "0123abcd"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestDeploymentImage(t *testing.T) {
 		image string
 		want  string
 	}{
-		{name: "default", want: "ghcr.io/ergochat/ergo:stable"},
+		{name: "default", want: DefaultImage},
 		{name: "override", image: "registry.example.com/ergo:v2.19.1", want: "registry.example.com/ergo:v2.19.1"},
 	}
 	for _, tt := range tests {

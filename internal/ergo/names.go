@@ -10,8 +10,10 @@ import (
 const (
 	// ConfigKey is the ConfigMap key holding the rendered ircd.yaml.
 	ConfigKey = "ircd.yaml"
-	// DefaultImage is the ergo image used when Options.Image is empty.
-	DefaultImage = "ghcr.io/ergochat/ergo:stable"
+	// DefaultImage is the ergo image used when Options.Image is empty: ergo's release v2.14.0, never a
+	// moving tag, so which ergo runs (and which one may upgrade the datastore) is decided here, not by
+	// a node's cache. make pin-images turns it into that release's digest for a release.
+	DefaultImage = "ghcr.io/ergochat/ergo:v2.14.0"
 	// ConfigDigestAnnotation on the pod template carries ConfigDigest: changing it is what rolls the pod
 	// when the config or the oper password hash changes.
 	ConfigDigestAnnotation = manager.AnnotationDomain + "/config-digest"
