@@ -344,6 +344,11 @@ bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ and bundle.Do
 	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework \
 		--optional-values=k8s-version=$(K8S_MAJOR).$(K8S_MINOR)
 
+.PHONY: pin-images
+pin-images: ## Release step, needs the registries: pin IMG and every default image (RELATED_IMAGE_* and the Go defaults) to its digest, mark the CSV disconnected, then make bundle with the pinned IMG (docs/olm.md, Releasing).
+	@pinned="$$(go run ./hack/pin-images -operator-image=$(IMG))" && test -n "$$pinned" && \
+		$(MAKE) bundle IMG="$$pinned"
+
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image BUNDLE_IMG from bundle.Dockerfile (needs a container engine).
 	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
