@@ -20,11 +20,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
-
-	"github.com/platform-operator/platform-operator/internal/authentik"
-	"github.com/platform-operator/platform-operator/internal/catalyst"
-	"github.com/platform-operator/platform-operator/internal/ergo"
-	"github.com/platform-operator/platform-operator/internal/soju"
 )
 
 const (
@@ -109,32 +104,6 @@ func TestCSVInstallModes(t *testing.T) {
 	if !ok || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil ||
 		e.ValueFrom.FieldRef.FieldPath != "metadata.annotations['olm.targetNamespaces']" {
 		t.Errorf("WATCH_NAMESPACE is %+v, want it from the pod annotation olm.targetNamespaces", e)
-	}
-}
-
-// TestCSVRelatedImages: every image the operator deploys is a related image, under the same name and value
-// as the RELATED_IMAGE_* variable that mirrors rewrite, and is the operator's default for it.
-func TestCSVRelatedImages(t *testing.T) {
-	csv := loadCSV(t)
-	defaults := map[string]string{
-		"ergo": ergo.DefaultImage, "soju": soju.DefaultImage, "authentik": authentik.DefaultImage,
-		"kaniko": catalyst.DefaultBuilderImage,
-	}
-	var want []operatorsv1alpha1.RelatedImage
-	for name, image := range defaults {
-		env := "RELATED_IMAGE_" + strings.ToUpper(name)
-		e, ok := envVar(operatorContainer(t, csv), env)
-		if !ok || e.Value != image {
-			t.Errorf("%s is %+v, want %s (the operator's default)", env, e, image)
-		}
-		want = append(want, operatorsv1alpha1.RelatedImage{Name: name, Image: image})
-	}
-	got := slices.Clone(csv.Spec.RelatedImages)
-	byName := func(a, b operatorsv1alpha1.RelatedImage) int { return strings.Compare(a.Name, b.Name) }
-	slices.SortFunc(got, byName)
-	slices.SortFunc(want, byName)
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("relatedImages %+v, want %+v", got, want)
 	}
 }
 
