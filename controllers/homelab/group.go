@@ -1,6 +1,8 @@
 package homelab
 
 import (
+	"time"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/platform-operator/platform-operator/internal/manager"
@@ -19,6 +21,9 @@ type Options struct {
 	GatewaySelector map[string]string
 	// AuthentikImage is the image of AuthentikServers' pods; authentik.DefaultImage when empty.
 	AuthentikImage string
+	// PostgresCleanupTimeout bounds how long a deleted PostgresDatabase waits for its database to be
+	// dropped; postgres.DefaultCleanupTimeout when zero.
+	PostgresCleanupTimeout time.Duration
 }
 
 // controller is one kind's reconciler as the group sees it: what it reads from the cache besides its own

@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,8 +41,6 @@ const (
 	EventPasswordRotated = "PasswordRotated"
 	// EventRetained is a deleted PostgresDatabase whose database and role stay (reclaimPolicy Retain).
 	EventRetained = "Retained"
-	// EventFinalizerReleased is a deleted PostgresDatabase let go by the release annotation.
-	EventFinalizerReleased = "FinalizerReleased"
 )
 
 // postgresDatabaseParts are the PostgresDatabase's part conditions, in the order Ready reports them.
@@ -58,6 +56,9 @@ type PostgresDatabaseReconciler struct {
 	APIReader client.Reader
 	// Recorder emits events.
 	Recorder record.EventRecorder
+	// CleanupTimeout bounds how long a deleted PostgresDatabase waits for its database to be dropped;
+	// postgres.DefaultCleanupTimeout when zero.
+	CleanupTimeout time.Duration
 
 	applier *apply.Applier
 	status  *reconcile.StatusWriter
@@ -180,7 +181,7 @@ func (r *PostgresDatabaseReconciler) resolveConnection(ctx context.Context, db *
 		}
 		return nil, nil, homelabv1.ReasonWaitingForDependency, "", err
 	}
-	if conn.Namespace != db.Namespace && !slices.Contains(conn.Spec.AllowedNamespaces, db.Namespace) && !slices.Contains(conn.Spec.AllowedNamespaces, "*") {
+	if !postgres.NamespaceAllowed(conn.Namespace, db.Namespace, conn.Spec.AllowedNamespaces) {
 		return conn, nil, homelabv1.ReasonNotAllowed, fmt.Sprintf("PostgresConnection %s does not list namespace %q in spec.allowedNamespaces", key, db.Namespace), nil
 	}
 	ready := meta.FindStatusCondition(conn.Status.Conditions, homelabv1.ConditionReady)
@@ -354,6 +355,7 @@ func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *dat
 func setupPostgresDatabase(mgr ctrl.Manager, _ platform.Capabilities, opts Options) error {
 	r := &PostgresDatabaseReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(manager.OperatorName),
+		CleanupTimeout: opts.PostgresCleanupTimeout,
 	}
 	// The applier reads Secrets from the API server: a typed read through the cache would start an
 	// informer holding every Secret's data.

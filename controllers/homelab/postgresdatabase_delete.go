@@ -19,18 +19,20 @@ import (
 )
 
 // cleanupRetry is how soon a blocked cleanup is tried again: soon at first, then at most every five
-// minutes, until the server answers or the release annotation lets the object go.
+// minutes, until the server answers, the cleanup timeout passes or the release annotation lets the
+// object go.
 func cleanupRetry(deleting time.Duration) time.Duration {
-	if deleting < 10*time.Minute {
-		return PostgresUnreachableRetry
-	}
-	return 5 * time.Minute
+	return postgres.CleanupRetry(deleting, PostgresUnreachableRetry)
 }
 
 // reconcileDelete lets a deleted PostgresDatabase go once its database and role are dropped (Delete),
 // or at once (Retain, or the release annotation). One without the finalizer never reached the server
-// (the finalizer is added just before the first statement) and goes at once. A cleanup that cannot reach the server sets
-// Cleanup=False (CleanupBlocked) and retries; the Secret goes with the object (owner reference).
+// (the finalizer is added just before the first statement) and goes at once. A cleanup that cannot reach
+// the server (its connection missing, not Ready, not allowed, or the server unreachable) sets
+// Cleanup=False (CleanupBlocked) and retries, until the cleanup timeout (postgres.DefaultCleanupTimeout,
+// or Options.PostgresCleanupTimeout) after the deletion: then the database and role are left on the
+// server with a CleanupAbandoned Warning event, and the object goes, so neither it nor the deletion of its
+// namespace waits forever. The Secret goes with the object (owner reference).
 func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
 	db := s.db
 	if !controllerutil.ContainsFinalizer(db, homelabv1.PostgresDatabaseFinalizer) {
@@ -38,7 +40,7 @@ func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *dat
 	}
 	switch {
 	case db.Annotations[homelabv1.AnnotationReleaseFinalizer] == "true":
-		r.Recorder.Eventf(db, corev1.EventTypeWarning, EventFinalizerReleased,
+		r.Recorder.Eventf(db, corev1.EventTypeWarning, homelabv1.ReasonCleanupAbandoned,
 			"Released by the %s annotation: database and role %s are left on the server untouched", homelabv1.AnnotationReleaseFinalizer, s.name)
 		return ctrl.Result{}, r.releaseFinalizer(ctx, db)
 	case db.Spec.ReclaimPolicy == homelabv1.DatabaseReclaimRetain:
@@ -48,11 +50,23 @@ func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *dat
 
 	dropped, kept, err := r.drop(ctx, s)
 	if err != nil {
-		msg := fmt.Sprintf("cannot drop database and role %s yet: %v. The operator retries; to let the PostgresDatabase go without touching the server, annotate it %s=true", s.name, err, homelabv1.AnnotationReleaseFinalizer)
+		timeout := r.CleanupTimeout
+		if timeout <= 0 {
+			timeout = postgres.DefaultCleanupTimeout
+		}
+		retry, giveUp := postgres.NextCleanup(time.Since(db.DeletionTimestamp.Time), timeout, PostgresUnreachableRetry)
+		if giveUp {
+			r.Recorder.Eventf(db, corev1.EventTypeWarning, homelabv1.ReasonCleanupAbandoned,
+				"Gave up dropping database and role %s after %s: %v. They are left on the server; drop them by hand", s.name, timeout, err)
+			r.logins.Delete(db.UID)
+			return ctrl.Result{}, r.releaseFinalizer(ctx, db)
+		}
+		msg := fmt.Sprintf("cannot drop database and role %s yet: %v. The operator retries until %s after the deletion, then leaves them on the server; to let the PostgresDatabase go at once without touching the server, annotate it %s=true",
+			s.name, err, timeout, homelabv1.AnnotationReleaseFinalizer)
 		s.fail(homelabv1.ConditionCleanup, metav1.ConditionFalse, homelabv1.ReasonCleanupBlocked, msg)
 		s.secretName = db.Status.SecretName // the Secret stays until the object goes
 		werr := r.status.Write(ctx, db, s.summarize())
-		return ctrl.Result{RequeueAfter: cleanupRetry(time.Since(db.DeletionTimestamp.Time))}, werr
+		return ctrl.Result{RequeueAfter: retry}, werr
 	}
 	switch {
 	case len(kept) > 0:

@@ -30,6 +30,10 @@ const (
 	// ReasonCleanupBlocked is a deleted PostgresDatabase whose connection is missing, not Ready or
 	// unreachable: the operator retries, and the release annotation lets it go without touching the server.
 	ReasonCleanupBlocked = "CleanupBlocked"
+	// ReasonCleanupAbandoned is the Warning event of a deleted PostgresDatabase let go with its database
+	// and role left on the server: by the release annotation, or because the cleanup stayed blocked past
+	// the cleanup timeout (30 minutes after the deletion). The same reason as a SojuBouncer's.
+	ReasonCleanupAbandoned = "CleanupAbandoned"
 )
 
 // Annotations users set on a PostgresDatabase.
