@@ -33,6 +33,10 @@ import (
 type EnvironmentValidator struct {
 	// Reader lists Environments by namespaceIndex and reads Projects: the manager's cached client.
 	Reader client.Reader
+	// APIReader reads a Project from the API server when the cache does not show it allowing the
+	// Environment: a Project created (or allowed) a moment before its Environment may not be in the cache
+	// yet, and an Environment must not be refused for the cache's lag. Nil reads the cache only.
+	APIReader client.Reader
 }
 
 var _ admission.CustomValidator = (*EnvironmentValidator)(nil)
@@ -140,6 +144,15 @@ func (v *EnvironmentValidator) validateProjectRef(ctx context.Context, env *cata
 	}
 	if catalyst.ProjectAllows(p, env.Namespace) {
 		return nil
+	}
+	if v.APIReader != nil {
+		live := &catalystv1.Project{}
+		switch err := v.APIReader.Get(ctx, key, live); {
+		case err == nil && catalyst.ProjectAllows(live, env.Namespace):
+			return nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return apierrors.NewInternalError(fmt.Errorf("read project %s: %w", key, err))
+		}
 	}
 	return invalid(env, field.Forbidden(field.NewPath("spec", "projectRef", "namespace"), projectNotAllowedMessage(key, env.Namespace)))
 }

@@ -101,3 +101,30 @@ func TestEnvironmentValidator(t *testing.T) {
 		})
 	}
 }
+
+// TestEnvironmentValidatorCacheLag: a Project created a moment before its Environment may not be in the
+// cache yet; the validator reads it from the API server before refusing, and still refuses when the API
+// server has no Project that allows the namespace.
+func TestEnvironmentValidatorCacheLag(t *testing.T) {
+	app := catalysttest.Project("team-b", "app")
+	app.Spec.AllowedEnvironmentNamespaces = []string{"team-a"}
+	closed := catalysttest.Project("team-b", "closed")
+	index := func(o client.Object) []string { return namespacesOf(o.(*catalystv1.Environment)) }
+	cache := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithIndex(&catalystv1.Environment{}, namespaceIndex, index).Build()
+	live := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(app, closed).Build()
+	v := &EnvironmentValidator{Reader: cache, APIReader: live}
+	ref := func(name, project string) *catalystv1.Environment {
+		e := catalysttest.Environment("team-a", name, "team-a", project)
+		e.Spec.ProjectRef.Namespace = "team-b"
+		return e
+	}
+	ctx := context.Background()
+	if _, err := v.ValidateCreate(ctx, ref("pr-1", "app")); err != nil {
+		t.Errorf("a Project the cache has not seen yet, allowing the namespace: refused: %v", err)
+	}
+	for _, project := range []string{"closed", "nothing"} {
+		if _, err := v.ValidateCreate(ctx, ref("pr-2", project)); err == nil || !strings.Contains(err.Error(), "allowedEnvironmentNamespaces") {
+			t.Errorf("Project %s, which the API server shows not allowing team-a: err = %v, want refused", project, err)
+		}
+	}
+}

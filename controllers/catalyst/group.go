@@ -76,7 +76,7 @@ func Group(opts Options) manager.Group {
 				return err
 			}
 			return ctrl.NewWebhookManagedBy(mgr).For(&catalystv1.Environment{}).
-				WithValidator(&EnvironmentValidator{Reader: mgr.GetClient()}).Complete()
+				WithValidator(&EnvironmentValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).Complete()
 		},
 	}
 }
