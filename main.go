@@ -33,6 +33,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/memlimit"
 	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/postgres"
 )
 
 // eventCorrelatorObjects is how many objects' recent events client-go's event correlator remembers (to
@@ -83,6 +84,7 @@ func main() {
 	natsHeartbeatTTL := flag.Duration("nats-heartbeat-ttl", 30*time.Second, "How long an IoT device counts as alive after its agent's last heartbeat.")
 	homelabGatewayNS := flag.String("homelab-gateway-namespace", domain.DefaultGatewayNamespace, "Namespace of the Istio ingress gateway that serves homelab Domains: their Certificates and Gateways are made there (docs/homelab-services.md).")
 	sojuDatabaseSecret := flag.String("soju-database-secret", "", "Admin connection Secret of SojuBouncer databases, as namespace/name (keys host, port, user, password and the optional sslmode and database), for bouncers without spec.database.adminSecretName; empty: those report AdminConnectionNotConfigured (docs/soju.md).")
+	sojuDatabaseNamespaces := flag.String("soju-database-namespaces", "", "Comma-separated namespaces, besides the --soju-database-secret Secret's own, whose SojuBouncers may use that admin connection; * allows every namespace; empty: the Secret's namespace only (others report AdminConnectionNotAllowed, docs/soju.md).")
 	catalystDomain := flag.String("catalyst-preview-domain", catalyst.DefaultDomain, "DNS domain of catalyst Environment hosts (<namespace>.<domain>) when the Project names none (docs/catalyst.md).")
 	catalystIssuer := flag.String("catalyst-cluster-issuer", catalyst.DefaultIssuerName, "cert-manager ClusterIssuer of catalyst Environment certificates when the Project names none; empty serves plain http.")
 	catalystIngressClass := flag.String("catalyst-ingress-class", "", "IngressClass of catalyst Environment Ingresses when the Project names none; empty uses the cluster's default class.")
@@ -130,6 +132,11 @@ func main() {
 	sojuAdminSecret, err := ircctrl.ParseAdminSecret(*sojuDatabaseSecret)
 	if err != nil {
 		log.Error(err, "--soju-database-secret")
+		os.Exit(1)
+	}
+	sojuAdminNamespaces, err := postgres.ParseNamespaces(*sojuDatabaseNamespaces)
+	if err != nil {
+		log.Error(err, "--soju-database-namespaces")
 		os.Exit(1)
 	}
 
@@ -201,6 +208,7 @@ func main() {
 			Image:                   os.Getenv("RELATED_IMAGE_SOJU"),
 			MaxConcurrentReconciles: workers,
 			DefaultAdminSecret:      sojuAdminSecret,
+			DefaultAdminNamespaces:  sojuAdminNamespaces,
 		}),
 		iotctrl.Group(fleet),
 		homelabctrl.Group(homelabctrl.Options{

@@ -39,7 +39,7 @@ const sojuStatusFieldOwner = manager.FieldOwner + "/sojubouncer"
 
 // DefaultCleanupTimeout is how long a deleted SojuBouncer waits for its database to be dropped before
 // the operator gives up, leaves the database on the server and lets the bouncer go.
-const DefaultCleanupTimeout = 30 * time.Minute
+const DefaultCleanupTimeout = postgres.DefaultCleanupTimeout
 
 // DatabaseRetry is how soon a database server that could not be reached is tried again.
 const DatabaseRetry = 30 * time.Second
@@ -54,6 +54,9 @@ type SojuBouncerReconciler struct {
 	// DefaultAdminSecret is the operator-wide admin connection Secret (--soju-database-secret), used by
 	// bouncers without spec.database.adminSecretName; zero when there is none.
 	DefaultAdminSecret types.NamespacedName
+	// DefaultAdminNamespaces are the namespaces besides DefaultAdminSecret's own whose bouncers may use it
+	// (--soju-database-namespaces); postgres.AllNamespaces allows all. Empty: its own namespace only.
+	DefaultAdminNamespaces []string
 	// CleanupTimeout bounds how long a deleted bouncer waits for its database to be dropped;
 	// DefaultCleanupTimeout when zero.
 	CleanupTimeout time.Duration

@@ -47,6 +47,9 @@ var _ = Describe("SojuBouncer controller", Ordered, func() {
 		sojuWrites = &testutil.WriteCounter{}
 		systemNS   string
 		ns         string
+		// listed are the namespaces --soju-database-namespaces lists (DefaultAdminNamespaces): each spec
+		// takes the next as its ns, so the operator-wide admin connection serves it.
+		listed []string
 	)
 
 	BeforeAll(func() {
@@ -65,8 +68,12 @@ var _ = Describe("SojuBouncer controller", Ordered, func() {
 		DeferCleanup(cancelMgr)
 		caps, err := platform.Discover(cfg)
 		Expect(err).NotTo(HaveOccurred())
+		for range 16 {
+			listed = append(listed, newNamespace())
+		}
 		sojuR = &SojuBouncerReconciler{Image: "registry.example/soju:test", MaxConcurrentReconciles: 2,
-			DefaultAdminSecret: types.NamespacedName{Namespace: systemNS, Name: "soju-db-admin"}}
+			DefaultAdminSecret:     types.NamespacedName{Namespace: systemNS, Name: "soju-db-admin"},
+			DefaultAdminNamespaces: listed}
 		mgr, err := manager.New(cfg, ctrl.Options{
 			Metrics:    metricsserver.Options{BindAddress: "0"},
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -79,7 +86,10 @@ var _ = Describe("SojuBouncer controller", Ordered, func() {
 		}()
 	})
 
-	BeforeEach(func() { ns = newNamespace() })
+	BeforeEach(func() {
+		Expect(listed).NotTo(BeEmpty(), "more specs than listed namespaces: list more in BeforeAll")
+		ns, listed = listed[0], listed[1:]
+	})
 
 	bouncer := func(name string) *ircv1.SojuBouncer {
 		b := &ircv1.SojuBouncer{}
@@ -287,6 +297,29 @@ var _ = Describe("SojuBouncer controller", Ordered, func() {
 
 		Expect(k8s.Delete(ctx, bouncer("charlie"))).To(Succeed())
 		gone("charlie")
+	})
+
+	It("serves the operator-wide admin connection only to the namespaces --soju-database-namespaces lists", func() {
+		listedNS := ns
+		// Hostile: a namespace the flag does not list, using the operator-wide connection.
+		ns = newNamespace()
+		Expect(k8s.Create(ctx, sojutest.MinimalBouncer(ns, "delta"))).To(Succeed())
+		b := eventually("delta", ircv1.ConditionDatabase, metav1.ConditionFalse, ircv1.ReasonAdminSecretNotAllowed)
+		Expect(b.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("--soju-database-namespaces"))))
+		Eventually(warningEvents(ctx, ns, "delta")).Should(ContainElement(ircv1.ReasonAdminSecretNotAllowed))
+		Expect(bouncer("delta").Finalizers).To(BeEmpty(), "nothing was made on a server: no finalizer")
+		Consistently(get(ctx, &corev1.Secret{}, ns, "delta-db")).ShouldNot(Succeed())
+		role, db := exists(postgres.Name(ns, "delta"))
+		Expect([]bool{role, db}).To(Equal([]bool{false, false}), "a refused namespace reached the server")
+		Expect(k8s.Delete(ctx, bouncer("delta"))).To(Succeed())
+		gone("delta")
+
+		// Control: the same bouncer in a listed namespace gets its database.
+		ns = listedNS
+		Expect(k8s.Create(ctx, sojutest.MinimalBouncer(ns, "delta"))).To(Succeed())
+		eventually("delta", ircv1.ConditionDatabase, metav1.ConditionTrue, ircv1.ReasonReady)
+		role, db = exists(postgres.Name(ns, "delta"))
+		Expect([]bool{role, db}).To(Equal([]bool{true, true}))
 	})
 
 	It("keeps the database under reclaimPolicy Retain, and a new bouncer of the name takes it up", func() {

@@ -24,20 +24,14 @@ import (
 // cleanupRetry is how soon a blocked cleanup is tried again: soon at first, then at most every five
 // minutes, until the server answers, the cleanup timeout passes or the release annotation lets go.
 func cleanupRetry(deleting time.Duration) time.Duration {
-	if deleting < 10*time.Minute {
-		return DatabaseRetry
-	}
-	return 5 * time.Minute
+	return postgres.CleanupRetry(deleting, DatabaseRetry)
 }
 
 // nextCleanup says, for a cleanup blocked deleting after the deletion, when to try again, or that the
-// cleanup timeout has passed and the operator gives up (leaving the database on the server). The retry
-// never lands after the timeout, so the bouncer goes close to it.
+// cleanup timeout has passed and the operator gives up (leaving the database on the server). The
+// PostgresDatabase controller shares the rule (postgres.NextCleanup).
 func nextCleanup(deleting, timeout time.Duration) (retry time.Duration, giveUp bool) {
-	if deleting >= timeout {
-		return 0, true
-	}
-	return min(cleanupRetry(deleting), timeout-deleting), false
+	return postgres.NextCleanup(deleting, timeout, DatabaseRetry)
 }
 
 // deleteDecision is what a deleted bouncer's cleanup does next, before any request is sent.
@@ -98,7 +92,7 @@ func (r *SojuBouncerReconciler) reconcileDelete(ctx context.Context, s *sojuScop
 	if err != nil {
 		deleting := time.Since(b.DeletionTimestamp.Time)
 		timeout := r.CleanupTimeout
-		if timeout == 0 {
+		if timeout <= 0 {
 			timeout = DefaultCleanupTimeout
 		}
 		if retry, giveUp := nextCleanup(deleting, timeout); !giveUp {

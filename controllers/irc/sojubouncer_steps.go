@@ -29,6 +29,10 @@ func (r *SojuBouncerReconciler) adminSettings(ctx context.Context, b *ircv1.Soju
 	if key.Name == "" {
 		return nil, ircv1.ReasonAdminSecretMissing, "spec.database.adminSecretName is empty and the operator was started without --soju-database-secret: name a Secret with the admin connection", nil
 	}
+	if b.Spec.Database.AdminSecretName == "" && !postgres.NamespaceAllowed(key.Namespace, b.Namespace, r.DefaultAdminNamespaces) {
+		// The operator-wide Secret is read only for the namespaces its owner listed.
+		return nil, ircv1.ReasonAdminSecretNotAllowed, fmt.Sprintf("the operator-wide admin connection (--soju-database-secret %s) serves namespace %s and those listed by --soju-database-namespaces, not %q: name a Secret of this namespace in spec.database.adminSecretName, or ask the operator's administrator to list the namespace", key, key.Namespace, b.Namespace), nil
+	}
 	secret := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -99,6 +99,10 @@ const (
 	// ReasonAdminSecretMissing is a bouncer with no admin connection: spec.database.adminSecretName is
 	// empty and the operator has no --soju-database-secret.
 	ReasonAdminSecretMissing = "AdminConnectionNotConfigured"
+	// ReasonAdminSecretNotAllowed is a bouncer without spec.database.adminSecretName in a namespace that
+	// --soju-database-namespaces does not list: the operator-wide admin connection serves only its
+	// Secret's namespace and the listed ones.
+	ReasonAdminSecretNotAllowed = "AdminConnectionNotAllowed"
 	// ReasonAdminSecretInvalid is an admin connection Secret without a required key or with a value that
 	// cannot be used.
 	ReasonAdminSecretInvalid = "AdminConnectionInvalid"
