@@ -82,6 +82,7 @@ func main() {
 	natsURL := flag.String("nats-url", os.Getenv("NATS_URL"), "URL of the NATS server (JetStream) of the IoT fleet, e.g. nats://nats.iot:4222 (default $NATS_URL); empty runs the iot Deployment controller without NATS: each Deployment then says NATSNotConfigured (docs/iot.md).")
 	natsCreds := flag.String("nats-credentials-file", "", "NATS .creds file (user JWT and nkey seed) for --nats-url, mounted from a Secret; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead.")
 	natsHeartbeatTTL := flag.Duration("nats-heartbeat-ttl", 30*time.Second, "How long an IoT device counts as alive after its agent's last heartbeat.")
+	homelabDomainPolicy := flag.String(homelabctrl.FlagDomainPolicy, "", "Which namespaces may claim which homelab Domain hostnames, and with which ClusterIssuers: NAMESPACE=SUFFIX|SUFFIX[:ISSUER|ISSUER];... (NAMESPACE or SUFFIX * for any); empty allows no Domain (docs/homelab-services.md, Hostname ownership and policy).")
 	homelabGatewayNS := flag.String("homelab-gateway-namespace", domain.DefaultGatewayNamespace, "Namespace of the Istio ingress gateway that serves homelab Domains: their Certificates and Gateways are made there (docs/homelab-services.md).")
 	sojuDatabaseSecret := flag.String("soju-database-secret", "", "Admin connection Secret of SojuBouncer databases, as namespace/name (keys host, port, user, password and the optional sslmode and database), for bouncers without spec.database.adminSecretName; empty: those report AdminConnectionNotConfigured (docs/soju.md).")
 	sojuDatabaseNamespaces := flag.String("soju-database-namespaces", "", "Comma-separated namespaces, besides the --soju-database-secret Secret's own, whose SojuBouncers may use that admin connection; * allows every namespace; empty: the Secret's namespace only (others report AdminConnectionNotAllowed, docs/soju.md).")
@@ -215,6 +216,7 @@ func main() {
 			MaxConcurrentReconciles: workers,
 			GatewayNamespace:        *homelabGatewayNS,
 			AuthentikImage:          os.Getenv("RELATED_IMAGE_AUTHENTIK"),
+			DomainPolicy:            *homelabDomainPolicy,
 		}),
 		catalystctrl.Group(catalystctrl.Options{
 			Defaults:                catalystDefaults,

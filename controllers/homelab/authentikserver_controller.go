@@ -156,7 +156,7 @@ func authentikForSecret(_ context.Context, o client.Object) []ctrl.Request {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups=networking.istio.io,resources=virtualservices,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=networking.istio.io,resources=virtualservices,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // authentikScope is one AuthentikServer reconcile's working state.
@@ -240,24 +240,37 @@ func (s *authentikScope) sameNamespace(condType, field string, key types.Namespa
 	if key.Namespace == s.server.Namespace {
 		return true
 	}
+	s.notAllowed(condType, fmt.Sprintf("spec.%s names %s in another namespace: authentik's pods read its Secret, and pods read Secrets only from their own namespace; create it in %q", field, key, s.server.Namespace))
+	return false
+}
+
+// notAllowed records a dependency the AuthentikServer may not use, with a Warning event when it is new.
+func (s *authentikScope) notAllowed(condType, msg string) {
 	s.waiting = true
-	msg := fmt.Sprintf("spec.%s names %s in another namespace: authentik's pods read its Secret, and pods read Secrets only from their own namespace; create it in %q", field, key, s.server.Namespace)
 	if c := meta.FindStatusCondition(*s.Conditions, condType); c == nil || c.Reason != homelabv1.ReasonDependencyNotAllowed {
 		s.Warn(homelabv1.ReasonDependencyNotAllowed, msg)
 	}
 	s.Set(condType, metav1.ConditionFalse, homelabv1.ReasonDependencyNotAllowed, msg)
-	return false
 }
 
 // reconcileDomainDependency waits for the Domain: Ready, with a Gateway to attach the route to.
 func (r *authentikServerReconciler) reconcileDomainDependency(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
 	key := dependencyKey(s.server.Spec.Domain, s.server.Namespace)
 	var d homelabv1.Domain
-	if err := r.client.Get(ctx, key, &d); apierrors.IsNotFound(err) {
+	err := r.client.Get(ctx, key, &d)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("read Domain %s: %w", key, err)
+	}
+	// Another namespace's Domain serves this one only when it says so; one that does not exist gets the
+	// same answer, so that the condition does not tell which Domains another namespace has.
+	if key.Namespace != s.server.Namespace && (err != nil || !domainAllowsNamespace(&d, s.server.Namespace)) {
+		s.notAllowed(homelabv1.ConditionDomain, foreignDomainMessage(key.String(), s.server.Namespace))
+		s.status.URL = ""
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
 		s.missing(homelabv1.ConditionDomain, "Domain", key, "domain")
 		return ctrl.Result{}, nil
-	} else if err != nil {
-		return ctrl.Result{}, fmt.Errorf("read Domain %s: %w", key, err)
 	}
 	if ok, why := dependencyReady(d.Status.Conditions, d.Generation); !ok {
 		s.notReady(homelabv1.ConditionDomain, "Domain", key, why)
@@ -466,6 +479,15 @@ func (r *authentikServerReconciler) reconcileService(ctx context.Context, s *aut
 func (r *authentikServerReconciler) reconcileRoute(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
 	if !r.caps.Istio {
 		s.MissingAPI(homelabv1.ConditionRoute, "an AuthentikServer is served through an Istio VirtualService (networking.istio.io/v1), which this cluster does not serve; install Istio, then restart the operator")
+		return ctrl.Result{}, nil
+	}
+	// A Domain that no longer lets this namespace use it (its spec.allowedNamespaces changed) stops
+	// serving authentik at once: the route through its Gateway goes, whatever else keeps running.
+	if c := meta.FindStatusCondition(*s.Conditions, homelabv1.ConditionDomain); c != nil && c.Reason == homelabv1.ReasonDependencyNotAllowed {
+		if err := s.DeleteIfControlled(ctx, &istio.VirtualService{}, authentik.VirtualServiceName(s.server)); err != nil {
+			return ctrl.Result{}, err
+		}
+		s.Set(homelabv1.ConditionRoute, metav1.ConditionFalse, homelabv1.ReasonDependencyNotAllowed, c.Message)
 		return ctrl.Result{}, nil
 	}
 	if s.hold(homelabv1.ConditionRoute) {

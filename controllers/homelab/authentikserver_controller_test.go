@@ -231,7 +231,7 @@ var _ = DescribeTable("admission of RedisConnection, Domain and AuthentikServer"
 		Spec: homelabv1.DomainSpec{Hostname: "home.example.com"}}, "spec.issuer"),
 	Entry("an AuthentikServer", newAuthentikServer("", "sso"), ""),
 	Entry("an AuthentikServer with namespace/name references", &homelabv1.AuthentikServer{ObjectMeta: metav1.ObjectMeta{Name: "sso"},
-		Spec: homelabv1.AuthentikServerSpec{Domain: "infra/home", Database: "default/db", Redis: "default/cache"}}, ""),
+		Spec: homelabv1.AuthentikServerSpec{Domain: "default/home", Database: "default/db", Redis: "default/cache"}}, ""),
 	Entry("an AuthentikServer with a malformed reference", &homelabv1.AuthentikServer{ObjectMeta: metav1.ObjectMeta{Name: "sso"},
 		Spec: homelabv1.AuthentikServerSpec{Domain: "a/b/c", Database: "db", Redis: "cache"}}, "spec.domain"),
 	Entry("an AuthentikServer whose name cannot prefix its children", &homelabv1.AuthentikServer{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 44)},

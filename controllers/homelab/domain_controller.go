@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -43,6 +46,8 @@ type domainReconciler struct {
 	// gatewayNamespace and gatewaySelector come from Options (defaults in internal/domain).
 	gatewayNamespace string
 	gatewaySelector  map[string]string
+	// policy is --homelab-domain-policy: what each namespace may claim.
+	policy DomainPolicy
 }
 
 // domainCache: the Domain's children, which carry the operator's labels.
@@ -58,6 +63,15 @@ func domainCache(caps platform.Capabilities) []manager.CacheRule {
 }
 
 func setupDomain(mgr ctrl.Manager, caps platform.Capabilities, opts Options) error {
+	policy, err := ParseDomainPolicy(opts.DomainPolicy)
+	if err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &homelabv1.Domain{}, domainHostnameIndex, func(o client.Object) []string {
+		return claimIndexValues(o.(*homelabv1.Domain))
+	}); err != nil {
+		return err
+	}
 	r := &domainReconciler{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
 		recorder: mgr.GetEventRecorderFor(manager.OperatorName), caps: caps,
@@ -67,6 +81,7 @@ func setupDomain(mgr ctrl.Manager, caps platform.Capabilities, opts Options) err
 			Conditions: append([]string{homelabv1.ConditionReady}, domainParts...)},
 		gatewayNamespace: opts.GatewayNamespace,
 		gatewaySelector:  opts.GatewaySelector,
+		policy:           policy,
 	}
 	if r.gatewayNamespace == "" {
 		r.gatewayNamespace = domain.DefaultGatewayNamespace
@@ -77,6 +92,10 @@ func setupDomain(mgr ctrl.Manager, caps platform.Capabilities, opts Options) err
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("domain").
 		For(&homelabv1.Domain{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A Domain appearing, going or changing its issuer may hand a hostname to another Domain (or take
+		// it): the Domains whose hostnames overlap it are checked again.
+		Watches(&homelabv1.Domain{}, handler.EnqueueRequestsFromMapFunc(r.overlapping),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	// The children live in another namespace: no owner reference, so they map back by label.
 	if caps.CertManager {
@@ -86,6 +105,32 @@ func setupDomain(mgr ctrl.Manager, caps platform.Capabilities, opts Options) err
 		b = b.Watches(&istio.Gateway{}, handler.EnqueueRequestsFromMapFunc(domainForChild))
 	}
 	return b.Complete(r)
+}
+
+// overlapping maps a Domain to the other Domains whose hostnames overlap it, whatever the policy says of
+// them (each decides its own claim when reconciled).
+func (r *domainReconciler) overlapping(ctx context.Context, o client.Object) []ctrl.Request {
+	d, ok := o.(*homelabv1.Domain)
+	if !ok {
+		return nil
+	}
+	var reqs []ctrl.Request
+	seen := map[client.ObjectKey]bool{client.ObjectKeyFromObject(d): true}
+	for _, key := range claimIndexValues(d) {
+		var list homelabv1.DomainList
+		if err := r.client.List(ctx, &list, client.MatchingFields{domainHostnameIndex: key}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "list Domains by hostname", "hostname", key)
+			return nil
+		}
+		for i := range list.Items {
+			k := client.ObjectKeyFromObject(&list.Items[i])
+			if !seen[k] && hostnamesOverlap(d.Spec.Hostname, list.Items[i].Spec.Hostname) {
+				seen[k] = true
+				reqs = append(reqs, ctrl.Request{NamespacedName: k})
+			}
+		}
+	}
+	return reqs
 }
 
 // domainForChild maps a Certificate or Gateway the operator made for a Domain back to it.
@@ -140,16 +185,69 @@ func (r *domainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			Applier: r.applier, Recorder: r.recorder},
 		domain: d, status: status,
 	}
-	res, err := reconcile.Run(ctx, s, r.reconcileCertificate, r.reconcileGateway)
-	s.Announce()
+	reason, msg, err := r.claim(ctx, d)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var res ctrl.Result
+	if reason != "" {
+		err = r.refuse(ctx, s, reason, msg)
+	} else {
+		res, err = reconcile.Run(ctx, s, r.reconcileCertificate, r.reconcileGateway)
+		s.Announce()
+		ready := reconcile.Summary(status.Conditions, domainParts, homelabv1.ReasonReady,
+			fmt.Sprintf("%s and *.%s are served over HTTPS", d.Spec.Hostname, d.Spec.Hostname))
+		s.Set(homelabv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
+	}
 	status.ObservedGeneration = d.Generation
-	ready := reconcile.Summary(status.Conditions, domainParts, homelabv1.ReasonReady,
-		fmt.Sprintf("%s and *.%s are served over HTTPS", d.Spec.Hostname, d.Spec.Hostname))
-	s.Set(homelabv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
 	if werr := r.status.Write(ctx, d, status); werr != nil {
 		err = errors.Join(err, werr)
 	}
 	return res, err
+}
+
+// claim decides whether the Domain may have its hostname, as the webhook does on creation, and again on
+// every reconcile (the webhook may not be installed, two Domains may pass it in the same instant, the
+// policy or the issuer may have changed): the policy must allow the Domain's namespace the hostname and
+// the issuer, and no Domain that claimed an overlapping hostname earlier may exist. It returns the reason
+// and message of a refusal, or "" when the Domain may go on.
+func (r *domainReconciler) claim(ctx context.Context, d *homelabv1.Domain) (string, string, error) {
+	if ok, msg := r.policy.Allows(d.Namespace, d.Spec.Hostname, d.Spec.Issuer); !ok {
+		return homelabv1.ReasonDomainNotAllowed, msg, nil
+	}
+	others, err := overlappingClaims(ctx, r.client, r.policy, d)
+	if err != nil {
+		return "", "", err
+	}
+	var owner *homelabv1.Domain
+	for i := range others {
+		if claimsBefore(&others[i], d) && (owner == nil || claimsBefore(&others[i], owner)) {
+			owner = &others[i]
+		}
+	}
+	if owner == nil {
+		return "", "", nil
+	}
+	return homelabv1.ReasonHostnameTaken, takenMessage(d, owner) + "; this Domain makes nothing until that one is gone", nil
+}
+
+// refuse records a Domain that may not have its hostname: every part and Ready say why, a Warning event
+// tells the user once, and whatever the Domain made before (it may have been the owner, or allowed, until
+// now) is removed, so that the name is served only by its owner's certificate.
+func (r *domainReconciler) refuse(ctx context.Context, s *domainScope, reason, msg string) error {
+	if c := meta.FindStatusCondition(*s.Conditions, homelabv1.ConditionReady); c == nil || c.Reason != reason || c.Message != msg {
+		s.Warn(reason, msg)
+	}
+	for _, t := range domainParts {
+		s.Set(t, metav1.ConditionFalse, reason, msg)
+	}
+	s.Set(homelabv1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	s.status.Gateway, s.status.CertificateSecret = "", ""
+	deleted, err := r.removeChildren(ctx, s.domain)
+	if len(deleted) > 0 {
+		r.recorder.Eventf(s.domain, corev1.EventTypeNormal, eventDomainCleanedUp, "Deleted %s: %s", strings.Join(deleted, ", "), reason)
+	}
+	return err
 }
 
 // reconcileCertificate asks cert-manager for the Domain's certificate in the gateway namespace.

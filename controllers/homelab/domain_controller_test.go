@@ -76,7 +76,7 @@ var _ = Describe("Domain", func() {
 
 	It("makes a Certificate and a Gateway in the gateway namespace, is Ready once the certificate is issued, and then writes nothing", func(ctx SpecContext) {
 		ns := newNamespace("domain")
-		d := newDomain(ns, "home", "home.example.com")
+		d := newDomain(ns, "home", "served.example.com")
 		Expect(k8s.Create(ctx, d)).To(Succeed())
 		Eventually(domainCondition(k8s, ns, "home", homelabv1.ConditionGateway)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonApplied))
 		Expect(domainCondition(k8s, ns, "home", homelabv1.ConditionCertificate)()).To(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonCertificatePending))
@@ -85,7 +85,7 @@ var _ = Describe("Domain", func() {
 		key := client.ObjectKey{Namespace: testGatewayNamespace, Name: domain.ChildName(d)}
 		var cert cmv1.Certificate
 		Expect(k8s.Get(ctx, key, &cert)).To(Succeed())
-		Expect(cert.Spec.DNSNames).To(Equal([]string{"home.example.com", "*.home.example.com"}))
+		Expect(cert.Spec.DNSNames).To(Equal([]string{"served.example.com", "*.served.example.com"}))
 		Expect(cert.Spec.IssuerRef.Kind).To(Equal("ClusterIssuer"))
 		Expect(cert.Labels).To(HaveKeyWithValue(domain.NamespaceLabel, ns))
 		var gw istio.Gateway
@@ -199,6 +199,8 @@ var _ = Describe("Domain on a cluster without cert-manager and Istio", Ordered, 
 			Metrics: metricsserver.Options{BindAddress: "0"},
 			// The suite's manager registered the same controller names in this process.
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+			// This API server calls no webhook.
+			WebhookServer: &manager.DisabledWebhookServer{},
 		}, plainCaps, Group(suiteOptions()))
 		Expect(err).NotTo(HaveOccurred())
 		go func() {

@@ -25,6 +25,22 @@ func (r *domainReconciler) finalize(ctx context.Context, d *homelabv1.Domain) er
 	if !controllerutil.ContainsFinalizer(d, homelabv1.DomainFinalizer) {
 		return nil
 	}
+	deleted, err := r.removeChildren(ctx, d)
+	if err != nil {
+		return err
+	}
+	if len(deleted) > 0 {
+		r.recorder.Eventf(d, corev1.EventTypeNormal, eventDomainCleanedUp, "Deleted %s", strings.Join(deleted, ", "))
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	controllerutil.RemoveFinalizer(d, homelabv1.DomainFinalizer)
+	return client.IgnoreNotFound(r.client.Patch(ctx, d, patch))
+}
+
+// removeChildren deletes the Gateway, the Certificate and the certificate's Secret the operator made for
+// d in the gateway namespace, those that carry d's labels, and says which it deleted (for an event): on
+// deletion, and when d loses its claim to its hostname.
+func (r *domainReconciler) removeChildren(ctx context.Context, d *homelabv1.Domain) ([]string, error) {
 	name := domain.ChildName(d)
 	var deleted []string
 	del := func(kind string, obj client.Object, objName string) error {
@@ -36,23 +52,16 @@ func (r *domainReconciler) finalize(ctx context.Context, d *homelabv1.Domain) er
 	}
 	if r.caps.Istio {
 		if err := del("Gateway", &istio.Gateway{}, name); err != nil {
-			return err
+			return deleted, err
 		}
 	}
 	if r.caps.CertManager {
 		if err := del("Certificate", &cmv1.Certificate{}, name); err != nil {
-			return err
+			return deleted, err
 		}
 	}
-	if err := del("Secret", &corev1.Secret{}, domain.TLSSecretName(d)); err != nil {
-		return err
-	}
-	if len(deleted) > 0 {
-		r.recorder.Eventf(d, corev1.EventTypeNormal, eventDomainCleanedUp, "Deleted %s", strings.Join(deleted, ", "))
-	}
-	patch := client.MergeFrom(d.DeepCopy())
-	controllerutil.RemoveFinalizer(d, homelabv1.DomainFinalizer)
-	return client.IgnoreNotFound(r.client.Patch(ctx, d, patch))
+	err := del("Secret", &corev1.Secret{}, domain.TLSSecretName(d))
+	return deleted, err
 }
 
 // deleteIfBelongs deletes the object of obj's kind named name in the gateway namespace when it carries

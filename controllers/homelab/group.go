@@ -5,6 +5,8 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+
 	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/platform"
 )
@@ -21,6 +23,9 @@ type Options struct {
 	GatewaySelector map[string]string
 	// AuthentikImage is the image of AuthentikServers' pods; authentik.DefaultImage when empty.
 	AuthentikImage string
+	// DomainPolicy is --homelab-domain-policy (ParseDomainPolicy): which namespaces may claim which
+	// hostnames with which ClusterIssuers. Empty allows no Domain at all.
+	DomainPolicy string
 	// PostgresCleanupTimeout bounds how long a deleted PostgresDatabase waits for its database to be
 	// dropped; postgres.DefaultCleanupTimeout when zero.
 	PostgresCleanupTimeout time.Duration
@@ -62,7 +67,22 @@ func Group(opts Options) manager.Group {
 					return err
 				}
 			}
-			return nil
+			return setupWebhooks(mgr, opts)
 		},
 	}
+}
+
+// setupWebhooks registers the Domain and AuthentikServer admission webhooks (domain_webhook.go); they
+// read through the manager's cache and the Domain hostname index setupDomain registers.
+func setupWebhooks(mgr ctrl.Manager, opts Options) error {
+	policy, err := ParseDomainPolicy(opts.DomainPolicy)
+	if err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr).For(&homelabv1.Domain{}).
+		WithValidator(&DomainValidator{Reader: mgr.GetClient(), Policy: policy}).Complete(); err != nil {
+		return err
+	}
+	return ctrl.NewWebhookManagedBy(mgr).For(&homelabv1.AuthentikServer{}).
+		WithValidator(&AuthentikServerValidator{Reader: mgr.GetClient()}).Complete()
 }

@@ -2,6 +2,7 @@ package homelab
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -17,6 +18,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/platform"
@@ -81,7 +85,12 @@ var _ = BeforeSuite(func() {
 	pg, err = postgrestest.Start(suiteCtx)
 	Expect(err).NotTo(HaveOccurred())
 
-	testEnv = &envtest.Environment{CRDDirectoryPaths: crdPaths(), ErrorIfCRDPathMissing: true}
+	testEnv = &envtest.Environment{CRDDirectoryPaths: crdPaths(), ErrorIfCRDPathMissing: true,
+		// The admission webhooks as config/webhook ships them: the Domain and AuthentikServer ones are
+		// served by the suite's manager (the catalyst ones too are installed, and never called here).
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			Paths: []string{webhookManifests(filepath.Join("..", ".."), GinkgoT().TempDir())},
+		}}
 	cfg, err = testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
@@ -89,9 +98,13 @@ var _ = BeforeSuite(func() {
 
 	caps, err = platform.Discover(cfg)
 	Expect(err).NotTo(HaveOccurred())
+	wio := &testEnv.WebhookInstallOptions
 	mgr, err := manager.New(cfg, ctrl.Options{
 		Metrics:   metricsserver.Options{BindAddress: "0"},
 		NewClient: writes.NewClient,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
+		}),
 	}, caps, Group(suiteOptions()))
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
@@ -116,6 +129,19 @@ func init() {
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	SetDefaultConsistentlyDuration(2 * time.Second)
+}
+
+// webhookManifests builds config/webhook as config/default and config/manifests include it into a file
+// in dir, for envtest to install.
+func webhookManifests(root, dir string) string {
+	GinkgoHelper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "webhook"))
+	Expect(err).NotTo(HaveOccurred())
+	y, err := m.AsYaml()
+	Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(dir, "webhook.yaml")
+	Expect(os.WriteFile(path, y, 0o600)).To(Succeed())
+	return path
 }
 
 // newNamespace makes a namespace of the spec's own, named prefix-<random>.

@@ -32,7 +32,8 @@ const (
 const (
 	// ReasonDependencyNotAllowed is a database or redis reference to another namespace: a pod reads
 	// Secrets only from its own namespace, and copying another namespace's credentials would hand them to
-	// whoever can create an AuthentikServer here.
+	// whoever can create an AuthentikServer here. It is also a domain reference to another namespace's
+	// Domain that does not list the AuthentikServer's namespace in spec.allowedNamespaces.
 	ReasonDependencyNotAllowed = "DependencyNotAllowed"
 	// ReasonDeploymentPending is a Deployment without an available pod running its latest spec.
 	ReasonDeploymentPending = "DeploymentPending"
@@ -44,7 +45,8 @@ const (
 // "name" (in the AuthentikServer's namespace) or "namespace/name".
 type AuthentikServerSpec struct {
 	// Domain is the Domain authentik is served under, as authentik.<hostname>, through the Domain's
-	// Gateway. It may be in another namespace.
+	// Gateway. It may be in another namespace only when that Domain lists the AuthentikServer's namespace
+	// (or "*") in its spec.allowedNamespaces.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`

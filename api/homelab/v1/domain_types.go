@@ -19,6 +19,13 @@ const (
 	ReasonCertificatePending = "CertificatePending"
 	// ReasonApplied is a child the API server holds as the operator wants it.
 	ReasonApplied = "Applied"
+	// ReasonHostnameTaken is a Domain whose hostname, or a name its wildcard covers, another Domain claimed
+	// first (the oldest by creationTimestamp, then by namespace/name): it makes nothing, and removes what it
+	// made, until that Domain is gone. The message names the owner's namespace.
+	ReasonHostnameTaken = "HostnameTaken"
+	// ReasonDomainNotAllowed is a Domain whose hostname or ClusterIssuer the operator's
+	// --homelab-domain-policy does not allow its namespace: it makes nothing, and removes what it made.
+	ReasonDomainNotAllowed = "DomainNotAllowed"
 )
 
 // DomainFinalizer holds a Domain until the Certificate, its TLS Secret and the Gateway the operator made
@@ -30,10 +37,13 @@ const DomainFinalizer = "homelab.mortenolsen.pro/domain-cleanup"
 type DomainSpec struct {
 	// Hostname is the domain: the certificate covers it and every name one label below it (*.hostname),
 	// and the Gateway serves both. Lowercase, at least two labels, no wildcard, at most 243 characters
-	// (so that authentik.<hostname> stays a valid DNS name).
+	// (so that authentik.<hostname> stays a valid DNS name). Immutable. A hostname belongs to one Domain in
+	// the cluster: the first to claim it, or a name its wildcard covers (a.example.com overlaps
+	// example.com, whose *.example.com covers it); a later Domain is refused.
 	// +kubebuilder:validation:MinLength=3
 	// +kubebuilder:validation:MaxLength=243
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)+$')",message="hostname must be a lowercase DNS name with at least one dot, such as home.example.com (no wildcard: *.hostname is added)"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="hostname is immutable: a hostname is claimed when its Domain is created; create a new Domain for another hostname"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Hostname"
 	Hostname string `json:"hostname"`
 
@@ -44,6 +54,17 @@ type DomainSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Issuer"
 	Issuer string `json:"issuer"`
+
+	// AllowedNamespaces are the namespaces, besides the Domain's own, whose AuthentikServers (and other
+	// workloads) may be served under this Domain by naming it as "namespace/name"; "*" allows every
+	// namespace. Empty: only the Domain's own namespace.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Allowed Namespaces"
+	AllowedNamespaces []string `json:"allowedNamespaces,omitempty"`
 }
 
 // DomainStatus is what the operator observed of the Domain's certificate and gateway.
