@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -63,6 +64,10 @@ type EnvironmentReconciler struct {
 	applier *apply.Applier
 	status  *reconcile.StatusWriter
 	deploy  *deployer
+	// announced remembers, per Environment, the UID, generation and URL its last Ready event was for: a
+	// reconcile that reads the Environment from the cache before the status write that made it Ready has
+	// reached it must not announce it twice.
+	announced sync.Map
 }
 
 // +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=environments,verbs=get;list;watch;patch
@@ -83,6 +88,7 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		if apierrors.IsNotFound(err) {
 			r.status.Forget(req.NamespacedName)
 			r.deploy.forget(req.NamespacedName)
+			r.announced.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -1,9 +1,12 @@
 package catalyst
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
@@ -76,6 +79,10 @@ func (s *environmentScope) announceReady() {
 	if s.status.Phase != catalystv1.PhaseReady ||
 		was.Phase == catalystv1.PhaseReady && was.ObservedGeneration == s.env.Generation && was.URL == s.status.URL {
 		return
+	}
+	key, mark := client.ObjectKeyFromObject(s.env), fmt.Sprintf("%s/%d/%s", s.env.UID, s.env.Generation, s.status.URL)
+	if last, ok := s.announced.Swap(key, mark); ok && last == mark {
+		return // announced by a reconcile whose status write the cache had not shown this one yet
 	}
 	s.Recorder.Event(s.Owner, corev1.EventTypeNormal, catalystv1.EventReady, "Environment is ready at "+s.status.URL)
 }

@@ -3,6 +3,7 @@ package catalyst
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -40,6 +41,8 @@ type environmentScope struct {
 	imageDigest string
 	// expired is set by the expiry step once it deleted the environment: nothing more is made for it.
 	expired bool
+	// announced is the reconciler's memory of the Ready events it sent (announceReady).
+	announced *sync.Map
 	// tenant is a client acting as the tenant ServiceAccount of the namespace: what deploys, reads back and
 	// prunes a repository's objects. Set by the deploy step once the namespace is ready.
 	tenant client.Client
@@ -50,7 +53,7 @@ func (r *EnvironmentReconciler) newScope(env *catalystv1.Environment) *environme
 	return &environmentScope{
 		Session: &reconcile.Session{Owner: env, Conditions: &status.Conditions, Client: r.Client,
 			Applier: r.applier, Recorder: r.Recorder},
-		env: env, status: status, parts: catalyst.PartsOf(env),
+		env: env, status: status, parts: catalyst.PartsOf(env), announced: &r.announced,
 	}
 }
 
