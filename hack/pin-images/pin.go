@@ -117,14 +117,14 @@ func Plan(images []string, resolve Resolver) (map[string]string, error) {
 	return pins, nil
 }
 
-// replaceImage replaces every whole occurrence of old in data: one not preceded or followed by a
-// character that can continue an image reference, so ergo:v2.1 never matches inside ergo:v2.10.
-func replaceImage(data []byte, old, new string) ([]byte, int) {
+// replaceImage replaces every whole occurrence of old in data by pinned: one not preceded or followed by
+// a character that can continue an image reference, so ergo:v2.1 never matches inside ergo:v2.10.
+func replaceImage(data []byte, old, pinned string) ([]byte, int) {
 	re := regexp.MustCompile(`(^|[^A-Za-z0-9._/:@-])` + regexp.QuoteMeta(old) + `($|[^A-Za-z0-9._/:@-])`)
 	n := 0
 	out := re.ReplaceAllFunc(data, func(m []byte) []byte {
 		n++
-		return bytes.Replace(m, []byte(old), []byte(new), 1)
+		return bytes.Replace(m, []byte(old), []byte(pinned), 1)
 	})
 	return out, n
 }

@@ -148,12 +148,14 @@ func (g *kustomizeGuard) dir(dir string) {
 	if p, ok := k.OpenAPI["path"]; ok {
 		c.entry("openapi.path", p, false, false)
 	}
-	for _, p := range append(slices.Clone(k.Patches), k.PatchesJson6902...) {
+	// The deprecated fields are still honoured by kustomize, so a tenant may still use them: check them too.
+	for _, p := range append(slices.Clone(k.Patches), k.PatchesJson6902...) { //nolint:staticcheck // the deprecated field is read to refuse what it names
+
 		if p.Path != "" {
 			c.entry("patches", p.Path, false, false)
 		}
 	}
-	for _, p := range k.PatchesStrategicMerge {
+	for _, p := range k.PatchesStrategicMerge { //nolint:staticcheck // the deprecated field is read to refuse what it names
 		if s := string(p); !strings.Contains(s, "\n") {
 			c.entry("patchesStrategicMerge", s, false, false)
 		}
