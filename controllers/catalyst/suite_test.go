@@ -21,8 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
@@ -56,16 +54,11 @@ func (c *movableClock) Now() time.Time { return time.Now().Add(time.Duration(c.o
 // Advance moves the clock d forward.
 func (c *movableClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 
-// webhookManifests builds config/webhook the way config/default and config/manifests include it (the
-// patch with the matchConditions applied) into a file in dir, for envtest to install.
+// webhookManifests is testutil.WebhookManifests, failing the suite when it cannot build.
 func webhookManifests(root, dir string) string {
 	GinkgoHelper()
-	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "webhook"))
+	path, err := testutil.WebhookManifests(root, dir)
 	Expect(err).NotTo(HaveOccurred())
-	y, err := m.AsYaml()
-	Expect(err).NotTo(HaveOccurred())
-	path := filepath.Join(dir, "webhook.yaml")
-	Expect(os.WriteFile(path, y, 0o600)).To(Succeed())
 	return path
 }
 

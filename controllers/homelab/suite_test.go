@@ -2,7 +2,6 @@ package homelab
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,8 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/platform"
@@ -131,16 +128,11 @@ func init() {
 	SetDefaultConsistentlyDuration(2 * time.Second)
 }
 
-// webhookManifests builds config/webhook as config/default and config/manifests include it into a file
-// in dir, for envtest to install.
+// webhookManifests is testutil.WebhookManifests, failing the suite when it cannot build.
 func webhookManifests(root, dir string) string {
 	GinkgoHelper()
-	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "webhook"))
+	path, err := testutil.WebhookManifests(root, dir)
 	Expect(err).NotTo(HaveOccurred())
-	y, err := m.AsYaml()
-	Expect(err).NotTo(HaveOccurred())
-	path := filepath.Join(dir, "webhook.yaml")
-	Expect(os.WriteFile(path, y, 0o600)).To(Succeed())
 	return path
 }
 
