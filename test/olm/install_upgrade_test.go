@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/ergo"
 	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/localcluster"
 	"github.com/platform-operator/platform-operator/internal/manager"
@@ -154,23 +155,34 @@ var _ = Describe("OLM", Ordered, func() {
 				"the new operator never took the leader election Lease; log:\n%s", operator.tail(30))
 		})
 
-		phase("network unchanged after the upgrade", func() {
-			// Prove the new operator reconciles the network with the upgraded RBAC without touching the
-			// pod: it must recreate a deleted Service.
+		phase("network after the upgrade: the claim kept, the pod rolled once for the new default image", func() {
+			// Prove the new operator reconciles the network with the upgraded RBAC: it must recreate a
+			// deleted Service.
 			svc := networkService(ctx)
 			Expect(k8s.Delete(ctx, &svc)).To(Succeed())
 			Eventually(ctx, func() types.UID { return networkServiceUID(ctx) }).ShouldNot(Or(BeEmpty(), Equal(svc.UID)),
 				"the new operator never recreated the deleted Service; log:\n%s", operator.tail(30))
+			// This release replaces the moving default ergo:stable (with datastore autoupgrade on) by a named
+			// release with autoupgrade off (docs/ergonetwork.md): a network that names no image rolls once,
+			// to exactly that image and the config digest of autoupgrade off, and nothing else changes.
+			Eventually(ctx, func(g Gomega) {
+				now := ergoDeployment(ctx)
+				g.Expect(now.Spec.Template.Spec.Containers[0].Image).To(Equal(ergo.DefaultImage))
+				was := ergoDep.Spec.DeepCopy()
+				was.Template.Spec.Containers[0].Image = ergo.DefaultImage
+				was.Template.Annotations = now.Spec.Template.Annotations
+				g.Expect(cmp.Diff(*was, now.Spec)).To(BeEmpty(), "the upgrade changed more than the image and the config digest")
+			}).Should(Succeed(), "operator log:\n%s", operator.tail(30))
 			Eventually(ctx, ready(ctx)).Should(Succeed(), "operator log:\n%s", operator.tail(30))
+			settled := ergoDeployment(ctx)
+			Expect(networkPod(ctx).UID).NotTo(Equal(podUID), "the rollout to the new image replaced the pod")
 			Consistently(ctx, func(g Gomega) {
 				now := ergoDeployment(ctx)
-				g.Expect(now.Generation).To(Equal(ergoDep.Generation), "the ergo Deployment changed (its annotations count too):\nspec %s\nannotations %s",
-					cmp.Diff(ergoDep.Spec, now.Spec), cmp.Diff(ergoDep.Annotations, now.Annotations))
+				g.Expect(now.Generation).To(Equal(settled.Generation), "the ergo Deployment changed again:\nspec %s\nannotations %s",
+					cmp.Diff(settled.Spec, now.Spec), cmp.Diff(settled.Annotations, now.Annotations))
 				ready(ctx)(g)
 				g.Expect(networkPVC(ctx).UID).To(Equal(pvcUID), "the claim was replaced")
-				pod := networkPod(ctx)
-				g.Expect(pod.UID).To(Equal(podUID), "the ergo pod was replaced")
-				for _, cs := range pod.Status.ContainerStatuses {
+				for _, cs := range networkPod(ctx).Status.ContainerStatuses {
 					g.Expect(cs.RestartCount).To(BeZero(), "container %s restarted", cs.Name)
 				}
 			}).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
@@ -256,21 +268,24 @@ func runAsDeployment(ctx context.Context, version, binary string, beforeWebhooks
 	}).Should(Succeed())
 
 	c := dep.Spec.Template.Spec.Containers[0]
+	local := emptyDirsOf(dep.Spec.Template.Spec, c)
 	var args []string
 	var le *localcluster.LeaderElection
 	for _, a := range c.Args {
 		switch {
 		case strings.HasPrefix(a, "--health-probe-bind-address="), strings.HasPrefix(a, "--metrics-bind-address="):
 			continue // StartOperator's free ports instead
+		case strings.HasPrefix(a, "--webhook-cert-dir="):
+			continue // where OLM mounts the certificate in the pod: StartOperator's certificate directory instead
 		case a == "--leader-elect" || a == "--leader-elect=true":
 			le = &localcluster.LeaderElection{Namespace: installNamespace}
 			continue
 		}
-		args = append(args, a)
+		args = append(args, local.Replace(a))
 	}
 	var env []string
 	for _, e := range c.Env {
-		env = append(env, e.Name+"="+envValue(pod, e))
+		env = append(env, e.Name+"="+local.Replace(envValue(pod, e)))
 	}
 	Expect(env).To(ContainElement("WATCH_NAMESPACE="+installNamespace), "OLM's olm.targetNamespaces reaches the operator")
 	fmt.Fprintf(os.Stdout, "olm: operator %s runs as ServiceAccount %s with args %v and env %v\n", name, pod.Spec.ServiceAccountName, c.Args, c.Env)
@@ -290,6 +305,25 @@ func runAsDeployment(ctx context.Context, version, binary string, beforeWebhooks
 	})
 	Expect(err).NotTo(HaveOccurred(), "operator %s", name)
 	return track(&proc{Child: op.Child, name: "operator " + name, logPath: op.LogPath, addrs: op.Addresses()})
+}
+
+// emptyDirsOf plays the kubelet's part for c's emptyDir mounts: each mount path is replaced, in args and
+// env, by a directory of the test's own (the operator's cache volume holds TMPDIR, HOME and Helm's homes).
+func emptyDirsOf(spec corev1.PodSpec, c corev1.Container) *strings.Replacer {
+	GinkgoHelper()
+	empty := map[string]bool{}
+	for _, v := range spec.Volumes {
+		if v.EmptyDir != nil {
+			empty[v.Name] = true
+		}
+	}
+	var pairs []string
+	for _, m := range c.VolumeMounts {
+		if empty[m.Name] {
+			pairs = append(pairs, m.MountPath, GinkgoT().TempDir())
+		}
+	}
+	return strings.NewReplacer(pairs...)
 }
 
 // envValue is what the kubelet would give the container for e in pod.
