@@ -49,6 +49,25 @@ func overlappingClaims(ctx context.Context, reader client.Reader, policy DomainP
 	return out, nil
 }
 
+// liveOverlappingClaims is overlappingClaims read from the API server, which has no field index: every
+// Domain is listed (a cluster holds few) and those whose hostnames overlap d's are kept.
+func liveOverlappingClaims(ctx context.Context, reader client.Reader, policy DomainPolicy, d *homelabv1.Domain) ([]homelabv1.Domain, error) {
+	var list homelabv1.DomainList
+	if err := reader.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list Domains: %w", err)
+	}
+	var out []homelabv1.Domain
+	for _, o := range list.Items {
+		if client.ObjectKeyFromObject(&o) == client.ObjectKeyFromObject(d) || !hostnamesOverlap(d.Spec.Hostname, o.Spec.Hostname) {
+			continue
+		}
+		if ok, _ := policy.Allows(o.Namespace, o.Spec.Hostname, o.Spec.Issuer); ok {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
 // takenMessage says which namespace holds what d asks for.
 func takenMessage(d, owner *homelabv1.Domain) string {
 	what := "hostname " + d.Spec.Hostname
@@ -69,6 +88,10 @@ func takenMessage(d, owner *homelabv1.Domain) string {
 type DomainValidator struct {
 	// Reader lists Domains by domainHostnameIndex: the manager's cached client.
 	Reader client.Reader
+	// APIReader lists Domains from the API server when the cache shows no overlap: a Domain created a
+	// moment before may not be in the cache yet, and must not lose its name for the cache's lag. Nil
+	// reads the cache only.
+	APIReader client.Reader
 	// Policy is --homelab-domain-policy.
 	Policy DomainPolicy
 }
@@ -87,6 +110,9 @@ func (v *DomainValidator) ValidateCreate(ctx context.Context, obj runtime.Object
 			fmt.Errorf("%s", msg))
 	}
 	others, err := overlappingClaims(ctx, v.Reader, v.Policy, d)
+	if err == nil && len(others) == 0 && v.APIReader != nil {
+		others, err = liveOverlappingClaims(ctx, v.APIReader, v.Policy, d)
+	}
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -135,6 +161,9 @@ func withRequestNamespace[T client.Object](ctx context.Context, o T) T {
 type AuthentikServerValidator struct {
 	// Reader reads Domains: the manager's cached client.
 	Reader client.Reader
+	// APIReader reads a Domain from the API server when the cache does not show it allowing the
+	// AuthentikServer (a Domain created or allowed a moment before); nil reads the cache only.
+	APIReader client.Reader
 }
 
 var _ admission.CustomValidator = (*AuthentikServerValidator)(nil)
@@ -184,6 +213,15 @@ func (v *AuthentikServerValidator) validate(ctx context.Context, a *homelabv1.Au
 	}
 	if d != nil && domainAllowsNamespace(d, a.Namespace) {
 		return nil
+	}
+	if v.APIReader != nil {
+		live := &homelabv1.Domain{}
+		switch err := v.APIReader.Get(ctx, key, live); {
+		case err == nil && domainAllowsNamespace(live, a.Namespace):
+			return nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return apierrors.NewInternalError(fmt.Errorf("read Domain %s: %w", key, err))
+		}
 	}
 	return apierrors.NewInvalid(homelabv1.GroupVersion.WithKind("AuthentikServer").GroupKind(), a.Name, field.ErrorList{
 		field.Forbidden(field.NewPath("spec", "domain"), foreignDomainMessage(key.String(), a.Namespace)),

@@ -80,9 +80,9 @@ func setupWebhooks(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr).For(&homelabv1.Domain{}).
-		WithValidator(&DomainValidator{Reader: mgr.GetClient(), Policy: policy}).Complete(); err != nil {
+		WithValidator(&DomainValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Policy: policy}).Complete(); err != nil {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr).For(&homelabv1.AuthentikServer{}).
-		WithValidator(&AuthentikServerValidator{Reader: mgr.GetClient()}).Complete()
+		WithValidator(&AuthentikServerValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).Complete()
 }
