@@ -2,6 +2,7 @@ package postgrestest
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -27,22 +28,27 @@ func (s *Server) LogConnections(ctx context.Context) error {
 	}
 	// pg_reload_conf only signals the postmaster: wait until a new session has the setting, or the next
 	// login could go unlogged and a count of logins read one short.
+	if v, err := s.awaitSetting(ctx, "log_connections", "on"); err != nil || v != "on" {
+		return cmp.Or(err, fmt.Errorf("log_connections is still %q 10s after the reload", v))
+	}
+	return nil
+}
+
+// awaitSetting waits, at most 10 s, until a new session shows setting as want, and returns the value the
+// last session showed: a reload (pg_reload_conf) only signals the postmaster, and the sessions it starts
+// next take the new value a moment later.
+func (s *Server) awaitSetting(ctx context.Context, setting, want string) (string, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		fresh, err := s.Connect(ctx)
 		if err != nil {
-			return err
+			return "", err
 		}
 		var v string
-		err = fresh.QueryRow(ctx, "SHOW log_connections").Scan(&v)
+		err = fresh.QueryRow(ctx, "SHOW "+setting).Scan(&v)
 		_ = fresh.Close(ctx)
-		switch {
-		case err != nil:
-			return err
-		case v == "on":
-			return nil
-		case time.Now().After(deadline):
-			return fmt.Errorf("log_connections is still %q 10s after the reload", v)
+		if err != nil || v == want || time.Now().After(deadline) {
+			return v, err
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

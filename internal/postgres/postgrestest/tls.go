@@ -104,26 +104,15 @@ func (s *Server) EnableTLS(ctx context.Context, f TLSFiles) error {
 		}
 	}
 	// The reload only signals the postmaster: wait until a new session has TLS.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		fresh, err := s.Connect(ctx)
-		if err != nil {
-			return err
-		}
-		var v string
-		err = fresh.QueryRow(ctx, "SHOW ssl").Scan(&v)
-		_ = fresh.Close(ctx)
-		switch {
-		case err != nil:
-			return err
-		case v == "on":
-			return nil
-		case time.Now().After(deadline):
-			log, _ := s.ReadLog()
-			return fmt.Errorf("postgrestest: ssl is still %q 10s after the reload\n%s", v, log)
-		}
-		time.Sleep(20 * time.Millisecond)
+	v, err := s.awaitSetting(ctx, "ssl", "on")
+	switch {
+	case err != nil:
+		return err
+	case v != "on":
+		log, _ := s.ReadLog()
+		return fmt.Errorf("postgrestest: ssl is still %q 10s after the reload\n%s", v, log)
 	}
+	return nil
 }
 
 // literal is a standard SQL string literal.
