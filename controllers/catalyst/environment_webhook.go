@@ -13,6 +13,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
 // One webhook per operation, all served at the same path: config/webhook adds matchConditions to the
@@ -135,24 +136,13 @@ func (v *EnvironmentValidator) validateProjectRef(ctx context.Context, env *cata
 	if key.Namespace == env.Namespace {
 		return nil
 	}
-	p := &catalystv1.Project{}
-	switch err := v.Reader.Get(ctx, key, p); {
-	case apierrors.IsNotFound(err):
-		p = nil
+	ok, err := reconcile.Accepted(ctx, v.Reader, v.APIReader, key, func() *catalystv1.Project { return &catalystv1.Project{} },
+		func(p *catalystv1.Project) bool { return catalyst.ProjectAllows(p, env.Namespace) })
+	switch {
 	case err != nil:
-		return apierrors.NewInternalError(fmt.Errorf("read project %s: %w", key, err))
-	}
-	if catalyst.ProjectAllows(p, env.Namespace) {
+		return apierrors.NewInternalError(fmt.Errorf("project: %w", err))
+	case ok:
 		return nil
-	}
-	if v.APIReader != nil {
-		live := &catalystv1.Project{}
-		switch err := v.APIReader.Get(ctx, key, live); {
-		case err == nil && catalyst.ProjectAllows(live, env.Namespace):
-			return nil
-		case err != nil && !apierrors.IsNotFound(err):
-			return apierrors.NewInternalError(fmt.Errorf("read project %s: %w", key, err))
-		}
 	}
 	return invalid(env, field.Forbidden(field.NewPath("spec", "projectRef", "namespace"), projectNotAllowedMessage(key, env.Namespace)))
 }

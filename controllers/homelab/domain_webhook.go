@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
 // The Domain webhook answers creation only: the hostname is immutable (CEL), so a claim is made once,
@@ -204,24 +205,13 @@ func (v *AuthentikServerValidator) validate(ctx context.Context, a *homelabv1.Au
 	if key.Namespace == a.Namespace {
 		return nil
 	}
-	d := &homelabv1.Domain{}
-	switch err := v.Reader.Get(ctx, key, d); {
-	case apierrors.IsNotFound(err):
-		d = nil
+	ok, err := reconcile.Accepted(ctx, v.Reader, v.APIReader, key, func() *homelabv1.Domain { return &homelabv1.Domain{} },
+		func(d *homelabv1.Domain) bool { return d != nil && domainAllowsNamespace(d, a.Namespace) })
+	switch {
 	case err != nil:
-		return apierrors.NewInternalError(fmt.Errorf("read Domain %s: %w", key, err))
-	}
-	if d != nil && domainAllowsNamespace(d, a.Namespace) {
+		return apierrors.NewInternalError(fmt.Errorf("Domain: %w", err))
+	case ok:
 		return nil
-	}
-	if v.APIReader != nil {
-		live := &homelabv1.Domain{}
-		switch err := v.APIReader.Get(ctx, key, live); {
-		case err == nil && domainAllowsNamespace(live, a.Namespace):
-			return nil
-		case err != nil && !apierrors.IsNotFound(err):
-			return apierrors.NewInternalError(fmt.Errorf("read Domain %s: %w", key, err))
-		}
 	}
 	return apierrors.NewInvalid(homelabv1.GroupVersion.WithKind("AuthentikServer").GroupKind(), a.Name, field.ErrorList{
 		field.Forbidden(field.NewPath("spec", "domain"), foreignDomainMessage(key.String(), a.Namespace)),
