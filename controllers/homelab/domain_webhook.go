@@ -209,7 +209,7 @@ func (v *AuthentikServerValidator) validate(ctx context.Context, a *homelabv1.Au
 		func(d *homelabv1.Domain) bool { return d != nil && domainAllowsNamespace(d, a.Namespace) })
 	switch {
 	case err != nil:
-		return apierrors.NewInternalError(fmt.Errorf("Domain: %w", err))
+		return apierrors.NewInternalError(fmt.Errorf("domain: %w", err))
 	case ok:
 		return nil
 	}
