@@ -16,6 +16,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -445,7 +446,8 @@ func applyOwned(ctx context.Context, c client.Client, obj client.Object, owner s
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
 		return err
 	}
-	if got, want := existing.GetLabels()[owner], obj.GetLabels()[owner]; got != want {
+	if got, want := existing.GetLabels()[owner], obj.GetLabels()[owner]; got != want &&
+		!(owner == BundleManifestLabel && got == "" && sameRBAC(existing, obj)) {
 		return fmt.Errorf("%T %s/%s exists and was not made by InstallCSVRBAC (label %s=%q, want %q): not taking it over",
 			obj, obj.GetNamespace(), obj.GetName(), owner, got, want)
 	}
@@ -476,6 +478,28 @@ func applyOwned(ctx context.Context, c client.Client, obj client.Object, owner s
 	}
 	obj.SetResourceVersion(existing.GetResourceVersion())
 	return nil
+}
+
+// sameRBAC reports whether existing grants exactly what want grants: the same rules (and aggregation) or
+// the same role and subjects. A bundle manifest applied unlabelled by another installer (`make deploy`
+// applies config/default, which holds the same ClusterRoles) is then the same manifest, not a foreign
+// object, and is adopted; one whose grants differ is still refused.
+func sameRBAC(existing, want client.Object) bool {
+	switch w := want.(type) {
+	case *rbacv1.ClusterRole:
+		e, ok := existing.(*rbacv1.ClusterRole)
+		return ok && equality.Semantic.DeepEqual(e.Rules, w.Rules) && equality.Semantic.DeepEqual(e.AggregationRule, w.AggregationRule)
+	case *rbacv1.Role:
+		e, ok := existing.(*rbacv1.Role)
+		return ok && equality.Semantic.DeepEqual(e.Rules, w.Rules)
+	case *rbacv1.ClusterRoleBinding:
+		e, ok := existing.(*rbacv1.ClusterRoleBinding)
+		return ok && e.RoleRef == w.RoleRef && equality.Semantic.DeepEqual(e.Subjects, w.Subjects)
+	case *rbacv1.RoleBinding:
+		e, ok := existing.(*rbacv1.RoleBinding)
+		return ok && e.RoleRef == w.RoleRef && equality.Semantic.DeepEqual(e.Subjects, w.Subjects)
+	}
+	return false
 }
 
 // pruneCSVRBAC deletes the roles and bindings labelled for namespace's install that keep is without: what

@@ -545,6 +545,53 @@ func TestInstallCSVRBACOnLocalCluster(t *testing.T) {
 		}
 	})
 
+	// `make deploy` (config/default) applies the same ClusterRoles the bundle ships, unlabelled: the
+	// install adopts one that grants exactly the manifest's rules and still refuses one that grants more.
+	t.Run("a bundle manifest already applied with the same grants is adopted, with other grants refused", func(t *testing.T) {
+		role := func(name string, verbs ...string) *rbacv1.ClusterRole {
+			return &rbacv1.ClusterRole{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: verbs}},
+			}
+		}
+		manifest := func(name string) string {
+			return "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: " + name +
+				"\nrules:\n- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [get]\n"
+		}
+		for _, tc := range []struct {
+			name    string
+			applied *rbacv1.ClusterRole
+			adopted bool
+		}{
+			{"same grants", role("test-operator-deployed", "get"), true},
+			{"more grants", role("test-operator-widened", "get", "delete"), false},
+		} {
+			dir, path := bundleDir(t)
+			if err := os.WriteFile(filepath.Join(dir, tc.applied.Name+"_rbac.authorization.k8s.io_v1_clusterrole.yaml"), []byte(manifest(tc.applied.Name)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := admin.Create(t.Context(), tc.applied.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+			ns := "op-" + strings.TrimPrefix(tc.applied.Name, "test-operator-")
+			_, err := InstallCSVRBAC(t.Context(), c.Config(), CSVInstall{CSVPath: path, Namespace: ns, TargetNamespaces: []string{ns}})
+			got := &rbacv1.ClusterRole{}
+			if gerr := admin.Get(t.Context(), client.ObjectKeyFromObject(tc.applied), got); gerr != nil {
+				t.Fatal(gerr)
+			}
+			switch {
+			case tc.adopted && err != nil:
+				t.Errorf("%s: %v, want the role adopted", tc.name, err)
+			case tc.adopted && got.Labels[BundleManifestLabel] != "test-operator.v0.0.1":
+				t.Errorf("%s: labels %v, want the bundle's label", tc.name, got.Labels)
+			case !tc.adopted && (err == nil || !strings.Contains(err.Error(), "not taking it over")):
+				t.Errorf("%s: err = %v, want a refusal", tc.name, err)
+			case !tc.adopted && len(got.Rules[0].Verbs) != 2:
+				t.Errorf("%s: rules %v, want them untouched", tc.name, got.Rules)
+			}
+		}
+	})
+
 	t.Run("a same-named role it did not make is not taken over", func(t *testing.T) {
 		foreign := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-operator.v0.0.1-op-foreign-cluster-0"}}
 		if err := admin.Create(t.Context(), foreign); err != nil {
