@@ -31,6 +31,7 @@ func main() {
 	creds := flag.String("nats-credentials-file", "", "NATS .creds file of this device; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead.")
 	id := flag.String("device-id", hostname, "This device's ID: 1-128 letters, digits, '-' or '_'. Defaults to the host name.")
 	labelFlag := flag.String("labels", "", "This device's labels, which Deployments select on: key=value pairs separated by commas.")
+	rt := bindRuntimeFlags(flag.CommandLine)
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -47,13 +48,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, log, *url, *creds, fleet.DeviceInfo{ID: *id, Labels: labels, Inventory: inventory(hostname)}); err != nil {
+	if err := run(ctx, log, *url, *creds, fleet.DeviceInfo{ID: *id, Labels: labels, Inventory: inventory(hostname)}, *rt); err != nil {
 		log.Error(err, "agent stopped")
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, log logr.Logger, url, creds string, device fleet.DeviceInfo) error {
+func run(ctx context.Context, log logr.Logger, url, creds string, device fleet.DeviceInfo, rt runtimeOptions) error {
 	opts := []nats.Option{nats.Name("fleet-agent " + device.ID), nats.MaxReconnects(-1), nats.ReconnectWait(2 * time.Second),
 		nats.RetryOnFailedConnect(true)}
 	if creds != "" {
@@ -85,7 +86,8 @@ func run(ctx context.Context, log logr.Logger, url, creds string, device fleet.D
 		case <-time.After(5 * time.Second):
 		}
 	}
-	a := &agent.Agent{Device: device, Store: st, Runtime: &agent.Podman{}, Log: log}
+	a := &agent.Agent{Device: device, Store: st, Log: log, ReconcileInterval: rt.ReconcileInterval,
+		Runtime: &agent.Podman{OCIRuntime: rt.OCIRuntime, Ulimits: rt.Ulimits}}
 	log.Info("running", "device", device.ID, "labels", device.Labels)
 	return a.Run(ctx)
 }

@@ -47,7 +47,7 @@ func TestRunRegistersTheDevice(t *testing.T) {
 	host, _ := os.Hostname()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, logr.Discard(), srv.ClientURL(), "", fleet.DeviceInfo{ID: "pi-1", Labels: map[string]string{"site": "a"}, Inventory: inventory(host)})
+		done <- run(ctx, logr.Discard(), srv.ClientURL(), "", fleet.DeviceInfo{ID: "pi-1", Labels: map[string]string{"site": "a"}, Inventory: inventory(host)}, runtimeOptions{})
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	var got *fleet.DeviceInfo

@@ -1,13 +1,14 @@
 // Package agent is the on-device fleet agent: it registers its device, sends heartbeats, watches the
-// device's desired state in NATS JetStream, reconciles the container runtime to it and reports each
-// state transition with compare-and-swap (internal/fleet/store). cmd/fleet-agent runs it with podman;
-// tests and the demo run it with a fake runtime.
+// device's desired state in NATS JetStream, reconciles the container runtime to it, repairs drift, and
+// reports each state transition with compare-and-swap (internal/fleet/store). cmd/fleet-agent runs it
+// with podman; tests and the demo run it with a fake runtime.
 package agent
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -43,6 +44,15 @@ type Agent struct {
 	Log logr.Logger
 	// RetryAfter is how long a failed NATS request waits before it is tried again; one second when zero.
 	RetryAfter time.Duration
+	// ReconcileInterval is how often the agent compares what runs with what is desired and repairs the
+	// difference (a Runtime that is an Observer only); DefaultReconcileInterval when zero. A Runtime that
+	// is a Watcher also triggers a comparison on each change it streams.
+	ReconcileInterval time.Duration
+
+	// mu serialises what the agent does to the runtime, and guards desired.
+	mu      sync.Mutex
+	desired map[fleet.DeploymentKey]*drift
+	events  ring
 }
 
 // Run registers the device and reconciles until ctx ends. It returns an error only when the device
@@ -52,6 +62,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.Device.Inventory.AgentVersion = Version
+	a.mu.Lock()
+	a.desired = map[fleet.DeploymentKey]*drift{}
+	a.mu.Unlock()
 	for {
 		err := a.Store.RegisterDevice(ctx, a.Device)
 		if err == nil {
@@ -62,18 +75,29 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		}
 	}
-	beats := make(chan struct{})
+	var workers sync.WaitGroup
+	defer workers.Wait()
+	workers.Add(2)
 	go func() {
-		defer close(beats)
+		defer workers.Done()
 		a.heartbeats(ctx)
 	}()
-	defer func() { <-beats }()
+	go func() {
+		defer workers.Done()
+		a.repairDrift(ctx)
+	}()
 	if nc := a.Store.Conn(); nc != nil {
 		sub, err := a.serveLogs(ctx, nc)
 		if err != nil {
 			a.Log.Error(err, "serve log requests")
 		} else if sub != nil {
 			defer func() { _ = sub.Unsubscribe() }()
+		}
+		esub, err := a.serveEvents(nc)
+		if err != nil {
+			a.Log.Error(err, "serve event requests")
+		} else {
+			defer func() { _ = esub.Unsubscribe() }()
 		}
 	}
 	for ctx.Err() == nil {
@@ -105,6 +129,9 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		next, err := a.Store.Heartbeat(ctx, a.Device.ID, rev)
 		if err != nil && ctx.Err() == nil {
 			a.Log.Error(err, "heartbeat")
+		}
+		if err == nil {
+			a.events.heartbeat(time.Now().UTC())
 		}
 		rev = next
 		select {
@@ -158,10 +185,16 @@ func (a *Agent) handle(ctx context.Context, e jetstream.KeyValueEntry) error {
 		a.Log.Info("ignoring a desired-state key outside the contract", "key", e.Key())
 		return nil
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if e.Operation() != jetstream.KeyValuePut {
 		// Withdrawn: the operator marks the state Removed itself.
+		delete(a.desired, d)
 		if err := a.Runtime.Remove(ctx, d); err != nil {
 			a.Log.Error(err, "remove containers", "deployment", d)
+			a.record(d, SeverityError, ReasonRemoveFailed, err.Error())
+		} else {
+			a.record(d, SeverityInfo, ReasonRemoved, "the deployment was withdrawn from this device")
 		}
 		return nil
 	}
@@ -174,20 +207,53 @@ func (a *Agent) handle(ctx context.Context, e jetstream.KeyValueEntry) error {
 	if err != nil {
 		return err
 	}
+	t := &drift{gen: des.Generation, score: des.Score}
+	if cur != nil && cur.Generation == des.Generation {
+		t.phase, t.msg = cur.Phase, cur.Message
+	}
 	// After a restart the record may already be Running or Failed for this generation: do not go back
 	// through Pending, only apply again (idempotent) and report if the outcome changed.
 	if cur == nil || cur.Generation != des.Generation || cur.Phase == fleet.PhaseRemoved {
-		if _, err := a.Store.Report(ctx, d, a.Device.ID, des.Generation, fleet.PhasePending, ""); err != nil {
+		if err := a.report(ctx, d, t, fleet.PhasePending, ""); err != nil {
 			return err
 		}
 	}
-	phase, msg := fleet.PhaseRunning, ""
+	a.desired[d] = t
 	if err := a.Runtime.Apply(ctx, d, des.Score); err != nil {
-		phase, msg = fleet.PhaseFailed, truncate(err.Error(), 512)
+		msg := truncate(err.Error(), 512)
+		a.record(d, SeverityError, ReasonApplyFailed, msg)
+		if err := a.report(ctx, d, t, fleet.PhaseFailed, msg); err != nil {
+			return fmt.Errorf("report %s: %w", fleet.PhaseFailed, err)
+		}
+		return nil
 	}
-	if _, err := a.Store.Report(ctx, d, a.Device.ID, des.Generation, phase, msg); err != nil {
-		return fmt.Errorf("report %s: %w", phase, err)
+	obs, ok := a.Runtime.(Observer)
+	if !ok {
+		a.record(d, SeverityInfo, ReasonApplied, fmt.Sprintf("generation %d runs", des.Generation))
+		if err := a.report(ctx, d, t, fleet.PhaseRunning, ""); err != nil {
+			return fmt.Errorf("report %s: %w", fleet.PhaseRunning, err)
+		}
+		return nil
 	}
+	// What runs decides the phase: a container whose restart policy keeps it stopped is not Running.
+	seen, err := obs.Observe(ctx, d, des.Score)
+	if err != nil {
+		seen = nil
+	}
+	if v := t.look(seen, time.Now()); v.report && v.phase != fleet.PhaseRunning {
+		a.record(d, v.severity, v.reason, v.eventMsg)
+		return a.report(ctx, d, t, v.phase, v.msg)
+	}
+	a.record(d, SeverityInfo, ReasonApplied, fmt.Sprintf("generation %d runs", des.Generation))
+	return a.report(ctx, d, t, fleet.PhaseRunning, "")
+}
+
+// report writes a transition of d's state with the store's compare-and-swap Report, and remembers it.
+func (a *Agent) report(ctx context.Context, d fleet.DeploymentKey, t *drift, p fleet.Phase, msg string) error {
+	if _, err := a.Store.Report(ctx, d, a.Device.ID, t.gen, p, msg); err != nil {
+		return err
+	}
+	t.phase, t.msg = p, msg
 	return nil
 }
 

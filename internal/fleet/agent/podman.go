@@ -1,14 +1,17 @@
 package agent
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
@@ -27,13 +30,25 @@ const (
 type Podman struct {
 	// Run runs podman with args and returns its standard output; exec of "podman" when nil.
 	Run func(ctx context.Context, args ...string) (string, error)
+	// OCIRuntime is podman's --runtime for every command (e.g. "runc"); podman's default when empty.
+	OCIRuntime string
+	// Ulimits are given to every container podman runs (--ulimit, e.g. "nofile=1024:1024").
+	Ulimits []string
+}
+
+// global are the options every podman command gets, before its subcommand.
+func (p *Podman) global() []string {
+	if p.OCIRuntime == "" {
+		return nil
+	}
+	return []string{"--runtime", p.OCIRuntime}
 }
 
 func (p *Podman) run(ctx context.Context, args ...string) (string, error) {
 	if p.Run != nil {
 		return p.Run(ctx, args...)
 	}
-	cmd := exec.CommandContext(ctx, "podman", args...)
+	cmd := exec.CommandContext(ctx, "podman", append(p.global(), args...)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
@@ -64,7 +79,7 @@ func (p *Podman) Apply(ctx context.Context, d fleet.DeploymentKey, score iotv1.S
 		if err == nil {
 			h, running, _ := strings.Cut(strings.TrimSpace(have), "|")
 			if h == hash {
-				if running != "true" {
+				if running != "true" && p.restartable(ctx, svc, name) {
 					if _, err := p.run(ctx, "start", name); err != nil {
 						return err
 					}
@@ -80,7 +95,7 @@ func (p *Podman) Apply(ctx context.Context, d fleet.DeploymentKey, score iotv1.S
 				return err
 			}
 		}
-		if _, err := p.run(ctx, RunArgs(d, svc, hash)...); err != nil {
+		if _, err := p.run(ctx, p.runArgs(d, svc, hash)...); err != nil {
 			return err
 		}
 	}
@@ -118,6 +133,30 @@ func (p *Podman) containers(ctx context.Context, d fleet.DeploymentKey) ([]strin
 		return nil, err
 	}
 	return strings.Fields(out), nil
+}
+
+// restartable says whether the agent may start a service's stopped container again: as podman's own
+// restart policy would, never for Never and for OnFailure only after a non-zero exit.
+func (p *Podman) restartable(ctx context.Context, svc iotv1.Service, name string) bool {
+	switch svc.RestartPolicy {
+	case iotv1.RestartNever:
+		return false
+	case iotv1.RestartOnFailure:
+		out, err := p.run(ctx, "container", "inspect", "--format", "{{.State.ExitCode}}", name)
+		return err != nil || strings.TrimSpace(out) != "0"
+	}
+	return true
+}
+
+// runArgs are RunArgs with this runtime's ulimits.
+func (p *Podman) runArgs(d fleet.DeploymentKey, svc iotv1.Service, hash string) []string {
+	args := RunArgs(d, svc, hash)
+	extra := make([]string, 0, 2*len(p.Ulimits))
+	for _, u := range p.Ulimits {
+		extra = append(extra, "--ulimit", u)
+	}
+	// The image stays last.
+	return slices.Insert(args, len(args)-1, extra...)
 }
 
 // RunArgs are podman's arguments to start one service's container.
@@ -180,4 +219,82 @@ func (p *Podman) Logs(ctx context.Context, d fleet.DeploymentKey, tail int, line
 		}
 	}
 	return nil
+}
+
+// Observe reads, for each service of the score, its container's state (podman container inspect): what
+// the agent's drift repair compares with the desired state.
+func (p *Podman) Observe(ctx context.Context, d fleet.DeploymentKey, score iotv1.Score) ([]ContainerStatus, error) {
+	if score.PodmanV0 == nil {
+		return nil, fmt.Errorf("score type %q is not one this agent runs", score.Type)
+	}
+	out := make([]ContainerStatus, 0, len(score.PodmanV0.Services))
+	for _, svc := range score.PodmanV0.Services {
+		cs := ContainerStatus{Service: svc.Name, Container: ContainerName(d, svc.Name), RestartPolicy: svc.RestartPolicy}
+		have, err := p.run(ctx, "container", "inspect", "--format",
+			`{{index .Config.Labels "`+LabelHash+`"}}|{{.State.Running}}|{{.State.ExitCode}}|{{.RestartCount}}`, cs.Container)
+		if err != nil {
+			// Tell "no such container" from podman failing: ps lists the deployment's containers.
+			names, lerr := p.containers(ctx, d)
+			if lerr != nil {
+				return nil, lerr
+			}
+			if slices.Contains(names, cs.Container) {
+				return nil, err
+			}
+			out = append(out, cs)
+			continue
+		}
+		f := strings.Split(strings.TrimSpace(have), "|")
+		if len(f) != 4 {
+			return nil, fmt.Errorf("podman container inspect %s: unexpected output %q", cs.Container, have)
+		}
+		cs.Present, cs.Current, cs.Running = true, f[0] == ServiceHash(svc), f[1] == "true"
+		cs.ExitCode, _ = strconv.Atoi(f[2])
+		cs.Restarts, _ = strconv.Atoi(f[3])
+		out = append(out, cs)
+	}
+	return out, nil
+}
+
+// Watch runs `podman events` and calls changed whenever one of the agent's containers (named iot-…)
+// dies or is removed, until the stream ends; the agent runs it again when it does.
+func (p *Podman) Watch(ctx context.Context, changed func()) error {
+	args := append(p.global(), "events", "--format", "json", "--filter", "type=container",
+		"--filter", "event=died", "--filter", "event=remove")
+	cmd := exec.CommandContext(ctx, "podman", args...)
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("podman events: %w", err)
+	}
+	readEvents(stdout, changed)
+	if err := cmd.Wait(); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("podman events: %w: %s", err, strings.TrimSpace(errOut.String()))
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("podman events ended")
+}
+
+// readEvents calls changed for each podman event (JSON lines) about a container the agent runs.
+func readEvents(r io.Reader, changed func()) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		var e struct {
+			Name       string            `json:"Name"`
+			Attributes map[string]string `json:"Attributes"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		if _, ours := e.Attributes[LabelDeployment]; ours || strings.HasPrefix(e.Name, "iot-") {
+			changed()
+		}
+	}
 }
