@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -21,6 +22,75 @@ var (
 
 // MaxEvents is how many recent fleet events the counters keep per deployment.
 const MaxEvents = 10
+
+// MaxQuarantined is how many state keys the counters quarantine at once (and how many offenders they
+// remember): the counters' only memory of single devices, and it is bounded. Beyond it, an offender is
+// not quarantined and costs recounts, which the fold rate-limits.
+const MaxQuarantined = 1024
+
+// ReleaseAfter is how many consistent records in a row (each naming as previous exactly the record
+// before it) a quarantined key writes before it counts again.
+const ReleaseAfter = 2
+
+// Rejection is a record the counters or the index refused (docs/fleet.md, "Bad input"): it moved no
+// count. Key is where it was written; Device and Deployment are what the key names (empty when the key
+// names none). Recount is set when the counts can no longer be trusted without a recount (a refused
+// record replaced one the counters had counted), and is what errors.Is sees.
+type Rejection struct {
+	Records    string
+	Key        string
+	Device     string
+	Deployment DeploymentKey
+	Reason     string
+	Err        error
+	Recount    error
+	// Quarantined says the counters quarantined the key with this record.
+	Quarantined bool
+}
+
+func (r *Rejection) Error() string {
+	return fmt.Sprintf("refused the %s record at %q (%s): %v", r.Records, clip(r.Key), r.Reason, r.Err)
+}
+
+// Unwrap is the recount the rejection calls for, if any.
+func (r *Rejection) Unwrap() error { return r.Recount }
+
+// rejection builds the Rejection of a record refused on decode.
+func rejection(records, key string, err error) *Rejection {
+	rej := &Rejection{Records: records, Key: key, Reason: ReasonDecode, Err: err}
+	var re *RecordError
+	if errors.As(err, &re) {
+		rej.Reason, rej.Err = re.Reason, re.Err
+	}
+	return rej
+}
+
+// KeyError is a change the counters could not fold because of one key: an impossible transition or a
+// removal without a Removed record. Quarantined says the key is quarantined from now on (it kept
+// causing them). It wraps ErrImpossible or ErrUnknownRemoval.
+type KeyError struct {
+	Key         string
+	Device      string
+	Deployment  DeploymentKey
+	Quarantined bool
+	Err         error
+}
+
+func (e *KeyError) Error() string {
+	if e.Quarantined {
+		return e.Err.Error() + " (key quarantined)"
+	}
+	return e.Err.Error()
+}
+
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// quarantined is what the counters know of a quarantined key: its current record (nil: none or
+// refused), exactly, since they see every revision, and how many consistent records it wrote in a row.
+type quarantined struct {
+	last   *State
+	streak int
+}
 
 // Change is one entry of a watch over BucketState: the key, the entry's revision (the stream sequence,
 // which grows by one per write to the bucket), and the value, or Deleted for a delete or purge marker.
@@ -84,12 +154,19 @@ type Counters struct {
 	forgotten map[DeploymentKey]struct{}
 	dirty     map[DeploymentKey]struct{}
 	recounts  int
+	// quarantine holds the keys whose records count nowhere until they write a consistent chain;
+	// offenders the keys that caused an impossible transition once. Both survive Reset and are bounded
+	// by MaxQuarantined.
+	quarantine map[string]*quarantined
+	offenders  map[string]struct{}
 }
 
 type deployment struct {
 	gens      map[int64]*PhaseCounts
 	lastError *Event
 	events    []Event // newest last, at most MaxEvents
+	// oldest is the oldest "at" of the records folded live since the last TakeOldest (zero: none).
+	oldest time.Time
 }
 
 // Reset forgets every count: the start of a (re)count.
@@ -129,6 +206,12 @@ func (c *Counters) Forget(d DeploymentKey) {
 	defer c.mu.Unlock()
 	delete(c.deps, d)
 	delete(c.dirty, d)
+	prefix := d.Namespace + "." + d.Name + "."
+	for k := range c.quarantine {
+		if strings.HasPrefix(k, prefix) {
+			delete(c.quarantine, k)
+		}
+	}
 	if c.forgotten == nil {
 		c.forgotten = map[DeploymentKey]struct{}{}
 	}
@@ -152,7 +235,10 @@ func (c *Counters) Observe(ch Change) error {
 
 	d, device, err := ParseStateKey(ch.Key)
 	if err != nil {
-		return nil // not a key of the contract: not ours to count
+		return &Rejection{Records: RecordsState, Key: ch.Key, Reason: ReasonForeign, Err: errors.New("not a key <namespace>.<name>.<device>")}
+	}
+	if q := c.quarantine[ch.Key]; q != nil {
+		return c.observeQuarantined(q, ch, d, device)
 	}
 	if ch.Deleted {
 		_, gone := c.forgotten[d]
@@ -162,11 +248,19 @@ func (c *Counters) Observe(ch Change) error {
 		if _, known := c.deps[d]; !known {
 			return nil
 		}
-		return fmt.Errorf("%w: %s", ErrUnknownRemoval, ch.Key)
+		return c.offend(ch.Key, d, device, fmt.Errorf("%w: %s", ErrUnknownRemoval, ch.Key))
 	}
 	s, err := DecodeState(ch.Value)
 	if err != nil {
-		return nil // a record the contract does not know counts nowhere; the agent logs its own errors
+		rej := rejection(RecordsState, ch.Key, err)
+		rej.Device, rej.Deployment = device, d
+		if _, gone := c.forgotten[d]; c.live && !gone && c.deps[d] != nil {
+			// The refused record replaced one that may be counted, in a phase nobody knows now: the
+			// key counts nowhere until it writes a consistent chain, and the others are recounted.
+			rej.Quarantined = c.quarantineKey(ch.Key, nil)
+			rej.Recount = fmt.Errorf("%w: %s replaced by a refused record", ErrUnknownRemoval, ch.Key)
+		}
+		return rej
 	}
 	if _, gone := c.forgotten[d]; gone {
 		if c.live && s.PrevPhase != PhaseNone {
@@ -182,13 +276,19 @@ func (c *Counters) Observe(ch Change) error {
 	if c.live && s.PrevPhase.Counted() {
 		pc := dep.gens[s.PrevGeneration]
 		if pc == nil || *pc.slot(s.PrevPhase) == 0 {
-			return fmt.Errorf("%w: %s leaves %s of generation %d", ErrImpossible, ch.Key, s.PrevPhase, s.PrevGeneration)
+			return c.offend(ch.Key, d, device, fmt.Errorf("%w: %s leaves %s of generation %d", ErrImpossible, ch.Key, s.PrevPhase, s.PrevGeneration))
 		}
 		*pc.slot(s.PrevPhase)--
 		if pc.total() == 0 {
 			delete(dep.gens, s.PrevGeneration)
 		}
 	}
+	c.count(dep, d, device, s)
+	return nil
+}
+
+// count adds s to its phase and notes it.
+func (c *Counters) count(dep *deployment, d DeploymentKey, device string, s *State) {
 	if s.Phase.Counted() {
 		pc := dep.gens[s.Generation]
 		if pc == nil {
@@ -198,8 +298,104 @@ func (c *Counters) Observe(ch Change) error {
 		*pc.slot(s.Phase)++
 	}
 	dep.note(device, s, c.live)
+	if c.live && !s.At.IsZero() && (dep.oldest.IsZero() || s.At.Before(dep.oldest)) {
+		dep.oldest = s.At
+	}
 	c.markDirty(d)
+}
+
+// offend reports a key that made a change impossible to fold: the first time it is remembered, the
+// second time it is quarantined (it keeps causing them).
+func (c *Counters) offend(key string, d DeploymentKey, device string, err error) error {
+	ke := &KeyError{Key: key, Device: device, Deployment: d, Err: err}
+	if _, again := c.offenders[key]; again {
+		delete(c.offenders, key)
+		ke.Quarantined = c.quarantineKey(key, nil)
+		return ke
+	}
+	if c.offenders == nil || len(c.offenders) >= MaxQuarantined {
+		c.offenders = map[string]struct{}{}
+	}
+	c.offenders[key] = struct{}{}
+	return ke
+}
+
+// quarantineKey quarantines key with its current record last, unless the quarantine is full.
+func (c *Counters) quarantineKey(key string, last *State) bool {
+	if c.quarantine == nil {
+		c.quarantine = map[string]*quarantined{}
+	}
+	if len(c.quarantine) >= MaxQuarantined {
+		return false
+	}
+	c.quarantine[key] = &quarantined{last: last}
+	return true
+}
+
+// observeQuarantined follows a quarantined key: its records count nowhere, but the counters keep its
+// current record, so that once it wrote ReleaseAfter consistent records in a row they count it again in
+// exactly its current phase. A recount's initial pass restarts the streak.
+func (c *Counters) observeQuarantined(q *quarantined, ch Change, d DeploymentKey, device string) error {
+	if ch.Deleted {
+		q.last, q.streak = nil, 0
+		return nil
+	}
+	s, err := DecodeState(ch.Value)
+	if err != nil {
+		q.last, q.streak = nil, 0
+		rej := rejection(RecordsState, ch.Key, err)
+		rej.Device, rej.Deployment = device, d
+		return rej
+	}
+	consistent := c.live && (q.last == nil && s.PrevPhase == PhaseNone ||
+		q.last != nil && s.PrevPhase == q.last.Phase && s.PrevGeneration == q.last.Generation)
+	q.last = s
+	if !consistent {
+		q.streak = 0
+		return nil
+	}
+	if q.streak++; q.streak < ReleaseAfter {
+		return nil
+	}
+	delete(c.quarantine, ch.Key)
+	if _, gone := c.forgotten[d]; gone {
+		return nil
+	}
+	dep := c.deps[d]
+	if dep == nil {
+		dep = &deployment{gens: map[int64]*PhaseCounts{}}
+		c.deps[d] = dep
+	}
+	c.count(dep, d, device, s)
 	return nil
+}
+
+// Quarantined is how many state keys are quarantined now.
+func (c *Counters) Quarantined() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.quarantine)
+}
+
+// IsQuarantined says whether a state key is quarantined.
+func (c *Counters) IsQuarantined(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.quarantine[key] != nil
+}
+
+// TakeOldest returns, and clears, the oldest "at" of the records of deployment d folded since the last
+// call (zero: none): what the status written next shows for the first time.
+func (c *Counters) TakeOldest(d DeploymentKey) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dep := c.deps[d]
+	if dep == nil {
+		return time.Time{}
+	}
+	t := dep.oldest
+	dep.oldest = time.Time{}
+	return t
 }
 
 // note keeps the newest failure and the notable transitions.

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -177,9 +178,18 @@ func (x *Index) ObserveDevice(ch Change) (*DeviceInfo, error) {
 		// RemoveDevice leaves a tombstone; a key deleted by hand leaves no trace of its labels.
 		return nil, fmt.Errorf("%w: device %s", ErrUnknownRemoval, ch.Key)
 	}
-	d, err := DecodeDevice(ch.Value)
-	if err != nil || d.ID != ch.Key {
-		return nil, nil //nolint:nilerr // a record outside the contract selects nowhere
+	d, err := DecodeDeviceAt(ch.Key, ch.Value)
+	if err != nil {
+		// A refused record selects nowhere. Live, it replaced a record whose labels may be counted:
+		// the index recounts (rate-limited by the fold).
+		rej := rejection(RecordsDevices, ch.Key, err)
+		if ValidToken(ch.Key) {
+			rej.Device = ch.Key
+		}
+		if x.devices.live {
+			rej.Recount = fmt.Errorf("%w: device %s replaced by a refused record", ErrUnknownRemoval, clip(ch.Key))
+		}
+		return nil, rej
 	}
 	cur := d.Selection()
 	for key, s := range x.sels {
@@ -214,11 +224,19 @@ func (x *Index) ObserveHeartbeat(ch Change) (bool, error) {
 		return false, err
 	}
 	if ch.Deleted {
-		return true, nil
+		return ValidToken(ch.Key), nil
+	}
+	if !ValidToken(ch.Key) {
+		return false, &Rejection{Records: RecordsHeartbeats, Key: ch.Key, Reason: ReasonForeign, Err: errors.New("not a device ID")}
 	}
 	h, err := DecodeHeartbeat(ch.Value)
 	if err != nil {
-		return false, nil //nolint:nilerr // a record outside the contract counts nowhere
+		rej := rejection(RecordsHeartbeats, ch.Key, err)
+		rej.Device = ch.Key
+		if x.beats.live {
+			rej.Recount = fmt.Errorf("%w: heartbeat of %s replaced by a refused record", ErrUnknownRemoval, ch.Key)
+		}
+		return false, rej
 	}
 	for key, s := range x.sels {
 		if !s.counted {

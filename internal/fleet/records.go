@@ -2,8 +2,14 @@ package fleet
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 )
@@ -90,14 +96,18 @@ type Heartbeat struct {
 	Replaced *DeviceLabels `json:"replaced,omitempty"`
 }
 
-// DecodeHeartbeat reads a Heartbeat, refusing other contract versions.
+// DecodeHeartbeat reads a Heartbeat, refusing records beyond the bounds (Bounds) and other contract
+// versions; the error is a *RecordError.
 func DecodeHeartbeat(data []byte) (*Heartbeat, error) {
 	var h Heartbeat
-	if err := json.Unmarshal(data, &h); err != nil {
-		return nil, fmt.Errorf("decode heartbeat: %w", err)
+	if err := decode(RecordsHeartbeats, data, MaxHeartbeatRecordBytes, &h, &h.Version); err != nil {
+		return nil, err
 	}
-	if h.Version != ContractVersion {
-		return nil, fmt.Errorf("heartbeat record of contract version %d, want %d", h.Version, ContractVersion)
+	if err := validLabels(RecordsHeartbeats, "lapsed", h.Lapsed); err != nil {
+		return nil, err
+	}
+	if err := validLabels(RecordsHeartbeats, "replaced", h.Replaced); err != nil {
+		return nil, err
 	}
 	return &h, nil
 }
@@ -130,6 +140,7 @@ type State struct {
 // Next is the record that replaces s (nil: no record yet) with phase p for generation gen, or nil when s
 // already says exactly that (a transition is written only on change).
 func Next(s *State, gen int64, p Phase, msg string, at time.Time) *State {
+	msg = SanitizeMessage(msg)
 	n := &State{Version: ContractVersion, Generation: gen, Phase: p, Message: msg, At: at.UTC()}
 	if s != nil {
 		if s.Generation == gen && s.Phase == p && s.Message == msg {
@@ -149,18 +160,25 @@ func Encode(v any) []byte {
 	return data
 }
 
-// DecodeState reads a State, refusing other contract versions and phases it does not know.
+// DecodeState reads a State, refusing records beyond the bounds (Bounds), other contract versions,
+// phases it does not know, generations outside 1..MaxGeneration and a previous phase without a previous
+// generation (or the reverse); the error is a *RecordError. The message comes back sanitized
+// (SanitizeMessage): it is what a status and an event may show.
 func DecodeState(data []byte) (*State, error) {
 	var s State
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("decode state: %w", err)
-	}
-	if s.Version != ContractVersion {
-		return nil, fmt.Errorf("state record of contract version %d, want %d", s.Version, ContractVersion)
+	if err := decode(RecordsState, data, MaxStateRecordBytes, &s, &s.Version); err != nil {
+		return nil, err
 	}
 	if !s.Phase.valid() || s.Phase == PhaseNone || !s.PrevPhase.valid() {
-		return nil, fmt.Errorf("state record with unknown phase %q (previous %q)", s.Phase, s.PrevPhase)
+		return nil, fieldError(RecordsState, "phase %q (previous %q) is not a phase of the contract", clip(string(s.Phase)), clip(string(s.PrevPhase)))
 	}
+	if s.Generation < 1 || s.Generation > MaxGeneration {
+		return nil, fieldError(RecordsState, "generation %d is outside 1..2^53", s.Generation)
+	}
+	if (s.PrevPhase == PhaseNone) != (s.PrevGeneration == 0) || s.PrevGeneration < 0 || s.PrevGeneration > MaxGeneration {
+		return nil, fieldError(RecordsState, "previous generation %d does not go with previous phase %q", s.PrevGeneration, s.PrevPhase)
+	}
+	s.Message = SanitizeMessage(s.Message)
 	return &s, nil
 }
 
@@ -176,17 +194,205 @@ func DecodeDesired(data []byte) (*Desired, error) {
 	return &d, nil
 }
 
-// DecodeDevice reads a DeviceInfo, refusing other contract versions and invalid IDs.
+// DecodeDevice reads a DeviceInfo, refusing records beyond the bounds (Bounds), other contract versions
+// and invalid IDs; the error is a *RecordError. Whether the record names the device of its key is the
+// caller's check (DecodeDeviceAt).
 func DecodeDevice(data []byte) (*DeviceInfo, error) {
 	var d DeviceInfo
-	if err := json.Unmarshal(data, &d); err != nil {
-		return nil, fmt.Errorf("decode device: %w", err)
+	if err := decode(RecordsDevices, data, MaxDeviceRecordBytes, &d, &d.Version); err != nil {
+		return nil, err
 	}
-	if d.Version != ContractVersion {
-		return nil, fmt.Errorf("device record of contract version %d, want %d", d.Version, ContractVersion)
+	if !ValidToken(d.ID) {
+		return nil, fieldError(RecordsDevices, "device ID %q is not 1-128 letters, digits, '-' or '_'", clip(d.ID))
 	}
-	if err := ValidDeviceID(d.ID); err != nil {
+	if d.Removed && len(d.Labels) > 0 {
+		return nil, fieldError(RecordsDevices, "a tombstone has labels")
+	}
+	if err := validLabels(RecordsDevices, "labels", &DeviceLabels{Labels: d.Labels}); err != nil {
+		return nil, err
+	}
+	if err := validLabels(RecordsDevices, "previous", d.Previous); err != nil {
+		return nil, err
+	}
+	if err := d.Inventory.valid(); err != nil {
 		return nil, err
 	}
 	return &d, nil
+}
+
+// DecodeDeviceAt reads the DeviceInfo stored under key: DecodeDevice, and a record whose ID is not its
+// key is refused as ReasonForeign (the key is the device's identity, the one its credentials allow).
+func DecodeDeviceAt(key string, data []byte) (*DeviceInfo, error) {
+	d, err := DecodeDevice(data)
+	if err != nil {
+		return nil, err
+	}
+	if d.ID != key {
+		return nil, &RecordError{Records: RecordsDevices, Reason: ReasonForeign, Err: fmt.Errorf("record of device %q stored under key %q", clip(d.ID), clip(key))}
+	}
+	return d, nil
+}
+
+// The bounds of what a device may write (docs/fleet.md, "Bad input"). A record beyond them is refused:
+// it counts nowhere and is reported (a *RecordError, counted by reason).
+const (
+	// MaxDeviceRecordBytes is the largest device record, also the device bucket's MaxValueSize.
+	MaxDeviceRecordBytes = 16 << 10
+	// MaxStateRecordBytes is the largest state record, also the state bucket's MaxValueSize.
+	MaxStateRecordBytes = 4 << 10
+	// MaxHeartbeatRecordBytes is the largest heartbeat record, also the heartbeat bucket's MaxValueSize.
+	MaxHeartbeatRecordBytes = 4 << 10
+	// MaxLabels is how many labels a device record (and the labels a record names as previous, lapsed
+	// or replaced) may carry; each key and value follows the Kubernetes label rules.
+	MaxLabels = 64
+	// MaxInventoryBytes bounds each string of a device's inventory.
+	MaxInventoryBytes = 256
+	// MaxCPUs bounds the inventory's CPU count.
+	MaxCPUs = 1 << 16
+	// MaxGeneration is the largest generation a record may name: 2^53, the largest integer every JSON
+	// reader keeps exactly (a Deployment's metadata.generation never gets near it).
+	MaxGeneration = 1 << 53
+	// MaxMessageBytes is the longest device message (a state's message) a status or an event shows:
+	// longer ones are cut at a UTF-8 boundary and end with "…".
+	MaxMessageBytes = 1 << 10
+)
+
+// The records' buckets as the rejected-records metric names them.
+const (
+	RecordsDevices    = "devices"
+	RecordsState      = "state"
+	RecordsHeartbeats = "heartbeats"
+)
+
+// Why a record was refused: the reason label of platform_operator_fleet_rejected_records_total.
+const (
+	// ReasonDecode is a record that is not the contract's JSON.
+	ReasonDecode = "decode"
+	// ReasonVersion is a record of another contract version.
+	ReasonVersion = "version"
+	// ReasonOversize is a record larger than its bucket's bound.
+	ReasonOversize = "oversize"
+	// ReasonField is a field beyond its bound (labels, inventory, generation, phase).
+	ReasonField = "field"
+	// ReasonForeign is a record under a key outside the contract, or naming another device than its key.
+	ReasonForeign = "foreign"
+)
+
+// RejectReasons are every reason, for metrics that show each from the start.
+var RejectReasons = []string{ReasonDecode, ReasonVersion, ReasonOversize, ReasonField, ReasonForeign}
+
+// RecordError is a record refused on decode: which bucket's record, why (a Reason*), and the detail.
+// The detail quotes at most a few sanitized bytes of what the device sent.
+type RecordError struct {
+	Records string
+	Reason  string
+	Err     error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("refused a %s record (%s): %v", e.Records, e.Reason, e.Err)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
+func fieldError(records, format string, args ...any) error {
+	return &RecordError{Records: records, Reason: ReasonField, Err: fmt.Errorf(format, args...)}
+}
+
+// decode reads data into v after checking its size against limit, then its contract version (at
+// *version once decoded).
+func decode(records string, data []byte, limit int, v any, version *int) error {
+	if len(data) > limit {
+		return &RecordError{Records: records, Reason: ReasonOversize, Err: fmt.Errorf("%d bytes, at most %d", len(data), limit)}
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		// A record of another version may not fit this one's types: say version when it says one.
+		var probe struct {
+			V int `json:"v"`
+		}
+		if json.Unmarshal(data, &probe) == nil && probe.V != ContractVersion {
+			return &RecordError{Records: records, Reason: ReasonVersion, Err: fmt.Errorf("contract version %d, want %d", probe.V, ContractVersion)}
+		}
+		return &RecordError{Records: records, Reason: ReasonDecode, Err: errors.New("not a JSON record of the contract")}
+	}
+	if *version != ContractVersion {
+		return &RecordError{Records: records, Reason: ReasonVersion, Err: fmt.Errorf("contract version %d, want %d", *version, ContractVersion)}
+	}
+	return nil
+}
+
+// validLabels checks the labels a record names (nil: none) against the Kubernetes label rules.
+func validLabels(records, field string, l *DeviceLabels) error {
+	if l == nil {
+		return nil
+	}
+	if len(l.Labels) > MaxLabels {
+		return fieldError(records, "%s: %d labels, at most %d", field, len(l.Labels), MaxLabels)
+	}
+	if l.Removed && len(l.Labels) > 0 {
+		return fieldError(records, "%s: a tombstone has labels", field)
+	}
+	for k, v := range l.Labels {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fieldError(records, "%s: label key %q: %s", field, clip(k), errs[0])
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return fieldError(records, "%s: label %s value %q: %s", field, k, clip(v), errs[0])
+		}
+	}
+	return nil
+}
+
+func (inv *Inventory) valid() error {
+	for name, v := range map[string]string{"hostname": inv.Hostname, "arch": inv.Arch, "os": inv.OS, "kernel": inv.Kernel, "agentVersion": inv.AgentVersion} {
+		if len(v) > MaxInventoryBytes {
+			return fieldError(RecordsDevices, "inventory %s: %d bytes, at most %d", name, len(v), MaxInventoryBytes)
+		}
+	}
+	if inv.CPUs < 0 || inv.CPUs > MaxCPUs {
+		return fieldError(RecordsDevices, "inventory cpus %d is outside 0..%d", inv.CPUs, MaxCPUs)
+	}
+	return nil
+}
+
+// SanitizeMessage is a device's message as a status or an event may show it: invalid UTF-8 replaced,
+// line breaks and tabs turned into spaces, other control and format characters (bidirectional
+// overrides, zero-width characters) dropped, and cut to MaxMessageBytes at a character boundary, ending
+// with "…" when cut.
+func SanitizeMessage(s string) string { return sanitize(s, MaxMessageBytes) }
+
+// clip is a short sanitized quote of device input for an error message.
+func clip(s string) string { return sanitize(s, 64) }
+
+func sanitize(s string, limit int) string {
+	clean := len(s) <= limit
+	for _, r := range s {
+		if !clean {
+			break
+		}
+		clean = r != utf8.RuneError && !unicode.IsControl(r) && !unicode.Is(unicode.Cf, r)
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			r = ' '
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			continue
+		}
+		b.WriteRune(r)
+	}
+	out := b.String()
+	if len(out) <= limit {
+		return out
+	}
+	const ellipsis = "…"
+	cut := limit - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(out[cut]) {
+		cut--
+	}
+	return out[:cut] + ellipsis
 }
