@@ -82,6 +82,9 @@ func main() {
 	natsURL := flag.String("nats-url", os.Getenv("NATS_URL"), "URL of the NATS server (JetStream) of the IoT fleet, e.g. nats://nats.iot:4222 (default $NATS_URL); empty runs the iot Deployment controller without NATS: each Deployment then says NATSNotConfigured (docs/iot.md).")
 	natsCreds := flag.String("nats-credentials-file", "", "NATS .creds file (user JWT and nkey seed) for --nats-url, mounted from a Secret; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead.")
 	natsHeartbeatTTL := flag.Duration("nats-heartbeat-ttl", 30*time.Second, "How long an IoT device counts as alive after its agent's last heartbeat.")
+	iotFleetPolicy := flag.String(iotctrl.FlagFleetPolicy, "", "Which devices each namespace's iot Deployments may target: NAMESPACE=KEY:VALUE|VALUE (the selector must require label KEY to be one of the VALUEs) or NAMESPACE=* (any selector, {} included), entries separated by ; (NAMESPACE * for namespaces no entry names); empty allows no targeting (docs/iot.md, Tenancy and image policy).")
+	iotRegistries := flag.String(iotctrl.FlagAllowedRegistries, "", "Comma-separated registries iot Deployment images may come from: a host (any port), host:port, or host/path prefix (docker.io/library for official Docker Hub images); empty allows any.")
+	iotRequireDigest := flag.Bool(iotctrl.FlagRequireDigest, false, "Refuse iot Deployment images not pinned by digest (image@sha256:...).")
 	homelabDomainPolicy := flag.String(homelabctrl.FlagDomainPolicy, "", "Which namespaces may claim which homelab Domain hostnames, and with which ClusterIssuers: NAMESPACE=SUFFIX|SUFFIX[:ISSUER|ISSUER];... (NAMESPACE or SUFFIX * for any); empty allows no Domain (docs/homelab-services.md, Hostname ownership and policy).")
 	homelabGatewayNS := flag.String("homelab-gateway-namespace", domain.DefaultGatewayNamespace, "Namespace of the Istio ingress gateway that serves homelab Domains: their Certificates and Gateways are made there (docs/homelab-services.md).")
 	sojuDatabaseSecret := flag.String("soju-database-secret", "", "Admin connection Secret of SojuBouncer databases, as namespace/name (keys host, port, user, password and the optional sslmode and database), for bouncers without spec.database.adminSecretName; empty: those report AdminConnectionNotConfigured (docs/soju.md).")
@@ -158,7 +161,18 @@ func main() {
 		os.Exit(1)
 	}
 
-	fleet := &iotctrl.DeploymentReconciler{MaxConcurrentReconciles: workers}
+	fleetPolicy, err := iotctrl.ParseFleetPolicy(*iotFleetPolicy)
+	if err != nil {
+		log.Error(err, "--"+iotctrl.FlagFleetPolicy)
+		os.Exit(1)
+	}
+	iotRegistryList, err := iotctrl.ParseRegistries(*iotRegistries)
+	if err != nil {
+		log.Error(err, "--"+iotctrl.FlagAllowedRegistries)
+		os.Exit(1)
+	}
+	fleet := &iotctrl.DeploymentReconciler{MaxConcurrentReconciles: workers, Policy: iotctrl.Policy{
+		Fleet: fleetPolicy, Images: iotctrl.ImagePolicy{Registries: iotRegistryList, RequireDigest: *iotRequireDigest}}}
 	if *natsURL != "" {
 		// Connected in the background, retried until NATS answers: the other APIs do not wait for it.
 		fleet.NATS = &iotctrl.NATSOptions{URL: *natsURL, CredentialsFile: *natsCreds,

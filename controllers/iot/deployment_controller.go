@@ -55,6 +55,10 @@ type DeploymentReconciler struct {
 	StatusInterval time.Duration
 	// MaxConcurrentReconciles bounds the workers; 1 when zero.
 	MaxConcurrentReconciles int
+	// Policy is which devices each namespace may target and which images may run (the operator's
+	// --iot-fleet-policy, --iot-allowed-registries, --iot-require-digest); the zero Policy allows no
+	// targeting. The webhook refuses what is outside it; the reconciler publishes nothing for it.
+	Policy Policy
 
 	// Client reads from the manager's cache and writes to the API server; the manager's when nil, as is
 	// Recorder.
@@ -80,13 +84,18 @@ func Group(r *DeploymentReconciler) manager.Group {
 	return manager.Group{
 		Name:  "iot",
 		Cache: func(platform.Capabilities) []manager.CacheRule { return nil },
-		Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error { return r.SetupWithManager(mgr) },
+		Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+			if err := r.SetupWithManager(mgr); err != nil {
+				return err
+			}
+			return ctrl.NewWebhookManagedBy(mgr).For(&iotv1.Deployment{}).WithValidator(&DeploymentValidator{Policy: r.Policy}).Complete()
+		},
 	}
 }
 
-// +kubebuilder:rbac:groups=iot.nationtech.io,resources=iotdeployments,verbs=get;list;watch;patch;update
-// +kubebuilder:rbac:groups=iot.nationtech.io,resources=iotdeployments/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=iot.nationtech.io,resources=iotdeployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups=iot.nationtech.io,resources=deployments,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=iot.nationtech.io,resources=deployments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=iot.nationtech.io,resources=deployments/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile publishes one Deployment's desired state to its devices and writes its status.
@@ -106,6 +115,9 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return r.finalize(ctx, d)
 	}
 	st := r.store.Load()
+	if msgs := r.Policy.Violations(d); len(msgs) > 0 {
+		return r.refusePolicy(ctx, d, st, msgs)
+	}
 	if st != nil && !r.counters.Live() {
 		// The counters are still on their first pass over the state bucket; the end of it wakes every
 		// Deployment again. A status from half the records would be wrong.

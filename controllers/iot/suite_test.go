@@ -20,6 +20,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
 	"github.com/platform-operator/platform-operator/internal/fleet/store"
@@ -58,6 +59,9 @@ func startManager(ctx context.Context, cfg *rest.Config, r *DeploymentReconciler
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		NewClient:  counter.NewClient,
+		// The group's webhook, served as in the operator; the API server calls it only for the namespaces
+		// deployment_webhook_test.go installs its configuration for.
+		WebhookServer: webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: webhookPort, CertDir: webhookCerts.Dir}),
 	}, platform.Capabilities{}, Group(r))
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
@@ -80,7 +84,8 @@ var _ = BeforeSuite(func() {
 	nc, fleetStore, err = fleettest.Connect(suiteCtx, natsServer.ClientURL(), heartbeatTTL)
 	Expect(err).NotTo(HaveOccurred())
 
-	reconciler = &DeploymentReconciler{Store: fleetStore, StatusInterval: 200 * time.Millisecond, MaxConcurrentReconciles: 2}
+	reconciler = &DeploymentReconciler{Store: fleetStore, StatusInterval: 200 * time.Millisecond, MaxConcurrentReconciles: 2, Policy: suitePolicy()}
+	webhookCerts, webhookPort = startWebhookCerts()
 	startManager(suiteCtx, cfg, reconciler, writes)
 })
 

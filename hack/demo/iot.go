@@ -36,6 +36,11 @@ func init() {
 		Title:   "Deployment, containers on a fleet of devices over NATS JetStream (iot.nationtech.io/v1alpha1)",
 		Samples: []string{"iot_v1alpha1_deployment.yaml"},
 		Follow:  iotv1.GroupVersion.WithKind("Deployment"),
+		// The operator refuses targeting that --iot-fleet-policy does not list (docs/iot.md, "Tenancy and
+		// image policy"): the sample's namespace may target the devices of its two sites.
+		Operator: func(context.Context, string) ([]string, func(), error) {
+			return []string{"--iot-fleet-policy=*=site:lyon|paris"}, nil, nil
+		},
 		Steps: func(obj client.Object) []Step {
 			return []Step{
 				Play(playFleet),
@@ -44,7 +49,7 @@ func init() {
 		},
 		Show: iotShow,
 		Kubectl: func(obj client.Object) []string {
-			return []string{"get iotdeployments", "describe iotdeployment " + obj.GetName()}
+			return []string{"get deployments.iot.nationtech.io", "describe deployments.iot.nationtech.io " + obj.GetName()}
 		},
 	})
 }
@@ -89,7 +94,7 @@ func playFleet(ctx context.Context, e *Env, obj client.Object) error {
 // and its events.
 func iotShow(ctx context.Context, e *Env, obj client.Object) {
 	d := obj.(*iotv1.Deployment)
-	e.Step("iot Deployments (like kubectl get iotdeployments -n %s)", d.Namespace)
+	e.Step("iot Deployments (like kubectl get deployments.iot.nationtech.io -n %s)", d.Namespace)
 	a := d.Status.Aggregate
 	ready := ""
 	if c := meta.FindStatusCondition(d.Status.Conditions, iotv1.ConditionReady); c != nil {

@@ -181,7 +181,8 @@ func fleetPointRun(ctx context.Context, c *config, o fleetOptions, logDir string
 	}
 	lop, err := localcluster.StartOperator(ctx, localcluster.OperatorOptions{
 		Binary: c.Operator, Kubeconfig: cl.KubeconfigPath(), Name: fmt.Sprintf("fleet-%d", n), LogDir: logDir,
-		Args: append([]string{"--nats-url=" + srv.ClientURL(), "--nats-heartbeat-ttl=" + fleetHeartbeatTTL.String()}, c.Args...),
+		// The bench's Deployments target every simulated device: its namespace is allowed that.
+		Args: append([]string{"--nats-url=" + srv.ClientURL(), "--nats-heartbeat-ttl=" + fleetHeartbeatTTL.String(), "--iot-fleet-policy=" + benchNamespace + "=*"}, c.Args...),
 		Env:  []string{"RELATED_IMAGE_ERGO=" + ergoImage}, Pprof: true, StopTimeout: operatorStopTimeout,
 	})
 	if err != nil {

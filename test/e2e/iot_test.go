@@ -31,7 +31,7 @@ var _ = Describe("iot Deployment", func() {
 		DeferCleanup(nc.Close)
 
 		ns := newNamespace(ctx, nil)
-		startOperator("iot", operatorConfig{namespace: ns, args: []string{"--nats-url=" + srv.ClientURL()}})
+		startOperator("iot", operatorConfig{namespace: ns, args: []string{"--nats-url=" + srv.ClientURL(), "--iot-fleet-policy=" + ns + "=fleet:" + ns}})
 		devices := fleettest.StartFleet(fleetCtx, st, ns+"-dev", ns, 3)
 		DeferCleanup(func() {
 			for _, d := range devices {

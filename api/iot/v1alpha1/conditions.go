@@ -49,6 +49,11 @@ const (
 	// ReasonInvalidSelector is Progressing False for a targetSelector that is not a valid label
 	// selector (an operator outside In, NotIn, Exists, DoesNotExist, or values where none belong).
 	ReasonInvalidSelector = "InvalidSelector"
+	// ReasonPolicyViolation is Progressing and Ready False (and a Warning event) for a Deployment outside
+	// the operator's policy (--iot-fleet-policy, --iot-allowed-registries, --iot-require-digest), stored
+	// before the policy changed or while the webhook was not installed: nothing is published for it, and
+	// devices keep what they were given before.
+	ReasonPolicyViolation = "PolicyViolation"
 )
 
 // Event reasons besides the condition reasons.

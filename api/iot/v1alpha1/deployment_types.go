@@ -324,11 +324,12 @@ type FleetEvent struct {
 
 // Deployment runs containers on the devices of a fleet selected by label. The operator publishes each
 // selected device's desired state to NATS JetStream, the agent on the device runs it with podman and
-// reports back, and the operator folds the reports into status. The resource is named iotdeployments
-// (short name iotdeploy) so that it never shadows apps/v1 Deployments in kubectl.
+// reports back, and the operator folds the reports into status. The resource is deployments (short name
+// iotdeploy): kubectl resolves a bare "deployments" to apps/v1 (built-in groups come first in discovery),
+// so use deployments.iot.nationtech.io or iotdeploy.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:path=iotdeployments,singular=iotdeployment,shortName=iotdeploy,categories=iot
+// +kubebuilder:resource:path=deployments,singular=deployment,shortName=iotdeploy,categories=iot
 // +kubebuilder:validation:XValidation:rule="!self.metadata.name.contains('.')",message="metadata.name must not contain dots: it is a token of NATS subjects and keys, where a dot separates tokens"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters"
 // +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.aggregate.matchedDevices`
