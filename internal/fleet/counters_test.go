@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -382,4 +383,183 @@ func BenchmarkCounters(b *testing.B) {
 			b.ReportMetric(float64(3*n)/b.Elapsed().Seconds()*float64(b.N), "transitions/s")
 		})
 	}
+}
+
+// recountInto is the operator's recount with the same counters (their quarantine survives it): Reset,
+// the bucket's current records, Synced. Refused records count nowhere; nothing else may fail.
+func recountInto(t testing.TB, c *Counters, b *memBucket) {
+	t.Helper()
+	c.Reset()
+	for _, ch := range b.initial() {
+		if err := c.Observe(ch); err != nil {
+			var rej *Rejection
+			if !errors.As(err, &rej) || rej.Recount != nil {
+				t.Fatalf("initial pass: %v", err)
+			}
+		}
+	}
+	c.Synced()
+}
+
+// hostileTruth is what the counters must say of deployment d: every key not quarantined whose current
+// record the contract accepts, counted once in its phase.
+func hostileTruth(c *Counters, b *memBucket, d DeploymentKey) map[int64]PhaseCounts {
+	out := map[int64]PhaseCounts{}
+	for key, e := range b.keys {
+		kd, _, err := ParseStateKey(key)
+		if err != nil || kd != d || c.IsQuarantined(key) {
+			continue
+		}
+		s, err := DecodeState(e.value)
+		if err != nil || !s.Phase.Counted() {
+			continue
+		}
+		pc := out[s.Generation]
+		*pc.slot(s.Phase)++
+		out[s.Generation] = pc
+	}
+	return out
+}
+
+// agentWrite is what an agent does, also one that wrote junk before: read the current record (an
+// unreadable one as none), write the next with compare-and-swap.
+func (b *memBucket) agentWrite(key string, gen int64, p Phase) {
+	e := b.keys[key]
+	cur, err := DecodeState(e.value)
+	if err != nil {
+		cur = nil
+	}
+	if next := Next(cur, gen, p, "", time.Unix(int64(b.rev), 0)); next != nil {
+		if err := b.write(key, Encode(next), e.rev); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// junk is a record the contract refuses, of each kind a hostile device can write.
+func junk(rng *rand.Rand) []byte {
+	switch rng.IntN(5) {
+	case 0:
+		return []byte("\x00not json")
+	case 1:
+		return Encode(State{Version: ContractVersion, Generation: 1, Phase: PhaseRunning, Message: strings.Repeat("x", MaxStateRecordBytes)})
+	case 2:
+		return Encode(State{Version: ContractVersion + 1, Generation: 1, Phase: PhaseRunning})
+	case 3:
+		return Encode(State{Version: ContractVersion, Generation: 0, Phase: PhaseRunning})
+	default:
+		return Encode(State{Version: ContractVersion, Generation: MaxGeneration + 1, Phase: PhaseRunning, PrevGeneration: 1, PrevPhase: PhaseRunning})
+	}
+}
+
+// TestCountersHostileDevices: honest devices move as in TestCountersRandomInterleavings (with lost
+// changes and operator restarts) while hostile devices, each writing only keys that name itself, write
+// undecodable, oversized, other-version and out-of-bounds records, records under keys outside the
+// contract, agent-like chains over their own junk, and, in a deployment of their own, records whose
+// previous state is forged. After every step the honest deployments' counters equal a recount of their
+// keys (quarantined keys aside), no honest key is ever quarantined, and no refused record moves a count.
+func TestCountersHostileDevices(t *testing.T) {
+	honest := []DeploymentKey{web, {Namespace: "shop", Name: "db"}}
+	forged := DeploymentKey{Namespace: "lab", Name: "forged"}
+	phases := []Phase{PhasePending, PhaseRunning, PhaseFailed, PhaseRemoved}
+	reasons := map[string]int{}
+	quarantines, releases := 0, 0
+	for seed := range uint64(60) {
+		rng := rand.New(rand.NewPCG(seed, seed*11+5))
+		b := newBucket()
+		c := &Counters{}
+		recountInto(t, c, b)
+		seen, missed := 0, false
+		honestKey := func() string {
+			return StateKey(honest[rng.IntN(len(honest))], fmt.Sprint("dev-", rng.IntN(8)))
+		}
+		hostileKey := func(d DeploymentKey) string { return StateKey(d, fmt.Sprint("evil-", rng.IntN(3))) }
+		for step := range 300 {
+			switch r := rng.IntN(24); {
+			case r < 10: // an honest device (or the operator withdrawing it) moves
+				b.transition(honestKey(), int64(1+rng.IntN(3)), phases[rng.IntN(len(phases))], "")
+			case r < 11: // the operator restarts
+				recountInto(t, c, b)
+				seen, missed = len(b.log), false
+				continue
+			case r < 12: // the watcher misses an honest change
+				before := len(b.log)
+				b.transition(honestKey(), int64(1+rng.IntN(3)), phases[rng.IntN(len(phases))], "missed")
+				if len(b.log) > before {
+					seen, missed = len(b.log), true
+				}
+			case r < 15: // a hostile device writes junk over its own key in an honest deployment
+				key := hostileKey(honest[rng.IntN(len(honest))])
+				_ = b.write(key, junk(rng), b.keys[key].rev)
+			case r < 16: // a record under a key outside the contract
+				key := []string{"shop.web", "shop.web.evil-0.x", "shop..evil-0", "shop.web.evil 0"}[rng.IntN(4)]
+				_ = b.write(key, Encode(Next(nil, 1, PhaseRunning, "", time.Unix(0, 0))), b.keys[key].rev)
+			case r < 19: // a hostile device writes an agent-like chain over whatever it wrote before
+				b.agentWrite(hostileKey(honest[rng.IntN(len(honest))]), int64(1+rng.IntN(3)), phases[rng.IntN(len(phases))])
+			default: // in its own deployment, a record with a forged previous state, or junk
+				key := hostileKey(forged)
+				v := junk(rng)
+				if rng.IntN(3) > 0 {
+					s := Next(nil, int64(1+rng.IntN(3)), phases[rng.IntN(3)], "", time.Unix(0, 0))
+					if rng.IntN(4) > 0 {
+						s.PrevGeneration, s.PrevPhase = int64(1+rng.IntN(3)), phases[rng.IntN(3)]
+					}
+					v = Encode(s)
+				}
+				_ = b.write(key, v, b.keys[key].rev)
+			}
+			for ; seen < len(b.log); seen++ {
+				ch := b.log[seen]
+				before := fmt.Sprint(c.Snapshot(honest[0]).ByGeneration, c.Snapshot(honest[1]).ByGeneration)
+				wasQuarantined := c.IsQuarantined(ch.Key)
+				err := c.Observe(ch)
+				if !wasQuarantined && c.IsQuarantined(ch.Key) {
+					quarantines++
+				}
+				if wasQuarantined && !c.IsQuarantined(ch.Key) {
+					releases++
+				}
+				var rej *Rejection
+				if errors.As(err, &rej) {
+					reasons[rej.Reason]++
+					if rej.Recount == nil {
+						if after := fmt.Sprint(c.Snapshot(honest[0]).ByGeneration, c.Snapshot(honest[1]).ByGeneration); after != before {
+							t.Fatalf("seed %d step %d: a refused record moved the counts: %s to %s", seed, step, before, after)
+						}
+						continue
+					}
+				}
+				if err != nil {
+					recountInto(t, c, b)
+					seen, missed = len(b.log), false
+					break
+				}
+			}
+			for i := range 8 {
+				if key := StateKey(honest[i%2], fmt.Sprint("dev-", i)); c.IsQuarantined(key) {
+					t.Fatalf("seed %d step %d: honest key %s quarantined", seed, step, key)
+				}
+			}
+			if missed {
+				continue
+			}
+			for _, d := range honest {
+				if got, want := fmt.Sprint(c.Snapshot(d).ByGeneration), fmt.Sprint(hostileTruth(c, b, d)); got != want {
+					t.Fatalf("seed %d step %d: %s: counters %s, recount %s", seed, step, d, got, want)
+				}
+			}
+		}
+	}
+	for _, r := range RejectReasons {
+		if r != ReasonOversize && r != ReasonVersion && r != ReasonDecode && r != ReasonField && r != ReasonForeign {
+			continue
+		}
+		if reasons[r] == 0 {
+			t.Errorf("no record was refused as %s: the test does not exercise it", r)
+		}
+	}
+	if quarantines == 0 || releases == 0 {
+		t.Errorf("%d quarantines, %d releases: the test does not exercise the quarantine", quarantines, releases)
+	}
+	t.Logf("refused %v; %d quarantines, %d releases", reasons, quarantines, releases)
 }

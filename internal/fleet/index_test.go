@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,11 +31,29 @@ func (w *indexWorld) device(id string) *DeviceInfo {
 	if w.devices[id] == nil {
 		return nil
 	}
-	d, err := DecodeDevice(w.devices[id])
+	d, err := DecodeDeviceAt(id, w.devices[id])
 	if err != nil {
-		panic(err)
+		return nil // a refused record: the agent replaces it as if absent, the index counts it nowhere
 	}
 	return d
+}
+
+// raw writes value under a device's key of the device (devices) or heartbeat bucket, as a hostile
+// device can.
+func (w *indexWorld) raw(devices bool, id string, value []byte) {
+	if devices {
+		w.devRev++
+		w.devices[id] = value
+		ch := Change{Revision: w.devRev, Key: id, Value: value}
+		w.devLog = append(w.devLog, ch)
+		w.lastDevice[id] = ch
+		return
+	}
+	w.beatRev++
+	w.beats[id] = value
+	ch := Change{Revision: w.beatRev, Key: id, Value: value}
+	w.beatLog = append(w.beatLog, ch)
+	w.lastBeat[id] = ch
 }
 
 func (w *indexWorld) writeDevice(d DeviceInfo) {
@@ -55,7 +74,7 @@ func (w *indexWorld) beat(id string) *Heartbeat {
 	}
 	h, err := DecodeHeartbeat(w.beats[id])
 	if err != nil {
-		panic(err)
+		return nil
 	}
 	return h
 }
@@ -120,7 +139,19 @@ func initial(last map[string]Change) []Change {
 // TestIndexRandomInterleavings: devices register, are relabelled, removed and registered again; their
 // heartbeats lapse and come back, also while relabelled; the operator restarts or misses a change now and
 // then. Whatever happens, the matched and stale counts of every selector equal a recount of the buckets.
-func TestIndexRandomInterleavings(t *testing.T) {
+func TestIndexRandomInterleavings(t *testing.T) { testIndexInterleavings(t, false) }
+
+// TestIndexHostileDevices: the same histories, while hostile devices write undecodable, oversized and
+// out-of-bounds device and heartbeat records, and device records naming another device, over their own
+// keys (and register and beat like any device in between). The counts still equal a recount of the
+// buckets, in which a refused record selects nowhere, after every step.
+func TestIndexHostileDevices(t *testing.T) {
+	if n := testIndexInterleavings(t, true); n == 0 {
+		t.Error("no hostile record was written")
+	}
+}
+
+func testIndexInterleavings(t *testing.T, hostile bool) (hostileWrites int) {
 	zones := []string{"a", "b", "c"}
 	type dep struct {
 		key DeploymentKey
@@ -147,13 +178,13 @@ func TestIndexRandomInterleavings(t *testing.T) {
 		recount := func() {
 			x.Reset()
 			for _, ch := range initial(w.lastDevice) {
-				if _, err := x.ObserveDevice(ch); err != nil {
+				if _, err := x.ObserveDevice(ch); err != nil && !refusedOnly(err) {
 					t.Fatalf("seed %d: initial device pass: %v", seed, err)
 				}
 			}
 			x.SyncedDevices()
 			for _, ch := range initial(w.lastBeat) {
-				if _, err := x.ObserveHeartbeat(ch); err != nil {
+				if _, err := x.ObserveHeartbeat(ch); err != nil && !refusedOnly(err) {
 					t.Fatalf("seed %d: initial heartbeat pass: %v", seed, err)
 				}
 			}
@@ -194,6 +225,33 @@ func TestIndexRandomInterleavings(t *testing.T) {
 			case r < 16: // the operator restarts
 				recount()
 				continue
+			case hostile && r == 17: // a hostile device writes a refused record over its own keys
+				evil := fmt.Sprint("evil-", rng.IntN(3))
+				switch rng.IntN(5) {
+				case 0:
+					w.raw(true, evil, []byte("\x00junk"))
+				case 1: // a record naming another device
+					w.raw(true, evil, Encode(DeviceInfo{Version: ContractVersion, ID: id, Labels: map[string]string{"zone": "a"}}))
+				case 2:
+					w.raw(true, evil, Encode(DeviceInfo{Version: ContractVersion, ID: evil, Labels: map[string]string{"zone": strings.Repeat("a", 64)}}))
+				case 3:
+					w.raw(false, evil, Encode(Heartbeat{Version: ContractVersion, Lapsed: &DeviceLabels{Labels: map[string]string{"zone a": "x"}}}))
+				default:
+					w.raw(false, evil, Encode(map[string]any{"v": ContractVersion, "pad": strings.Repeat("p", MaxHeartbeatRecordBytes)}))
+				}
+				hostileWrites++
+			case hostile && r >= 18: // and registers, beats and lapses like any device in between
+				evil := fmt.Sprint("evil-", rng.IntN(3))
+				if rng.IntN(2) == 0 {
+					w.writeDevice(DeviceInfo{ID: evil, Labels: map[string]string{"zone": zones[rng.IntN(len(zones))]}})
+					w.relabelLapse(evil)
+				} else {
+					h := &Heartbeat{At: time.Unix(int64(step), 0)}
+					if prev := w.beat(evil); prev != nil && prev.Lapsed != nil {
+						h.Replaced = prev.Lapsed
+					}
+					w.writeBeat(evil, h)
+				}
 			case r < 17: // the watcher misses one change of a bucket
 				if rng.IntN(2) == 0 {
 					w.writeDevice(DeviceInfo{ID: id, Labels: map[string]string{"zone": zones[rng.IntN(len(zones))]}})
@@ -205,8 +263,8 @@ func TestIndexRandomInterleavings(t *testing.T) {
 			}
 			failed := false
 			for ; devSeen < len(w.devLog) && !failed; devSeen++ {
-				if _, err := x.ObserveDevice(w.devLog[devSeen]); err != nil {
-					if !errors.Is(err, ErrGap) && !errors.Is(err, ErrImpossible) {
+				if _, err := x.ObserveDevice(w.devLog[devSeen]); err != nil && !refusedOnly(err) {
+					if !errors.Is(err, ErrGap) && !errors.Is(err, ErrImpossible) && !errors.Is(err, ErrUnknownRemoval) {
 						t.Fatalf("seed %d: %v", seed, err)
 					}
 					failed = true
@@ -214,8 +272,8 @@ func TestIndexRandomInterleavings(t *testing.T) {
 			}
 			for ; beatSeen < len(w.beatLog) && !failed; beatSeen++ {
 				_, err := x.ObserveHeartbeat(w.beatLog[beatSeen])
-				if err != nil {
-					if !errors.Is(err, ErrGap) && !errors.Is(err, ErrImpossible) {
+				if err != nil && !refusedOnly(err) {
+					if !errors.Is(err, ErrGap) && !errors.Is(err, ErrImpossible) && !errors.Is(err, ErrUnknownRemoval) {
 						t.Fatalf("seed %d: %v", seed, err)
 					}
 					failed = true
@@ -239,6 +297,13 @@ func TestIndexRandomInterleavings(t *testing.T) {
 			}
 		}
 	}
+	return hostileWrites
+}
+
+// refusedOnly says whether err is a refused record that needs no recount.
+func refusedOnly(err error) bool {
+	var rej *Rejection
+	return errors.As(err, &rej) && rej.Recount == nil
 }
 
 func TestIndexSelect(t *testing.T) {
