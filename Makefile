@@ -48,6 +48,9 @@ OPERATOR_SDK_VERSION ?= v1.33.0
 OPM_VERSION ?= v1.60.0
 # OLM (olm and catalog operators, test/olm) must match the pin in hack/tools/olm/go.mod.
 OLM_VERSION ?= v0.36.0
+# promtool (alert rule checks and unit tests, test/alerts) is Prometheus' own, from the Go module
+# github.com/prometheus/prometheus at this version; it must match the pin in hack/tools/promtool/go.mod.
+PROMTOOL_VERSION ?= v0.316.0
 
 # Run recipes in bash with pipefail, so `kustomize build | kubectl apply` fails when kustomize does.
 SHELL = /usr/bin/env bash -o pipefail
@@ -78,6 +81,8 @@ OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk-$(OPERATOR_SDK_VERSION)
 OPM ?= $(LOCALBIN)/opm-$(OPM_VERSION)
 # OLM_BIN holds OLM's olm and catalog commands.
 OLM_BIN = $(LOCALBIN)/olm-$(OLM_VERSION)
+# PROMTOOL_BIN holds promtool and promql-names (hack/tools/promtool), which test/alerts runs.
+PROMTOOL_BIN = $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
 # SCORECARD_TEST is operator-sdk's scorecard-test entry point; test/scorecard reads its path from the
 # environment.
 SCORECARD_TEST ?= $(LOCALBIN)/scorecard-test-$(OPERATOR_SDK_VERSION)
@@ -97,7 +102,8 @@ E2E_DIR = test/e2e
 E2E_DEPS = controlplane-full build $(KUSTOMIZE)
 # test/scorecard runs the bundle's scorecard configuration with operator-sdk's scorecard-test entry point.
 # test/olm (make test-olm) installs and upgrades the operator through OLM: it needs opm and OLM too.
-TEST_DEPS = $(if $(wildcard $(E2E_DIR)),$(E2E_DEPS),controlplane) $(SCORECARD_TEST) $(OLM_TEST_DEPS)
+# test/alerts runs promtool and promql-names on the alerts and dashboards.
+TEST_DEPS = $(if $(wildcard $(E2E_DIR)),$(E2E_DEPS),controlplane) $(SCORECARD_TEST) $(OLM_TEST_DEPS) $(PROMTOOL_BIN)/promtool
 OLM_TEST_DEPS = controlplane-full build $(OPM) $(OLM_BIN)/olm $(PREVIOUS_RELEASE_BIN)
 # PREVIOUS_RELEASE is the commit of the release the OLM suite upgrades from (test/olm/previous-release): its
 # source is exported from git into bin/previous-<commit>/ and its operator built there, so the upgrade test
@@ -185,7 +191,7 @@ test: manifests generate fmt vet $(TEST_DEPS) redis-server postgres ## Run every
 	$(run-olm-tests)
 
 .PHONY: test-unit
-test-unit: manifests generate fmt vet controlplane-full build $(SCORECARD_TEST) redis-server postgres $(KUSTOMIZE) ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
+test-unit: manifests generate fmt vet controlplane-full build $(SCORECARD_TEST) $(PROMTOOL_BIN)/promtool redis-server postgres $(KUSTOMIZE) ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
 	$(run-unit-tests)
 
 .PHONY: bench
@@ -672,6 +678,24 @@ operator-sdk: $(OPERATOR_SDK) ## Build the pinned operator-sdk (hack/tools/opera
 
 .PHONY: scorecard-test
 scorecard-test: $(SCORECARD_TEST) ## Build operator-sdk's scorecard-test entry point (hack/tools/operator-sdk) into bin/.
+
+.PHONY: promtool
+promtool: $(PROMTOOL_BIN)/promtool ## Build the pinned promtool and promql-names (hack/tools/promtool) into bin/promtool-<PROMTOOL_VERSION>/.
+
+PROMTOOL_MODULE = hack/tools/promtool
+# Stamped with the release the module version stands for (its VERSION file: v0.316.0 is Prometheus 3.16.0),
+# as Prometheus' own builds do, so `promtool --version` names it.
+$(PROMTOOL_BIN)/promtool: $(PROMTOOL_MODULE)/go.mod $(PROMTOOL_MODULE)/go.sum $(PROMTOOL_MODULE)/promql-names/main.go
+	$(call check-pin,$(PROMTOOL_MODULE),github.com/prometheus/prometheus,$(PROMTOOL_VERSION))
+	@mkdir -p $(PROMTOOL_BIN)
+	cd $(PROMTOOL_MODULE) && release="$$(cat "$$(go list -m -f '{{.Dir}}' github.com/prometheus/prometheus)/VERSION")" && \
+		$(TOOL_GO_BUILD) -ldflags "-s -w -X github.com/prometheus/common/version.Version=$$release" -o $(PROMTOOL_BIN)/ \
+		github.com/prometheus/prometheus/cmd/promtool ./promql-names
+	@touch $(PROMTOOL_BIN)/promtool $(PROMTOOL_BIN)/promql-names
+
+.PHONY: test-alerts
+test-alerts: $(PROMTOOL_BIN)/promtool ## Check the alert rules and run their unit tests with promtool, and check every metric the alerts and dashboards name (test/alerts).
+	go test ./test/alerts/ -count=1 -v
 
 .PHONY: opm
 opm: $(OPM) ## Build the pinned opm (hack/tools/opm) into bin/.
