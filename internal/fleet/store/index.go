@@ -19,14 +19,10 @@ import (
 // lapsed record (WriteLapse), and keeps a lapsed record's labels those of its device. synced is called
 // after each (re)count, when the counts are the buckets'.
 func (s *Store) FoldIndex(ctx context.Context, x *fleet.Index, synced func()) error {
-	return refold(ctx, func() error { return s.foldIndexOnce(ctx, x, synced) })
+	return s.refold(ctx, x.Reset, func() error { return s.foldIndexOnce(ctx, x, synced) })
 }
 
-// errRecount ends a pass because a new selector wants a recount.
-var errRecount = fmt.Errorf("%w: a new selector", fleet.ErrGap)
-
 func (s *Store) foldIndexOnce(ctx context.Context, x *fleet.Index, synced func()) error {
-	x.Reset()
 	recount := x.RecountWanted()
 	reconnected := s.Reconnected()
 	ctx, cancel := context.WithCancel(ctx)
@@ -47,9 +43,9 @@ func (s *Store) foldIndexOnce(ctx context.Context, x *fleet.Index, synced func()
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-recount:
-			return errRecount
+			return errSelector
 		case <-reconnected:
-			return fmt.Errorf("%w: reconnected to NATS", fleet.ErrGap)
+			return errReconnected
 		case e, ok := <-devices:
 			if !ok {
 				return errors.New("device watch closed")
@@ -63,6 +59,9 @@ func (s *Store) foldIndexOnce(ctx context.Context, x *fleet.Index, synced func()
 			}
 			d, err := x.ObserveDevice(change(e))
 			if err != nil {
+				if s.rejected(err) {
+					continue
+				}
 				return err
 			}
 			if d != nil && x.Live() && (d.Removed || d.Previous != nil && !maps.Equal(d.Previous.Labels, d.Labels)) {
@@ -83,6 +82,9 @@ func (s *Store) foldIndexOnce(ctx context.Context, x *fleet.Index, synced func()
 			}
 			lapsed, err := x.ObserveHeartbeat(change(e))
 			if err != nil {
+				if s.rejected(err) {
+					continue
+				}
 				return err
 			}
 			if lapsed {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -236,5 +237,93 @@ func TestCountersSurviveANATSRestart(t *testing.T) {
 	<-synced
 	if got, want := fmt.Sprint(fresh.Snapshot(d).ByGeneration), fmt.Sprint(counters.Snapshot(d).ByGeneration); got != want {
 		t.Errorf("after the restart: recount %s, live counters %s", got, want)
+	}
+}
+
+// TestBadInputAgainstNATS: the buckets refuse records beyond their MaxValueSize; a record the contract
+// refuses (junk, a device record under another device's key) reaches the fold's hooks with its reason
+// and the device and Deployment its key names, and moves no count; an honest device's count stays.
+func TestBadInputAgainstNATS(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nc, st, err := fleettest.Connect(ctx, natsURL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+
+	t.Run("the buckets refuse records beyond their bounds", func(t *testing.T) {
+		for _, b := range []struct {
+			kv    jetstream.KeyValue
+			limit int
+		}{{st.Devices, fleet.MaxDeviceRecordBytes}, {st.State, fleet.MaxStateRecordBytes}, {st.Heartbeats, fleet.MaxHeartbeatRecordBytes}} {
+			if _, err := b.kv.Put(ctx, "t3.big.dev-big", make([]byte, b.limit+1)); err == nil {
+				t.Errorf("%s took a record of %d bytes", b.kv.Bucket(), b.limit+1)
+			}
+			if _, err := b.kv.Put(ctx, "t3.big.dev-big", make([]byte, b.limit)); err != nil {
+				t.Errorf("%s refused a record of %d bytes (its bound): %v", b.kv.Bucket(), b.limit, err)
+			}
+		}
+	})
+
+	var (
+		mu       sync.Mutex
+		rejected []*fleet.Rejection
+	)
+	st.Hooks.Rejected = func(r *fleet.Rejection) {
+		mu.Lock()
+		defer mu.Unlock()
+		rejected = append(rejected, r)
+	}
+	found := func(reason, device string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range rejected {
+			if r.Reason == reason && r.Device == device {
+				return true
+			}
+		}
+		return false
+	}
+	counters := &fleet.Counters{}
+	synced := make(chan struct{}, 16)
+	go func() { _ = st.Fold(ctx, counters, func() { synced <- struct{}{} }) }()
+	<-synced
+	index := &fleet.Index{}
+	go func() { _ = st.FoldIndex(ctx, index, nil) }()
+
+	d := fleet.DeploymentKey{Namespace: "t3", Name: "web"}
+	if _, err := st.Transition(ctx, d, "dev-ok", 1, fleet.PhaseRunning, ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the honest device counted", func() bool { return counters.Snapshot(d).ByGeneration[1].Running == 1 })
+
+	if _, err := st.State.Put(ctx, fleet.StateKey(d, "dev-evil"), []byte("\x00junk")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the junk state record refused", func() bool { return found(fleet.ReasonDecode, "dev-evil") })
+	mu.Lock()
+	for _, r := range rejected {
+		if r.Device == "dev-evil" && r.Deployment != d {
+			t.Errorf("the refusal names deployment %s, want %s", r.Deployment, d)
+		}
+	}
+	mu.Unlock()
+
+	foreign := fleet.DeviceInfo{Version: fleet.ContractVersion, ID: "dev-ok", Labels: map[string]string{"site": "a"}}
+	if _, err := st.Devices.Put(ctx, "dev-evil", fleet.Encode(foreign)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the foreign device record refused", func() bool { return found(fleet.ReasonForeign, "dev-evil") })
+
+	// Positive control: the same record under its own key is taken.
+	if err := st.RegisterDevice(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	if got := counters.Snapshot(d).ByGeneration; fmt.Sprint(got) != fmt.Sprint(map[int64]fleet.PhaseCounts{1: {Running: 1}}) {
+		t.Errorf("counts after the bad input: %v, want the honest device alone", got)
+	}
+	if found(fleet.ReasonForeign, "dev-ok") {
+		t.Error("a device's own record was refused")
 	}
 }
