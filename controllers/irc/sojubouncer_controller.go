@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,9 +26,11 @@ import (
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/monitoring"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/soju"
 )
 
 // sojuSecretIndex indexes SojuBouncers by the Secrets they read, as "namespace/name": the admin
@@ -84,7 +87,7 @@ type SojuBouncerReconciler struct {
 func SojuGroup(s *SojuBouncerReconciler) manager.Group {
 	return manager.Group{
 		Name:  "irc-soju",
-		Cache: CacheRules,
+		Cache: sojuCacheRules,
 		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
 			s.Capabilities = caps
 			return s.SetupWithManager(mgr)
@@ -97,6 +100,7 @@ func SojuGroup(s *SojuBouncerReconciler) manager.Group {
 // operator's labels, and Secrets are cached as metadata), so the group's cache rules are Group's.
 func GroupWith(r *ErgoNetworkReconciler, s *SojuBouncerReconciler) manager.Group {
 	g := Group(r)
+	g.Cache = sojuCacheRules
 	setupErgo := g.Setup
 	g.Setup = func(mgr ctrl.Manager, caps platform.Capabilities) error {
 		if err := setupErgo(mgr, caps); err != nil {
@@ -118,6 +122,7 @@ func GroupWith(r *ErgoNetworkReconciler, s *SojuBouncerReconciler) manager.Group
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=route.openshift.io,resources=routes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=route.openshift.io,resources=routes/custom-host,verbs=create
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors,verbs=get;list;watch;create;patch;delete
 
 // Reconcile brings one SojuBouncer's database and children in line with its spec, or cleans up after a
 // deleted one, and records what it found.
@@ -143,6 +148,7 @@ func (r *SojuBouncerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileDeployment,
 		r.reconcileService,
 		r.reconcileRoute,
+		r.reconcileMetrics,
 	)
 	s.Drop(ircv1.ConditionCleanup)
 	s.Announce()
@@ -171,7 +177,7 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Client:     r.Client,
 		FieldOwner: sojuStatusFieldOwner,
 		Fields:     []string{"observedGeneration", "databaseName", "databaseSecretName", "serviceHost", "ports", "routeHost"},
-		Conditions: append([]string{ircv1.ConditionReady}, sojuParts...),
+		Conditions: append([]string{ircv1.ConditionReady, ircv1.ConditionMetricsMonitor}, sojuParts...),
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &ircv1.SojuBouncer{}, sojuSecretIndex,
 		func(o client.Object) []string { return r.secretsOf(o.(*ircv1.SojuBouncer)) }); err != nil {
@@ -194,8 +200,27 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Capabilities.Routes {
 		b = b.Owns(&routev1.Route{})
 	}
+	if r.Capabilities.PodMonitors {
+		b = b.Owns(&monitoring.PodMonitor{})
+	}
 	return b.Complete(r)
 }
+
+// sojuCacheRules are the irc group's cache rules (CacheRules) and, where the cluster serves them, the
+// PodMonitors of bouncers with metrics: only the operator's own (the default scope), cut to metadata.
+func sojuCacheRules(caps platform.Capabilities) []manager.CacheRule {
+	rules := CacheRules(caps)
+	if caps.PodMonitors {
+		rules = append(rules, manager.CacheRule{Object: &monitoring.PodMonitor{},
+			TransformSelector: labels.SelectorFromSet(labels.Set{manager.ManagedByLabel: manager.OperatorName, manager.NameLabel: soju.AppName}),
+			Transform:         slimPodMonitor})
+	}
+	return rules
+}
+
+// slimPodMonitor keeps a bouncer's PodMonitor's metadata (and a digest of its spec, for the applier).
+var slimPodMonitor = apply.Slim(manager.FieldOwner, func(p *monitoring.PodMonitor) any { return &p.Spec },
+	func(p *monitoring.PodMonitor) { p.Spec = monitoring.PodMonitorSpec{} })
 
 // adminSecretKey is the admin connection Secret b uses; zero when it has none.
 func (r *SojuBouncerReconciler) adminSecretKey(b *ircv1.SojuBouncer) types.NamespacedName {

@@ -28,6 +28,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/localcluster"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/monitoring"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
@@ -463,6 +464,109 @@ var _ = Describe("SojuBouncer controller", Ordered, func() {
 		b.Spec.Database.AdminSecretName = "tls-admin"
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		check("golf", "require", true)
+	})
+
+	It("serves soju's metrics with a PodMonitor when spec.metrics enables them, and takes back only its own", func() {
+		Expect(k8s.Create(ctx, sojutest.AdminUserSecret(ns, "mon-admin", "admin-pw"))).To(Succeed())
+		b := sojutest.PlainBouncer(ns, "mon", "")
+		b.Spec.Metrics = &ircv1.SojuMetrics{Enabled: true}
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+
+		cm := &corev1.ConfigMap{}
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, cm, ns, "mon-config")()).To(Succeed())
+			g.Expect(cm.Data["config"]).To(ContainSubstring("listen irc+insecure://:6667\nlisten http+insecure+prometheus://:9090\nhostname "))
+		}).Should(Succeed())
+		metricsPort := func(ports []corev1.ContainerPort) *corev1.ContainerPort {
+			for i := range ports {
+				if ports[i].Name == soju.MetricsPortName {
+					return &ports[i]
+				}
+			}
+			return nil
+		}
+		servicePort := func(s *corev1.Service) *corev1.ServicePort {
+			for i := range s.Spec.Ports {
+				if s.Spec.Ports[i].Name == soju.MetricsPortName {
+					return &s.Spec.Ports[i]
+				}
+			}
+			return nil
+		}
+		d := &appsv1.Deployment{}
+		Eventually(get(ctx, d, ns, "mon")).Should(Succeed())
+		Expect(metricsPort(d.Spec.Template.Spec.Containers[0].Ports)).To(HaveField("ContainerPort", int32(9090)))
+		svc := &corev1.Service{}
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, svc, ns, "mon")()).To(Succeed())
+			g.Expect(servicePort(svc)).NotTo(BeNil())
+		}).Should(Succeed())
+		Expect(servicePort(svc).Port).To(Equal(int32(9090)))
+		Expect(servicePort(svc).TargetPort.StrVal).To(Equal(soju.MetricsPortName))
+
+		pm := &monitoring.PodMonitor{}
+		Eventually(get(ctx, pm, ns, "mon")).Should(Succeed())
+		Expect(metav1.IsControlledBy(pm, bouncer("mon"))).To(BeTrue())
+		Expect(pm.Spec.Selector.MatchLabels).To(Equal(soju.SelectorLabels(bouncer("mon"))))
+		Expect(pm.Spec.PodMetricsEndpoints).To(Equal([]monitoring.PodMetricsEndpoint{{Port: "metrics", Path: "/metrics", Scheme: "http"}}))
+
+		Expect(ergotest.MarkDeploymentAvailable(ctx, k8s, ns, "mon")).To(Succeed())
+		eventually("mon", ircv1.ConditionReady, metav1.ConditionTrue, ircv1.ReasonReady)
+		got := eventually("mon", ircv1.ConditionMetricsMonitor, metav1.ConditionTrue, ircv1.ReasonApplied)
+		Expect(got.Status.Ports).To(Equal([]ircv1.ListenerStatus{{Name: "irc-6667", Port: 6667}}), "clients are not sent to the metrics port")
+
+		By("disabling metrics: no listener, no port, and the PodMonitor the operator made is deleted")
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur := bouncer("mon")
+			cur.Spec.Metrics.Enabled = false
+			return k8s.Update(ctx, cur)
+		})).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "mon"}, &monitoring.PodMonitor{}))
+		}).Should(BeTrue())
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, cm, ns, "mon-config")()).To(Succeed())
+			g.Expect(cm.Data["config"]).NotTo(ContainSubstring("prometheus"))
+			g.Expect(get(ctx, d, ns, "mon")()).To(Succeed())
+			g.Expect(metricsPort(d.Spec.Template.Spec.Containers[0].Ports)).To(BeNil())
+			g.Expect(get(ctx, svc, ns, "mon")()).To(Succeed())
+			g.Expect(servicePort(svc)).To(BeNil())
+			cur := bouncer("mon")
+			g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
+			for _, c := range cur.Status.Conditions {
+				g.Expect(c.Type).NotTo(Equal(ircv1.ConditionMetricsMonitor))
+			}
+		}).Should(Succeed())
+
+		By("leaving alone a PodMonitor of that name the operator did not make, disabled or enabled")
+		foreign := &monitoring.PodMonitor{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mon"},
+			Spec: monitoring.PodMonitorSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}}}}
+		Expect(k8s.Create(ctx, foreign)).To(Succeed())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur := bouncer("mon")
+			cur.Spec.Title = "touched"
+			return k8s.Update(ctx, cur)
+		})).To(Succeed())
+		Eventually(func(g Gomega) {
+			cur := bouncer("mon")
+			g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
+		}).Should(Succeed())
+		// The status of the new generation is written after the metrics step ran for it.
+		Expect(get(ctx, &monitoring.PodMonitor{}, ns, "mon")()).To(Succeed())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur := bouncer("mon")
+			cur.Spec.Metrics.Enabled = true
+			return k8s.Update(ctx, cur)
+		})).To(Succeed())
+		eventually("mon", ircv1.ConditionMetricsMonitor, metav1.ConditionFalse, ircv1.ReasonNameConflict)
+		// The listener is back in the config, which rolled the Deployment: the stand-in for its controller again.
+		Expect(ergotest.MarkDeploymentAvailable(ctx, k8s, ns, "mon")).To(Succeed())
+		eventually("mon", ircv1.ConditionReady, metav1.ConditionTrue, ircv1.ReasonReady)
+		left := &monitoring.PodMonitor{}
+		Expect(get(ctx, left, ns, "mon")()).To(Succeed())
+		Expect(left.UID).To(Equal(foreign.UID))
+		Expect(left.Spec.Selector.MatchLabels).To(Equal(map[string]string{"app": "other"}))
+		Expect(left.OwnerReferences).To(BeEmpty())
 	})
 })
 

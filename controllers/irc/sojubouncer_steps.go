@@ -17,6 +17,7 @@ import (
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/apply"
+	"github.com/platform-operator/platform-operator/internal/monitoring"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 	"github.com/platform-operator/platform-operator/internal/soju"
@@ -285,6 +286,34 @@ func (r *SojuBouncerReconciler) reconcileService(ctx context.Context, s *sojuSco
 		return res, err
 	}
 	s.status.Ports = soju.Ports(s.b)
+	return ctrl.Result{}, nil
+}
+
+// reconcileMetrics asks the Prometheus Operator to scrape soju's metrics endpoint through a PodMonitor,
+// or deletes the one the operator made when spec.metrics no longer enables it. Its condition is not part
+// of Ready: a cluster without the Prometheus Operator still runs the bouncer, whose metrics port any
+// other scraper can reach through the Service.
+func (r *SojuBouncerReconciler) reconcileMetrics(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+	desired := soju.PodMonitor(s.b)
+	if desired == nil {
+		s.Drop(ircv1.ConditionMetricsMonitor)
+		if !r.Capabilities.PodMonitors {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, s.DeleteIfControlled(ctx, &monitoring.PodMonitor{}, soju.PodMonitorName(s.b))
+	}
+	if !r.Capabilities.PodMonitors {
+		// A Warning once, not on every reconcile: the bouncer is fine, only the PodMonitor is missing.
+		s.fail(ircv1.ConditionMetricsMonitor, reconcile.ReasonAPINotAvailable, fmt.Sprintf(
+			"no PodMonitor: this cluster does not serve the Prometheus Operator's API (monitoring.coreos.com/v1 PodMonitor); soju serves its metrics on port %q (%d) of the pod and of Service %s for any other scraper; install the Prometheus Operator, then restart the operator",
+			soju.MetricsPortName, soju.MetricsPort(s.b), soju.ServiceName(s.b)))
+		return ctrl.Result{}, nil
+	}
+	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionMetricsMonitor); !ok {
+		return res, err
+	}
+	s.Set(ircv1.ConditionMetricsMonitor, metav1.ConditionTrue, ircv1.ReasonApplied,
+		fmt.Sprintf("PodMonitor %s scrapes port %q (%d) of the soju pod", desired.Name, soju.MetricsPortName, soju.MetricsPort(s.b)))
 	return ctrl.Result{}, nil
 }
 

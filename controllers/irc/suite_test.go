@@ -43,11 +43,12 @@ func TestControllers(t *testing.T) {
 	RunSpecs(t, "ErgoNetwork controller")
 }
 
-// crdPaths are the CRDs a cluster with cert-manager and OpenShift Routes serves.
+// crdPaths are the CRDs a cluster with cert-manager, OpenShift Routes and the Prometheus Operator's
+// PodMonitor (a fixture in testdata/crds) serves.
 func crdPaths(external bool) []string {
 	paths := []string{filepath.Join("..", "..", "config", "crd", "bases")}
 	if external {
-		paths = append(paths, filepath.Join("..", "..", "config", "crd", "external"))
+		paths = append(paths, filepath.Join("..", "..", "config", "crd", "external"), filepath.Join("testdata", "crds"))
 	}
 	return paths
 }
@@ -82,7 +83,7 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	reconciler = startManager(suiteCtx, cfg, writes)
-	Expect(reconciler.Capabilities).To(Equal(platform.Capabilities{CertManager: true, Routes: true, Istio: true}))
+	Expect(reconciler.Capabilities).To(Equal(platform.Capabilities{CertManager: true, Routes: true, Istio: true, PodMonitors: true}))
 })
 
 var _ = AfterSuite(func() {

@@ -1,3 +1,3 @@
-// Package platform discovers, once at start-up, what the cluster offers the operator: the cert-manager and
-// OpenShift Route APIs, and whether it is OpenShift at all.
+// Package platform discovers, once at start-up, what the cluster offers the operator: the cert-manager,
+// OpenShift Route, Istio and Prometheus Operator (PodMonitor) APIs, and whether it is OpenShift at all.
 package platform

@@ -17,6 +17,8 @@ type Capabilities struct {
 	Routes bool
 	// Istio is true when networking.istio.io/v1 Gateways and VirtualServices are served.
 	Istio bool
+	// PodMonitors is true when the Prometheus Operator's monitoring.coreos.com/v1 PodMonitors are served.
+	PodMonitors bool
 	// OpenShift is true when the cluster enforces SecurityContextConstraints, which assign pod user and
 	// group IDs themselves.
 	OpenShift bool
@@ -26,6 +28,7 @@ var (
 	certificates         = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
 	routes               = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
 	sccs                 = schema.GroupVersionResource{Group: "security.openshift.io", Version: "v1", Resource: "securitycontextconstraints"}
+	podMonitors          = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "podmonitors"}
 	istioGateways        = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "gateways"}
 	istioVirtualServices = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "virtualservices"}
 )
@@ -45,7 +48,7 @@ func DiscoverWith(dc discovery.DiscoveryInterface) (Capabilities, error) {
 	for _, c := range []struct {
 		gvr schema.GroupVersionResource
 		out *bool
-	}{{certificates, &caps.CertManager}, {routes, &caps.Routes}, {sccs, &caps.OpenShift}} {
+	}{{certificates, &caps.CertManager}, {routes, &caps.Routes}, {sccs, &caps.OpenShift}, {podMonitors, &caps.PodMonitors}} {
 		ok, err := serves(dc, c.gvr)
 		if err != nil {
 			return Capabilities{}, err

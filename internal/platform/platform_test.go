@@ -30,6 +30,8 @@ func TestDiscoverWith(t *testing.T) {
 			group("cert-manager.io/v1", "certificates"),
 		}, Capabilities{CertManager: true, Routes: true, OpenShift: true}},
 		{"routes without SCCs (e.g. a test cluster)", []*metav1.APIResourceList{group("route.openshift.io/v1", "routes")}, Capabilities{Routes: true}},
+		{"prometheus operator", []*metav1.APIResourceList{group("monitoring.coreos.com/v1", "podmonitors", "servicemonitors")}, Capabilities{PodMonitors: true}},
+		{"prometheus operator without podmonitors", []*metav1.APIResourceList{group("monitoring.coreos.com/v1", "servicemonitors")}, Capabilities{}},
 		{"istio", []*metav1.APIResourceList{group("networking.istio.io/v1", "gateways", "virtualservices", "destinationrules")}, Capabilities{Istio: true}},
 		{"istio without virtual services", []*metav1.APIResourceList{group("networking.istio.io/v1", "gateways")}, Capabilities{}},
 		{"istio only in v1beta1 (before 1.22)", []*metav1.APIResourceList{group("networking.istio.io/v1beta1", "gateways", "virtualservices")}, Capabilities{}},

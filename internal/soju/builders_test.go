@@ -49,6 +49,7 @@ func TestRenderConfigGolden(t *testing.T) {
 	for name, b := range map[string]*ircv1.SojuBouncer{
 		"full.config":    full(),
 		"minimal.config": sojutest.MinimalBouncer("irc", "tiny"),
+		"metrics.config": withMetrics(sojutest.MinimalBouncer("irc", "tiny"), &ircv1.SojuMetrics{Enabled: true, Port: 9090}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, err := RenderConfig(b, login)

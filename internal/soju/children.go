@@ -12,9 +12,14 @@ import (
 // Ports are the Service ports, one per listener.
 func Ports(b *ircv1.SojuBouncer) []ircv1.ListenerStatus { return ircnet.Ports(b.Spec.Listeners) }
 
-// Service exposes every listener inside the cluster (ircnet.Service).
+// Service exposes every listener inside the cluster (ircnet.Service), and the metrics endpoint when b
+// enables it (port "metrics", which Ports leaves out: clients do not connect to it).
 func Service(b *ircv1.SojuBouncer) *corev1.Service {
-	return ircnet.Service(ChildMeta(b), ServiceName(b), Ports(b))
+	s := ircnet.Service(ChildMeta(b), ServiceName(b), Ports(b))
+	if p := metricsServicePort(b); p != nil {
+		s.Spec.Ports = append(s.Spec.Ports, *p)
+	}
+	return s
 }
 
 // Certificate asks cert-manager for the certificate TLS listeners serve; nil without spec.tls.

@@ -24,7 +24,8 @@ func ListenURI(l ircv1.Listener) string {
 	return "irc+insecure://" + l.Address
 }
 
-// Config is soju's config for b as directives: a listen per listener, hostname, title, the certificate
+// Config is soju's config for b as directives: a listen per listener (and one for the metrics endpoint
+// when b enables it), hostname, title, the certificate
 // paths when b has spec.tls, the database (db is the role's login as DriverLogin makes it, its sslmode
 // one soju's driver accepts; its password is left out and reaches soju through PGPASSWORD) and the
 // message store in the database.
@@ -32,6 +33,9 @@ func Config(b *ircv1.SojuBouncer, db postgres.Settings) []Directive {
 	var ds []Directive
 	for _, l := range b.Spec.Listeners {
 		ds = append(ds, Directive{Name: "listen", Params: []string{ListenURI(l)}})
+	}
+	if MetricsEnabled(b) {
+		ds = append(ds, Directive{Name: "listen", Params: []string{MetricsListenURI(b)}})
 	}
 	ds = append(ds, Directive{Name: "hostname", Params: []string{b.Spec.Hostname}})
 	if b.Spec.Title != "" {

@@ -74,6 +74,9 @@ func Deployment(b *ircv1.SojuBouncer, opts Options, digest string) *appsv1.Deplo
 	for _, p := range ports {
 		cports = append(cports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: corev1.ProtocolTCP})
 	}
+	if p := metricsContainerPort(b); p != nil {
+		cports = append(cports, *p)
+	}
 	main := corev1.Container{
 		Name:            containerName,
 		Image:           image,

@@ -19,6 +19,9 @@ const (
 	ConditionService = "ServiceReady"
 	// ConditionRoute reports the OpenShift Route.
 	ConditionRoute = "RouteReady"
+	// ConditionMetricsMonitor reports a SojuBouncer's PodMonitor (with spec.metrics.enabled). It is not
+	// part of Ready: a bouncer serves its users without being scraped.
+	ConditionMetricsMonitor = "MetricsMonitorReady"
 )
 
 // Condition reasons. They are part of the API: scripts and alerts may match on them. ReasonApplyFailed,

@@ -10,6 +10,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || has(self.tls)",message="spec.tls is required when spec.route is set",fieldPath=".tls"
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || self.listeners.exists(l, has(l.tls) && l.tls)",message="spec.route needs a listener with tls: true to pass TLS through to",fieldPath=".route"
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || !has(self.route.host) || size(self.route.host) == 0 || !has(self.tls) || (!has(self.tls.dnsNames) || size(self.tls.dnsNames) == 0 ? self.route.host == self.hostname : self.tls.dnsNames.exists(d, d == self.route.host || (d.startsWith('*.') && self.route.host.indexOf('.') > 0 && self.route.host.substring(self.route.host.indexOf('.')) == d.substring(1))))",message="spec.route.host must be covered by the certificate: equal to one of spec.tls.dnsNames or match a one-label wildcard among them (*.example.com covers irc.example.com, not a.b.example.com), or equal spec.hostname when spec.tls.dnsNames is empty",fieldPath=".route.host"
+// +kubebuilder:validation:XValidation:rule="!has(self.metrics) || !has(self.metrics.enabled) || !self.metrics.enabled || !has(self.metrics.port) || !self.listeners.exists(l, l.address.matches('^.*:[0-9]{1,5}$') && int(l.address.substring(l.address.lastIndexOf(':') + 1)) == self.metrics.port)",message="spec.metrics.port must differ from every listener's port while metrics are enabled",fieldPath=".metrics.port"
 type SojuBouncerSpec struct {
 	// Hostname is the bouncer's DNS name: soju's server name (the hostname directive) and the default
 	// certificate DNS name.
@@ -65,6 +66,34 @@ type SojuBouncerSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Admin User"
 	AdminUser *SojuAdminUser `json:"adminUser,omitempty"`
+
+	// Metrics serves soju's Prometheus metrics on a port of their own, with a PodMonitor for the
+	// Prometheus Operator where the cluster serves PodMonitors. Off by default: the listener it needs
+	// (http+insecure+prometheus) is in no soju release up to v0.10.1, and an older soju refuses to start
+	// with it.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Metrics"
+	Metrics *SojuMetrics `json:"metrics,omitempty"`
+}
+
+// SojuMetrics is soju's Prometheus endpoint.
+type SojuMetrics struct {
+	// Enabled adds soju's listener http+insecure+prometheus://:<port> (plain HTTP, /metrics, on every
+	// address of the pod), the container and Service port "metrics", and a PodMonitor where the cluster
+	// serves the Prometheus Operator's API. It needs a soju built with that listener (after v0.10.1).
+	// +optional
+	// +kubebuilder:default=false
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Enabled",xDescriptors="urn:alm:descriptor:com.tectonic.ui:booleanSwitch"
+	Enabled bool `json:"enabled,omitempty"`
+
+	// Port is the metrics port, 1024-65535 (soju runs without the capability to bind lower ones), other
+	// than every listener's.
+	// +optional
+	// +kubebuilder:default=9090
+	// +kubebuilder:validation:Minimum=1024
+	// +kubebuilder:validation:Maximum=65535
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Port"
+	Port int32 `json:"port,omitempty"`
 }
 
 // SojuDatabaseSpec says on which PostgreSQL server the bouncer's database and role are made.
@@ -176,7 +205,7 @@ type SojuBouncerStatus struct {
 // +kubebuilder:printcolumn:name="Hostname",type=string,JSONPath=`.spec.hostname`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +operator-sdk:csv:customresourcedefinitions:displayName="Soju IRC Bouncer",resources={{Deployment,v1},{ConfigMap,v1},{Secret,v1},{Service,v1},{Certificate,v1},{Route,v1}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="Soju IRC Bouncer",resources={{Deployment,v1},{ConfigMap,v1},{Secret,v1},{Service,v1},{Certificate,v1},{Route,v1},{PodMonitor,v1}}
 type SojuBouncer struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

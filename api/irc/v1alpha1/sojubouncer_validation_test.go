@@ -71,6 +71,17 @@ func TestSojuBouncerAdmission(t *testing.T) {
 		{name: "admin user empty", want: "spec.adminUser.name", mutate: func(s *ircv1.SojuBouncerSpec) { s.AdminUser.Name = "" }},
 		{name: "password secret name", want: "spec.adminUser.passwordSecret.name", mutate: func(s *ircv1.SojuBouncerSpec) { s.AdminUser.PasswordSecret.Name = "A" }},
 		{name: "password secret key", want: "spec.adminUser.passwordSecret.key", mutate: func(s *ircv1.SojuBouncerSpec) { s.AdminUser.PasswordSecret.Key = "a/b" }},
+		{name: "metrics on the default port", mutate: func(s *ircv1.SojuBouncerSpec) { s.Metrics = &ircv1.SojuMetrics{Enabled: true} }},
+		{name: "metrics on a listener's port", want: "spec.metrics.port must differ from every listener's port", mutate: func(s *ircv1.SojuBouncerSpec) {
+			s.Metrics = &ircv1.SojuMetrics{Enabled: true, Port: 6697}
+		}},
+		{name: "metrics defaulted onto a listener's port", want: "spec.metrics.port must differ", mutate: func(s *ircv1.SojuBouncerSpec) {
+			s.Listeners[1].Address = "[::]:9090"
+			s.Metrics = &ircv1.SojuMetrics{Enabled: true}
+		}},
+		{name: "disabled metrics on a listener's port", mutate: func(s *ircv1.SojuBouncerSpec) { s.Metrics = &ircv1.SojuMetrics{Port: 6697} }},
+		{name: "metrics below 1024", want: "spec.metrics.port: Invalid value", mutate: func(s *ircv1.SojuBouncerSpec) { s.Metrics = &ircv1.SojuMetrics{Enabled: true, Port: 80} }},
+		{name: "metrics above 65535", want: "spec.metrics.port: Invalid value", mutate: func(s *ircv1.SojuBouncerSpec) { s.Metrics = &ircv1.SojuMetrics{Enabled: true, Port: 65536} }},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,6 +114,7 @@ func TestSojuBouncerNames(t *testing.T) {
 func TestSojuBouncerDefaults(t *testing.T) {
 	spec := validBouncer()
 	spec.Database = ircv1.SojuDatabaseSpec{}
+	spec.Metrics = &ircv1.SojuMetrics{Enabled: true}
 	b := &ircv1.SojuBouncer{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "soju-defaults"}, Spec: spec}
 	if err := c.Create(context.Background(), b); err != nil {
 		t.Fatal(err)
@@ -112,5 +124,8 @@ func TestSojuBouncerDefaults(t *testing.T) {
 	}
 	if got := b.Spec.AdminUser.PasswordSecret.Key; got != "password" {
 		t.Errorf("password key defaulted to %q, want password", got)
+	}
+	if got := b.Spec.Metrics.Port; got != 9090 {
+		t.Errorf("metrics port defaulted to %d, want 9090", got)
 	}
 }

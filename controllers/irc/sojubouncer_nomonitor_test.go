@@ -1,0 +1,124 @@
+package irc
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
+	"github.com/platform-operator/platform-operator/internal/scheme"
+	"github.com/platform-operator/platform-operator/internal/soju"
+	"github.com/platform-operator/platform-operator/internal/soju/sojutest"
+	"github.com/platform-operator/platform-operator/internal/testutil"
+)
+
+// A cluster without the Prometheus Operator: a bouncer that enables metrics still gets its listener and
+// ports, says in a condition outside Ready why it has no PodMonitor, and is Ready.
+var _ = Describe("SojuBouncer metrics on a cluster without PodMonitors", Ordered, func() {
+	var (
+		ctx context.Context
+		c   client.Client
+		ns  string
+	)
+	BeforeAll(func() {
+		env := &envtest.Environment{CRDDirectoryPaths: crdPaths(false), ErrorIfCRDPathMissing: true}
+		cfg, err := env.Start()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+		// Cleanups run last-registered first: the manager stops before its API server does.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(suiteCtx)
+		DeferCleanup(cancel)
+		c, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+
+		pg, err := postgrestest.Start(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(pg.Stop()).To(Succeed()) })
+		Expect(pg.CreateRole(ctx, "soju_operator", "operator-pw", "CREATEROLE CREATEDB")).To(Succeed())
+
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "nomon-"}}
+		Expect(c.Create(ctx, n)).To(Succeed())
+		ns = n.Name
+		Expect(c.Create(ctx, sojutest.ConnectionSecret(ns, "pg-admin", pg.Host, pg.Port, "soju_operator", "operator-pw"))).To(Succeed())
+
+		caps, err := platform.Discover(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(caps.PodMonitors).To(BeFalse())
+		r := &SojuBouncerReconciler{Image: "registry.example/soju:test"}
+		mgr, err := manager.New(cfg, ctrl.Options{
+			Metrics:    metricsserver.Options{BindAddress: "0"},
+			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+			NewClient:  (&testutil.WriteCounter{}).NewClient,
+		}, caps, SojuGroup(r))
+		Expect(err).NotTo(HaveOccurred())
+		go func() {
+			defer GinkgoRecover()
+			Expect(mgr.Start(ctx)).To(Succeed())
+		}()
+	})
+
+	It("serves the port, reports APINotAvailable outside Ready, and is Ready", func() {
+		Expect(c.Create(ctx, sojutest.AdminUserSecret(ns, "nomon-admin", "admin-pw"))).To(Succeed())
+		b := sojutest.PlainBouncer(ns, "nomon", "pg-admin")
+		b.Spec.Metrics = &ircv1.SojuMetrics{Enabled: true, Port: 9191}
+		Expect(c.Create(ctx, b)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			cm := &corev1.ConfigMap{}
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "nomon-config"}, cm)).To(Succeed())
+			g.Expect(cm.Data["config"]).To(ContainSubstring("listen http+insecure+prometheus://:9191\n"))
+			svc := &corev1.Service{}
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "nomon"}, svc)).To(Succeed())
+			g.Expect(svc.Spec.Ports).To(ContainElement(HaveField("Name", soju.MetricsPortName)))
+			d := &appsv1.Deployment{}
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "nomon"}, d)).To(Succeed())
+			g.Expect(d.Spec.Template.Spec.Containers[0].Ports).To(ContainElement(HaveField("ContainerPort", int32(9191))))
+		}).Should(Succeed())
+		Expect(ergotest.MarkDeploymentAvailable(ctx, c, ns, "nomon")).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			got := &ircv1.SojuBouncer{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(b), got)).To(Succeed())
+			byType := map[string]metav1.Condition{}
+			for _, cond := range got.Status.Conditions {
+				byType[cond.Type] = cond
+			}
+			g.Expect(byType).To(HaveKey(ircv1.ConditionMetricsMonitor))
+			mon := byType[ircv1.ConditionMetricsMonitor]
+			g.Expect(mon.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(mon.Reason).To(Equal(ircv1.ReasonAPINotAvailable))
+			g.Expect(mon.Message).To(ContainSubstring("monitoring.coreos.com/v1 PodMonitor"))
+			g.Expect(byType[ircv1.ConditionReady].Status).To(Equal(metav1.ConditionTrue), byType[ircv1.ConditionReady].Message)
+		}).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			var events corev1.EventList
+			g.Expect(c.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+			var warned int32
+			for _, e := range events.Items {
+				if e.Reason == ircv1.ReasonAPINotAvailable {
+					warned += max(e.Count, 1)
+				}
+			}
+			// Warned when the condition changes, as every part's failure; not asserted as exactly one,
+			// since two reconciles may both start before the first's status write reaches the cache.
+			g.Expect(warned).To(BeNumerically(">=", 1), "no APINotAvailable Warning event")
+		}).Should(Succeed())
+	})
+})
