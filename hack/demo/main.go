@@ -213,6 +213,11 @@ func run(o options) (code int) {
 		results = append(results, e.run(ctx, s))
 	}
 	summary(p, results, op != nil)
+	if op != nil && ctx.Err() == nil {
+		if err := printOperatorMetrics(ctx, p, op); err != nil {
+			fail("%v", err)
+		}
+	}
 
 	p.Step("The demo cluster is running")
 	p.Printf("export KUBECONFIG=%s", cluster.KubeconfigPath())
