@@ -1,0 +1,245 @@
+package metrics
+
+import (
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Namespace prefixes every metric of the operator's own.
+const Namespace = "platform_operator"
+
+// Result label values: how something the operator did ended.
+const (
+	ResultSucceeded = "succeeded"
+	ResultFailed    = "failed"
+)
+
+var results = []string{ResultSucceeded, ResultFailed}
+
+// Check label values of platform_operator_catalyst_refusals_total: what refused a tenant's input.
+const (
+	// RefusalPolicy is render.Policy or a render guard (Helm's kube client, kustomize's remote bases)
+	// refusing what a commit holds, before anything is sent.
+	RefusalPolicy = "policy"
+	// RefusalImpersonation is the API server refusing (403) an object sent as the tenant.
+	RefusalImpersonation = "impersonation"
+	// RefusalDryRun is the API server refusing an object of the whole-commit dry run for another reason
+	// than RBAC (validation, admission, quota).
+	RefusalDryRun = "dryrun"
+)
+
+var refusalChecks = []string{RefusalPolicy, RefusalImpersonation, RefusalDryRun}
+
+// Deploy type label values: the catalyst Project's spec.deployment.type.
+var deployTypes = []string{"helm", "manifest", "kustomize"}
+
+// PostgreSQL operation label values, one per kind of statement the operator sends (SET ROLE and RESET
+// ROLE only switch the session's role and are not counted).
+const (
+	OpCreateRole     = "create_role"
+	OpAlterRole      = "alter_role"
+	OpCreateDatabase = "create_database"
+	OpAlterDatabase  = "alter_database"
+	OpDropDatabase   = "drop_database"
+	OpDropRole       = "drop_role"
+	OpGrant          = "grant"
+	OpRevoke         = "revoke"
+	OpComment        = "comment"
+	OpOther          = "other"
+)
+
+var postgresOps = []string{OpCreateRole, OpAlterRole, OpCreateDatabase, OpAlterDatabase, OpDropDatabase, OpDropRole,
+	OpGrant, OpRevoke, OpComment, OpOther}
+
+// durationBuckets are for things that take seconds to tens of minutes: readiness, builds.
+var durationBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600}
+
+// requestBuckets are for one request to a remote server: a registry check, a Git fetch.
+var requestBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+
+var (
+	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "reconcile_errors_total",
+		Help: "Reconciles that returned an error, by API kind and the error's Kubernetes status reason (Other when it has none).",
+	}, []string{"kind", "reason"})
+	readyDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "ready_duration_seconds",
+		Help:    "Time from an object's creation or generation change to its Ready condition becoming True for that generation.",
+		Buckets: durationBuckets,
+	}, []string{"kind"})
+
+	catalystBuilds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "catalyst_builds_total",
+		Help: "Catalyst image build Jobs finished, by result.",
+	}, []string{"result"})
+	catalystBuildDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "catalyst_build_duration_seconds",
+		Help:    "Duration of catalyst image build Jobs (start to completion), by result.",
+		Buckets: durationBuckets,
+	}, []string{"result"})
+	catalystDeploys = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "catalyst_deploys_total",
+		Help: "Catalyst deploy attempts of a new commit or input, by deployment type and result.",
+	}, []string{"type", "result"})
+	catalystRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "catalyst_refusals_total",
+		Help: "Tenant input refused, by the check that refused it: policy (render.Policy or a render guard), impersonation (403 as the tenant), dryrun (the whole-commit dry run).",
+	}, []string{"check"})
+	catalystGitFetch = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "catalyst_git_fetch_duration_seconds",
+		Help:    "Latency of catalyst Git fetches of a commit not in the checkout cache, by result.",
+		Buckets: requestBuckets,
+	}, []string{"result"})
+	catalystRegistryCheck = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "catalyst_registry_check_duration_seconds",
+		Help:    "Latency of catalyst registry checks for an environment's image, by result (failed: the registry could not be asked or refused the credentials).",
+		Buckets: requestBuckets,
+	}, []string{"result"})
+
+	postgresOperations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "postgres_operations_total",
+		Help: "PostgreSQL statements the operator sent, by kind of statement and result.",
+	}, []string{"operation", "result"})
+	postgresAdminLogins = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "postgres_admin_logins_total",
+		Help: "Admin connections the operator opened to PostgreSQL servers (a pooled session reused is not one), by result.",
+	}, []string{"result"})
+	ergoConfigRollouts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "ergo_config_rollouts_total",
+		Help: "ErgoNetwork config rollouts: a changed ircd.yaml written to its ConfigMap (which rolls ergo's pod), by result.",
+	}, []string{"result"})
+)
+
+// instruments are the counters and histograms, registered by Register.
+var instruments = []prometheus.Collector{
+	reconcileErrors, readyDuration,
+	catalystBuilds, catalystBuildDuration, catalystDeploys, catalystRefusals, catalystGitFetch, catalystRegistryCheck,
+	postgresOperations, postgresAdminLogins, ergoConfigRollouts,
+}
+
+// initLabels gives every counter and histogram its known label values at zero, so that each series is
+// on /metrics from the start (rate() of a counter that appears at 1 misses that first increment).
+func initLabels(kinds []*Kind) {
+	for _, k := range kinds {
+		readyDuration.WithLabelValues(k.Name)
+		for _, reason := range errorReasons {
+			reconcileErrors.WithLabelValues(k.Name, reason)
+		}
+	}
+	for _, r := range results {
+		catalystBuilds.WithLabelValues(r)
+		catalystBuildDuration.WithLabelValues(r)
+		catalystGitFetch.WithLabelValues(r)
+		catalystRegistryCheck.WithLabelValues(r)
+		postgresAdminLogins.WithLabelValues(r)
+		ergoConfigRollouts.WithLabelValues(r)
+		for _, t := range deployTypes {
+			catalystDeploys.WithLabelValues(t, r)
+		}
+		for _, op := range postgresOps {
+			postgresOperations.WithLabelValues(op, r)
+		}
+	}
+	for _, c := range refusalChecks {
+		catalystRefusals.WithLabelValues(c)
+	}
+}
+
+// Register registers every metric of the package with reg: the counters and histograms (with their
+// known label values at zero) and one Collector computing the gauges of kinds from reader at scrape time,
+// once elected is closed (see Collector). kinds must be those whose controllers run: the collector lists
+// each of them from reader, which for a cache starts an informer for a kind no controller watches.
+func Register(reg prometheus.Registerer, reader Reader, elected <-chan struct{}, kinds ...*Kind) error {
+	initLabels(kinds)
+	for _, c := range instruments {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return reg.Register(NewCollector(reader, elected, kinds...))
+}
+
+func result(ok bool) string {
+	if ok {
+		return ResultSucceeded
+	}
+	return ResultFailed
+}
+
+// BuildFinished counts a catalyst build Job that finished, and its duration when known (d >= 0).
+func BuildFinished(succeeded bool, d time.Duration) {
+	r := result(succeeded)
+	catalystBuilds.WithLabelValues(r).Inc()
+	if d >= 0 {
+		catalystBuildDuration.WithLabelValues(r).Observe(d.Seconds())
+	}
+}
+
+// DeployFinished counts a catalyst deploy attempt of deployment type typ (helm, manifest, kustomize;
+// anything else counts as manifest, which is how it is rendered).
+func DeployFinished(typ string, succeeded bool) {
+	switch typ {
+	case "helm", "kustomize":
+	default:
+		typ = "manifest"
+	}
+	catalystDeploys.WithLabelValues(typ, result(succeeded)).Inc()
+}
+
+// Refused counts tenant input refused by check (RefusalPolicy, RefusalImpersonation, RefusalDryRun).
+func Refused(check string) {
+	switch check {
+	case RefusalPolicy, RefusalImpersonation, RefusalDryRun:
+		catalystRefusals.WithLabelValues(check).Inc()
+	}
+}
+
+// GitFetched observes one Git fetch of a commit.
+func GitFetched(succeeded bool, d time.Duration) {
+	catalystGitFetch.WithLabelValues(result(succeeded)).Observe(d.Seconds())
+}
+
+// RegistryChecked observes one registry check for an image.
+func RegistryChecked(succeeded bool, d time.Duration) {
+	catalystRegistryCheck.WithLabelValues(result(succeeded)).Observe(d.Seconds())
+}
+
+// PostgresStatement counts one statement sent to PostgreSQL, classified by its first words (the statement
+// itself, which may hold a password verifier, goes nowhere); err is what the server answered.
+func PostgresStatement(stmt string, err error) {
+	op := PostgresOperation(stmt)
+	if op == "" {
+		return
+	}
+	postgresOperations.WithLabelValues(op, result(err == nil)).Inc()
+}
+
+// PostgresOperation is the operation label of stmt; "" for the statements that are not counted (SET ROLE,
+// RESET ROLE).
+func PostgresOperation(stmt string) string {
+	s := strings.ToUpper(strings.TrimSpace(stmt))
+	for _, p := range []struct{ prefix, op string }{
+		{"SET ROLE ", ""}, {"RESET ROLE", ""},
+		{"CREATE ROLE ", OpCreateRole}, {"ALTER ROLE ", OpAlterRole},
+		{"CREATE DATABASE ", OpCreateDatabase}, {"ALTER DATABASE ", OpAlterDatabase},
+		{"DROP DATABASE ", OpDropDatabase}, {"DROP ROLE ", OpDropRole},
+		{"GRANT ", OpGrant}, {"REVOKE ", OpRevoke}, {"COMMENT ON ", OpComment},
+	} {
+		if strings.HasPrefix(s, p.prefix) {
+			return p.op
+		}
+	}
+	return OpOther
+}
+
+// AdminLogin counts one admin connection opened to a PostgreSQL server; err is the connect's.
+func AdminLogin(err error) {
+	postgresAdminLogins.WithLabelValues(result(err == nil)).Inc()
+}
+
+// ErgoConfigRolledOut counts one ErgoNetwork config rollout.
+func ErgoConfigRolledOut(succeeded bool) {
+	ergoConfigRollouts.WithLabelValues(result(succeeded)).Inc()
+}
