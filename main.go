@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -32,6 +33,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/domain"
 	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/memlimit"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 )
@@ -246,6 +248,17 @@ func main() {
 	)
 	if err != nil {
 		log.Error(err, "create manager")
+		os.Exit(1)
+	}
+	// The operator's own metrics (docs/metrics.md), served on /metrics with controller-runtime's. The
+	// gauges are counted from the cache at scrape time, for the kinds whose controllers run: catalyst runs
+	// none in a namespace-scoped install (WATCH_NAMESPACE), and listing its kinds would start informers.
+	metricGroups := []string{"irc", "iot", "homelab"}
+	if len(watched) == 0 {
+		metricGroups = append(metricGroups, "catalyst")
+	}
+	if err := opmetrics.Register(ctrlmetrics.Registry, mgr.GetClient(), mgr.Elected(), opmetrics.KindsOf(metricGroups...)...); err != nil {
+		log.Error(err, "register metrics")
 		os.Exit(1)
 	}
 

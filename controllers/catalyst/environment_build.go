@@ -24,6 +24,7 @@ import (
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
@@ -111,7 +112,7 @@ func (r *EnvironmentReconciler) reconcileBuild(ctx context.Context, s *environme
 
 	if st.Image != "" && st.Digest != "" {
 		// Seen in the registry already: a commit's tag is not rebuilt, so it is not asked again.
-		r.imageFound(s, p, st, "")
+		r.imageFound(ctx, s, p, st, "")
 		return ctrl.Result{}, nil
 	}
 
@@ -125,7 +126,9 @@ func (r *EnvironmentReconciler) reconcileBuild(ctx context.Context, s *environme
 	// Bounded (BuildConfig.RegistryTimeout): a registry that does not answer fails this Environment
 	// alone, and frees the worker for the others.
 	reg := &catalyst.Registry{Insecure: r.Build.InsecureRegistries, Timeout: r.Build.RegistryTimeout}
+	asked := time.Now()
 	digest, found, err := reg.Head(ctx, image, kc)
+	opmetrics.RegistryChecked(err == nil, time.Since(asked))
 	switch {
 	case errors.Is(err, catalyst.ErrUnauthorized):
 		msg := fmt.Sprintf("registry %s refused to say whether it has %s: %v; check the registry Secret (%s)", b.Registry, image,
@@ -137,7 +140,7 @@ func (r *EnvironmentReconciler) reconcileBuild(ctx context.Context, s *environme
 			fmt.Sprintf("registry %s could not be asked for %s: %s", b.Registry, image, catalyst.Redact(err.Error(), secrets)))
 		return ctrl.Result{RequeueAfter: r.registryRetry(s, catalystv1.ReasonRegistryUnreachable)}, nil
 	case found:
-		r.imageFound(s, p, st, digest)
+		r.imageFound(ctx, s, p, st, digest)
 		return ctrl.Result{}, nil
 	}
 	return r.build(ctx, s, p, st, retry, secrets)
@@ -154,7 +157,7 @@ func registrySecretSource(p *catalystv1.Project) string {
 // imageFound records that the registry has the image: BuildReady True, ImageExists when nothing was
 // built for it, ImagePushed (and a BuildSucceeded event, once) when a Job of the operator's pushed it.
 // An empty digest keeps the one status.build has.
-func (r *EnvironmentReconciler) imageFound(s *environmentScope, p *catalystv1.Project, st *catalystv1.BuildStatus, digest string) {
+func (r *EnvironmentReconciler) imageFound(ctx context.Context, s *environmentScope, p *catalystv1.Project, st *catalystv1.BuildStatus, digest string) {
 	image := catalyst.ImageReference(p, st.CommitSHA)
 	if digest != "" {
 		st.Image, st.Digest = image, digest
@@ -167,6 +170,12 @@ func (r *EnvironmentReconciler) imageFound(s *environmentScope, p *catalystv1.Pr
 	}
 	if prev := meta.FindStatusCondition(s.env.Status.Conditions, catalystv1.ConditionBuildReady); reason == catalystv1.ReasonImagePushed &&
 		(prev == nil || prev.Reason != reason || prev.Message != msg) {
+		// Counted once, with the event: the build Job finished and its image is in the registry.
+		job := &batchv1.Job{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: st.JobName}, job); err != nil {
+			job = nil
+		}
+		opmetrics.BuildFinished(true, buildDuration(job))
 		r.Recorder.Eventf(s.env, corev1.EventTypeNormal, catalystv1.EventBuildSucceeded, "Built and pushed %s with Job %s/%s",
 			st.Image, s.project.Namespace, st.JobName)
 	}
@@ -222,6 +231,7 @@ func (r *EnvironmentReconciler) build(ctx context.Context, s *environmentScope, 
 		failure := catalyst.Redact(catalyst.Failure(ns+"/"+name, reason, message), secrets)
 		st.Failure = failure
 		if known != failure {
+			opmetrics.BuildFinished(false, buildDuration(job))
 			r.Recorder.Event(s.env, corev1.EventTypeWarning, catalystv1.ReasonBuildFailed,
 				catalyst.FailureEvent(failure, r.buildLog(ctx, ns, name), secrets))
 		}
@@ -368,6 +378,24 @@ func (r *EnvironmentReconciler) registryRetry(s *environmentScope, reason string
 		failingFor = time.Since(prev.LastTransitionTime.Time)
 	}
 	return catalyst.RegistryRetry(failingFor)
+}
+
+// buildDuration is how long a finished build Job ran, from its start to its completion or its Failed
+// condition; -1 when the Job (nil: gone) does not say.
+func buildDuration(job *batchv1.Job) time.Duration {
+	if job == nil || job.Status.StartTime == nil {
+		return -1
+	}
+	end := job.Status.CompletionTime
+	for _, c := range job.Status.Conditions {
+		if end == nil && c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			end = &c.LastTransitionTime
+		}
+	}
+	if end == nil {
+		return -1
+	}
+	return end.Sub(job.Status.StartTime.Time)
 }
 
 // ownBuild says whether job is a build Job the operator made for env: its managed-by label and env's UID.

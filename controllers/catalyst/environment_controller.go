@@ -29,6 +29,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
@@ -161,7 +162,7 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(&cmv1.Certificate{}, toOwner)
 	}
 	b = r.setupDeploy(mgr, b)
-	return b.Complete(r)
+	return b.Complete(opmetrics.Instrument(opmetrics.Environment, mgr.GetClient(), r))
 }
 
 // deletionStarted passes the update that sets an object's deletion timestamp.

@@ -32,6 +32,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 	"github.com/platform-operator/platform-operator/internal/catalyst/source"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 )
 
 // DeployLabel marks every object the operator deployed from an environment's repository, with the
@@ -209,6 +210,7 @@ func (r *EnvironmentReconciler) reconcileDeploy(ctx context.Context, s *environm
 
 	rd := r.render(ctx, s, in, true)
 	if rd == nil {
+		opmetrics.DeployFinished(string(in.typ), false)
 		return ctrl.Result{RequeueAfter: fetchRetryFor(s)}, nil
 	}
 	st := &catalystv1.DeploymentStatus{Commit: in.req.Commit, Type: in.typ, Image: in.Image.Ref(), Digest: in.digest}
@@ -216,10 +218,28 @@ func (r *EnvironmentReconciler) reconcileDeploy(ctx context.Context, s *environm
 		st.Inventory, st.Release, st.Revision = c.Inventory, c.Release, c.Revision
 	}
 	s.status.Deployment = st
+	var res ctrl.Result
 	if in.typ == catalystv1.DeploymentHelm {
-		return r.deployHelm(ctx, s, in, rd, st)
+		res, err = r.deployHelm(ctx, s, in, rd, st)
+	} else {
+		res, err = r.deployObjects(ctx, s, in, rd, st)
 	}
-	return r.deployObjects(ctx, s, in, rd, st)
+	opmetrics.DeployFinished(string(in.typ), err == nil && !deployRefused(s))
+	return res, err
+}
+
+// deployRefused says whether the deploy step just ended with the commit refused or failed (the
+// DeploymentReady reasons of a deploy that sent nothing or not everything).
+func deployRefused(s *environmentScope) bool {
+	c := meta.FindStatusCondition(s.status.Conditions, catalystv1.ConditionDeploymentReady)
+	if c == nil {
+		return false
+	}
+	switch c.Reason {
+	case catalystv1.ReasonApplyFailed, catalystv1.ReasonNameConflict, catalystv1.ReasonHelmFailed, catalystv1.ReasonObjectsRefused:
+		return true
+	}
+	return false
 }
 
 // renderTimeout bounds one render: a chart or kustomization that takes longer (a template looping over a
@@ -389,12 +409,19 @@ func (r *EnvironmentReconciler) render(ctx context.Context, s *environmentScope,
 		return nil
 	}
 	if renderErr != nil {
+		var remote *render.RemoteRefusedError
+		if report && errors.As(renderErr, &remote) {
+			opmetrics.Refused(opmetrics.RefusalPolicy)
+		}
 		fail(catalystv1.ReasonRenderFailed, fmt.Sprintf("commit %s: %v", shortCommit(in.req.Commit), renderErr))
 		s.status.Deployment = &catalystv1.DeploymentStatus{Commit: in.req.Commit, Type: in.typ, Image: in.Image.Ref(), Digest: in.digest}
 		return nil
 	}
 	refused := r.policy(in).Check(objs)
 	if len(refused) > 0 {
+		if report {
+			opmetrics.Refused(opmetrics.RefusalPolicy)
+		}
 		shown := refused
 		if len(shown) > 32 {
 			shown = shown[:32]

@@ -21,6 +21,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
@@ -106,6 +107,12 @@ func (r *EnvironmentReconciler) applyObjects(ctx context.Context, s *environment
 			return n, false, ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 		case errors.As(err, &status) && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)):
 			msg := refusalMessage(o, s.namespace, dryRun, err)
+			switch {
+			case apierrors.IsForbidden(err):
+				opmetrics.Refused(opmetrics.RefusalImpersonation)
+			case dryRun:
+				opmetrics.Refused(opmetrics.RefusalDryRun)
+			}
 			s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonApplyFailed, msg)
 			s.Warn(catalystv1.ReasonApplyFailed, msg)
 			return n, false, ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil

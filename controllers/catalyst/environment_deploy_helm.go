@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -23,6 +24,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 )
 
 // helmTimeout bounds one Helm install, upgrade or rollback, hooks included.
@@ -84,6 +86,9 @@ func (r *EnvironmentReconciler) deployHelm(ctx context.Context, s *environmentSc
 			// What Helm was about to send (on this revision: an upgrade's template may differ from the
 			// render checked before) holds what the environment may not.
 			reason, st.Refused = catalystv1.ReasonObjectsRefused, firstRefusals(refused)
+			opmetrics.Refused(opmetrics.RefusalPolicy)
+		} else if apierrors.IsForbidden(err) {
+			opmetrics.Refused(opmetrics.RefusalImpersonation)
 		}
 		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, reason, msg)
 		s.Warn(reason, msg)

@@ -25,6 +25,7 @@ import (
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
@@ -171,7 +172,7 @@ func (r *ProjectReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&catalystv1.Project{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted))).
 		Watches(&catalystv1.Environment{}, projectsOfEnvironment).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
-		Complete(r)
+		Complete(opmetrics.Instrument(opmetrics.Project, mgr.GetClient(), r))
 }
 
 // projectsOfEnvironment wakes the Projects whose count an Environment event changes: its Project when it is

@@ -26,6 +26,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/authentik"
 	"github.com/platform-operator/platform-operator/internal/istio"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
@@ -119,7 +120,7 @@ func setupAuthentikServer(mgr ctrl.Manager, caps platform.Capabilities, opts Opt
 	if caps.Istio {
 		b = b.Owns(&istio.VirtualService{})
 	}
-	return b.Complete(r)
+	return b.Complete(opmetrics.Instrument(opmetrics.AuthentikServer, mgr.GetClient(), r))
 }
 
 // dependents maps a dependency to the AuthentikServers, in any namespace, that reference it.

@@ -27,6 +27,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/domain"
 	"github.com/platform-operator/platform-operator/internal/istio"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
@@ -104,7 +105,7 @@ func setupDomain(mgr ctrl.Manager, caps platform.Capabilities, opts Options) err
 	if caps.Istio {
 		b = b.Watches(&istio.Gateway{}, handler.EnqueueRequestsFromMapFunc(domainForChild))
 	}
-	return b.Complete(r)
+	return b.Complete(opmetrics.Instrument(opmetrics.Domain, mgr.GetClient(), r))
 }
 
 // overlapping maps a Domain to the other Domains whose hostnames overlap it, whatever the policy says of

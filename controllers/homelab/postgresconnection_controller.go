@@ -22,6 +22,7 @@ import (
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
@@ -220,7 +221,7 @@ func setupPostgresConnection(mgr ctrl.Manager, _ platform.Capabilities, opts Opt
 		// Only Secret metadata is cached: a change bumps resourceVersion, which is all we need to know.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsForSecret)).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).
-		Complete(r)
+		Complete(opmetrics.Instrument(opmetrics.PostgresConnection, mgr.GetClient(), r))
 }
 
 // connectionsForSecret maps a Secret to the connections in its namespace that read it.

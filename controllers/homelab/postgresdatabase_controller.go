@@ -27,6 +27,7 @@ import (
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
@@ -380,7 +381,7 @@ func setupPostgresDatabase(mgr ctrl.Manager, _ platform.Capabilities, opts Optio
 		Watches(&homelabv1.PostgresConnection{}, handler.EnqueueRequestsFromMapFunc(r.databasesForConnection)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.databasesForSecret)).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).
-		Complete(r)
+		Complete(opmetrics.Instrument(opmetrics.PostgresDatabase, mgr.GetClient(), r))
 }
 
 // databasesForConnection maps a connection to the databases that use it, in any namespace.

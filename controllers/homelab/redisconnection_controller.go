@@ -21,6 +21,7 @@ import (
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 	"github.com/platform-operator/platform-operator/internal/redis"
@@ -77,7 +78,7 @@ func setupRedisConnection(mgr ctrl.Manager, _ platform.Capabilities, opts Option
 		For(&homelabv1.RedisConnection{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsForSecret)).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).
-		Complete(r)
+		Complete(opmetrics.Instrument(opmetrics.RedisConnection, mgr.GetClient(), r))
 }
 
 // +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=redisconnections,verbs=get;list;watch

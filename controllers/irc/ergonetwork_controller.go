@@ -25,6 +25,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/ergo"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
@@ -176,7 +177,7 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Capabilities.Routes {
 		b = b.Owns(&routev1.Route{})
 	}
-	return b.Complete(r)
+	return b.Complete(opmetrics.Instrument(opmetrics.ErgoNetwork, mgr.GetClient(), r))
 }
 
 // networksForSecret maps a Secret to the networks in its namespace that take their oper hash from it,

@@ -16,6 +16,7 @@ import (
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/ergo"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 )
 
 // reconcileOperCredentials reads the oper password hash from the user's Secret. The Secret is the user's:
@@ -229,7 +230,14 @@ func (r *ErgoNetworkReconciler) reconcileConfig(ctx context.Context, s *scope) (
 		}
 	}
 	desired := ergo.WithConfigSource(plain, source, rendered)
-	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionConfig); !ok {
+	// A rollout is an ircd.yaml other than the one the ConfigMap holds (or a first one) written: the pod
+	// template's digest follows it, so ergo's pod rolls.
+	rollout := !cached || !bytes.Equal(ergo.ConfigStateOf(live.Annotations), prefix)
+	ok, res, err := s.Apply(ctx, desired, ircv1.ConditionConfig)
+	if rollout {
+		opmetrics.ErgoConfigRolledOut(ok)
+	}
+	if !ok {
 		return res, err
 	}
 	// desired is now the live ConfigMap, carrying the digest applied or verified.

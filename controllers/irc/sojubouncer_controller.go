@@ -26,6 +26,7 @@ import (
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 	"github.com/platform-operator/platform-operator/internal/monitoring"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/postgres"
@@ -203,7 +204,7 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Capabilities.PodMonitors {
 		b = b.Owns(&monitoring.PodMonitor{})
 	}
-	return b.Complete(r)
+	return b.Complete(opmetrics.Instrument(opmetrics.SojuBouncer, mgr.GetClient(), r))
 }
 
 // sojuCacheRules are the irc group's cache rules (CacheRules) and, where the cluster serves them, the

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 )
 
 // Failure classifies why talking to a server failed, for a condition's reason.
@@ -299,7 +301,9 @@ func (a *Admin) Ensure(ctx context.Context, d Database) (changed []string, err e
 		// One transaction: a role is never left without the comment that makes it ours.
 		if err := pgx.BeginFunc(ctx, a.conn, func(tx pgx.Tx) error {
 			for _, q := range []string{CreateRole(d.Name, v), CommentOnRole(d.Name, comment)} {
-				if _, err := tx.Exec(ctx, q); err != nil {
+				_, err := tx.Exec(ctx, q)
+				opmetrics.PostgresStatement(q, err)
+				if err != nil {
 					return err
 				}
 			}
@@ -366,7 +370,9 @@ func (a *Admin) Ensure(ctx context.Context, d Database) (changed []string, err e
 func (a *Admin) exec(ctx context.Context, stmts []string, changed *[]string) error {
 	roleSet := false
 	for _, q := range stmts {
-		if _, err := a.conn.Exec(ctx, q); err != nil {
+		_, err := a.conn.Exec(ctx, q)
+		opmetrics.PostgresStatement(q, err)
+		if err != nil {
 			if roleSet {
 				_, _ = a.conn.Exec(ctx, ResetRole)
 			}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 )
 
 // Pool bounds and defaults.
@@ -119,7 +121,9 @@ func (p *Pool) Acquire(ctx context.Context, owner string, s Settings) (*Admin, e
 	cfg, err := s.ConnConfig()
 	if err == nil {
 		var c *pgx.Conn
-		if c, err = pgx.ConnectConfig(ctx, cfg); err == nil {
+		c, err = pgx.ConnectConfig(ctx, cfg)
+		opmetrics.AdminLogin(err)
+		if err == nil {
 			return &Admin{conn: c, release: p.releaser(l)}, nil
 		}
 	}

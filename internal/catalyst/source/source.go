@@ -22,6 +22,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 )
 
 // Limits on what one checkout may hold: a repository beyond them is refused rather than filling the
@@ -172,7 +174,9 @@ func (f *Fetcher) With(ctx context.Context, req Request, fn func(Checkout) error
 	}
 	commit, err := readMarker(dir)
 	if err != nil {
+		began := time.Now()
 		commit, err = f.fetch(ctx, req, dir)
+		opmetrics.GitFetched(err == nil, time.Since(began))
 	} else {
 		now := time.Now()
 		_ = os.Chtimes(dir, now, now)
