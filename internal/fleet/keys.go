@@ -8,26 +8,26 @@ import (
 
 // ContractVersion is the version of the wire contract (buckets, keys, records) that docs/fleet.md
 // describes. Every record carries it; a reader refuses a record of a version it does not know.
-const ContractVersion = 1
+const ContractVersion = 2
 
 // The buckets of the contract. Their names carry the contract version, so that a new contract can live
 // beside the old one while agents upgrade.
 const (
 	// BucketDevices holds one DeviceInfo per device, written by the device's agent.
-	BucketDevices = "fleet-v1-devices"
+	BucketDevices = "fleet-v2-devices"
 	// BucketDesired holds one Desired per device and deployment, written by the operator.
-	BucketDesired = "fleet-v1-desired"
+	BucketDesired = "fleet-v2-desired"
 	// BucketState holds one State per deployment and device, written by the agent (and by the operator
 	// when it withdraws a device), always with compare-and-swap on the key's revision.
-	BucketState = "fleet-v1-state"
+	BucketState = "fleet-v2-state"
 	// BucketHeartbeats holds one key per live device; the bucket's TTL removes the key of a device that
 	// stops sending heartbeats. Heartbeats never rewrite state.
-	BucketHeartbeats = "fleet-v1-heartbeats"
+	BucketHeartbeats = "fleet-v2-heartbeats"
 )
 
 // LogsSubject is the request/reply subject on which a device's agent serves the recent log lines of a
 // deployment's containers.
-func LogsSubject(device string) string { return "fleet.v1.logs." + device }
+func LogsSubject(device string) string { return "fleet.v2.logs." + device }
 
 // DeploymentKey names a Deployment: its namespace and name, both valid NATS subject tokens (namespaces
 // are DNS labels; admission refuses dots in a Deployment's name).

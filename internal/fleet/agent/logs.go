@@ -103,7 +103,7 @@ func (a *Agent) answerLogs(ctx context.Context, nc *nats.Conn, lr LogReader, m *
 // RequestLogs asks device for deployment d's newest lines (0: DefaultLogLines) and calls line with each
 // as it arrives, until the device says it is done. Nothing is stored on the way.
 func RequestLogs(ctx context.Context, nc *nats.Conn, device string, d fleet.DeploymentKey, lines int, line func(string)) error {
-	inbox := nats.NewInbox()
+	inbox := nc.NewInbox() // the connection's prefix: the only inboxes its NATS permissions may allow
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
 		return err

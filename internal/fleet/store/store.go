@@ -37,8 +37,6 @@ type Store struct {
 	Devices, Desired, State, Heartbeats jetstream.KeyValue
 	// HeartbeatTTL is the heartbeat bucket's TTL.
 	HeartbeatTTL time.Duration
-	// Hooks report what the folds refuse; set them before folding.
-	Hooks Hooks
 
 	mu         sync.Mutex
 	reconnects chan struct{}
@@ -91,27 +89,54 @@ func Open(ctx context.Context, js jetstream.JetStream, heartbeatTTL time.Duratio
 	s := &Store{HeartbeatTTL: heartbeatTTL}
 	s.watchReconnects(js)
 	var err error
-	// MaxValueSize: the server refuses a record beyond the bounds the operator's decoder enforces
-	// (fleet.Max*RecordBytes). The desired bucket is the operator's own (admission bounds the score).
-	if s.Devices, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketDevices, MaxValueSize: fleet.MaxDeviceRecordBytes, Description: "fleet contract v1: device records"}); err != nil {
+	if s.Devices, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketDevices, Description: "fleet contract v2: device records"}); err != nil {
 		return nil, err
 	}
-	if s.Desired, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketDesired, Description: "fleet contract v1: desired state per device and deployment"}); err != nil {
+	if s.Desired, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketDesired, Description: "fleet contract v2: desired state per device and deployment"}); err != nil {
 		return nil, err
 	}
 	// History keeps superseded state records a while: a watch that lags behind a burst of transitions
 	// still finds each revision in the stream instead of a gap (which would cost a recount).
-	if s.State, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketState, History: StateHistory, MaxValueSize: fleet.MaxStateRecordBytes, Description: "fleet contract v1: device state per deployment"}); err != nil {
+	if s.State, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketState, History: StateHistory, Description: "fleet contract v2: device state per deployment"}); err != nil {
 		return nil, err
+	}
+	// A device may write its own keys of these buckets: with roll-ups allowed, a "Nats-Rollup: all"
+	// header on its own key would erase every other device's records (docs/fleet.md, "Identity and
+	// permissions"). The heartbeat bucket cannot refuse them: its TTL markers need roll-ups.
+	for _, b := range []string{fleet.BucketDevices, fleet.BucketState} {
+		if err := denyRollups(ctx, js, b); err != nil {
+			return nil, err
+		}
 	}
 	// A key whose TTL lapses leaves a marker (kept LapseMarkerTTL) that the operator turns into a lapsed
 	// record; History keeps a lagging watch gap-free as for the state bucket.
 	if s.Heartbeats, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketHeartbeats, TTL: heartbeatTTL, History: HeartbeatHistory,
-		MaxValueSize: fleet.MaxHeartbeatRecordBytes, LimitMarkerTTL: max(LapseMarkerTTL, heartbeatTTL), Description: "fleet contract v1: device liveness"}); err != nil {
+		LimitMarkerTTL: max(LapseMarkerTTL, heartbeatTTL), Description: "fleet contract v2: device liveness"}); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
+
+// denyRollups turns off roll-ups (and so KV purges) in a bucket that CreateOrUpdateKeyValue configured
+// with them on.
+func denyRollups(ctx context.Context, js jetstream.JetStream, bucket string) error {
+	st, err := js.Stream(ctx, kvStream(bucket))
+	if err != nil {
+		return fmt.Errorf("open bucket %s: %w", bucket, err)
+	}
+	cfg := st.CachedInfo().Config
+	if !cfg.AllowRollup {
+		return nil
+	}
+	cfg.AllowRollup = false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("refuse roll-ups in bucket %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// kvStream is the stream that holds a bucket.
+func kvStream(bucket string) string { return "KV_" + bucket }
 
 // RegisterDevice writes a device's record (labels and inventory), only when it changed, with
 // compare-and-swap on the record it replaces, whose labels it names (fleet.DeviceInfo.Previous).
@@ -289,6 +314,17 @@ func (s *Store) PurgeDeployment(ctx context.Context, d fleet.DeploymentKey) (int
 		var keys []string
 		if err := each(ctx, b.kv, b.filter, func(e jetstream.KeyValueEntry) { keys = append(keys, e.Key()) }); err != nil {
 			return n, err
+		}
+		if b.kv == s.State && s.js != nil && len(keys) > 0 {
+			st, err := s.js.Stream(ctx, kvStream(fleet.BucketState))
+			if err == nil {
+				err = st.Purge(ctx, jetstream.WithPurgeSubject("$KV."+fleet.BucketState+"."+b.filter))
+			}
+			if err != nil {
+				return n, fmt.Errorf("purge %s: %w", b.filter, err)
+			}
+			n += len(keys)
+			continue
 		}
 		for _, k := range keys {
 			if err := b.kv.Purge(ctx, k); err != nil {

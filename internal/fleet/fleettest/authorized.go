@@ -1,0 +1,165 @@
+package fleettest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/platform-operator/platform-operator/internal/fleet/auth"
+	"github.com/platform-operator/platform-operator/internal/fleet/store"
+)
+
+// Authorized is a NATS server that enforces the fleet's permissions exactly as shipped: it runs with the
+// configuration include that `fleet-auth init` writes, and issues credentials as `fleet-auth` does.
+type Authorized struct {
+	*Server
+	// Dir holds the authority (keys, JWTs, nats-auth.conf), the server's configuration and the issued
+	// credentials.
+	Dir       string
+	Authority *auth.Authority
+	// OperatorCreds is the operator's .creds file.
+	OperatorCreds string
+}
+
+// ServerTLS are the server's certificate and key and, when ClientCA is set, the CA whose client
+// certificates it requires.
+type ServerTLS struct {
+	CertFile, KeyFile, ClientCA string
+}
+
+// StartAuthorized starts an authorized server on any port of 127.0.0.1 (with TLS when tlsFiles is not
+// nil), stopped with tb.
+func StartAuthorized(tb testing.TB, tlsFiles *ServerTLS) *Authorized {
+	tb.Helper()
+	a, err := StartAuthorizedServer(tlsFiles)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(a.Shutdown)
+	return a
+}
+
+// StartAuthorizedServer is StartAuthorized for a caller without a testing.TB (the demo): stop it with
+// Shutdown, which removes its directory.
+func StartAuthorizedServer(tlsFiles *ServerTLS) (*Authorized, error) {
+	dir, err := os.MkdirTemp("", "fleet-nats-auth-")
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Authorized, error) { return nil, errors.Join(err, os.RemoveAll(dir)) }
+	authority, err := auth.Init()
+	if err != nil {
+		return fail(err)
+	}
+	if err := authority.Write(filepath.Join(dir, "authority")); err != nil {
+		return fail(err)
+	}
+	conf := "host: 127.0.0.1\nport: -1\nno_sys_acc: false\n" +
+		"jetstream { store_dir: " + strconv.Quote(filepath.Join(dir, "jetstream")) + " }\n" +
+		"include ./authority/" + auth.ServerConfigFile + "\n"
+	if tlsFiles != nil {
+		conf += "tls {\n  cert_file: " + strconv.Quote(tlsFiles.CertFile) + "\n  key_file: " + strconv.Quote(tlsFiles.KeyFile) + "\n"
+		if tlsFiles.ClientCA != "" {
+			conf += "  ca_file: " + strconv.Quote(tlsFiles.ClientCA) + "\n  verify: true\n"
+		}
+		conf += "}\n"
+	}
+	confFile := filepath.Join(dir, "nats-server.conf")
+	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
+		return fail(err)
+	}
+	opts, err := server.ProcessConfigFile(confFile)
+	if err != nil {
+		return fail(fmt.Errorf("the shipped NATS configuration: %w", err))
+	}
+	opts.NoSigs, opts.NoLog = true, true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return fail(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		return fail(errors.New("NATS server not ready in 10s"))
+	}
+	a := &Authorized{Server: &Server{Server: s, dir: dir, opts: opts}, Dir: dir, Authority: authority}
+	if a.OperatorCreds, err = a.Creds(auth.RoleOperator, auth.OperatorUser); err != nil {
+		a.Shutdown()
+		return nil, err
+	}
+	return a, nil
+}
+
+// Creds issues the credentials of a user of role r named name into a .creds file, and returns its path.
+func (a *Authorized) Creds(r auth.Role, name string) (string, error) {
+	creds, err := a.Authority.Issue(r, name, 0)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(a.Dir, "creds", string(r)+"-"+name+".creds")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	return path, auth.WriteCreds(path, creds)
+}
+
+// ConnectAs opens a client connection authenticated as c says, reconnecting forever.
+func ConnectAs(url string, c auth.Client, extra ...nats.Option) (*nats.Conn, error) {
+	opts, err := c.Options()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	return nats.Connect(url, append(opts, extra...)...)
+}
+
+// ConnectOperator is Connect with the operator's credentials: it opens (creates) the buckets.
+func (a *Authorized) ConnectOperator(ctx context.Context, ttl time.Duration) (*nats.Conn, *store.Store, error) {
+	nc, err := ConnectAs(a.ClientURL(), auth.Client{CredentialsFile: a.OperatorCreds})
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	st, err := store.Open(ctx, js, ttl)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, st, nil
+}
+
+// ConnectDevice issues a device's credentials and binds to the buckets with them, as the agent does.
+func (a *Authorized) ConnectDevice(ctx context.Context, id string) (*nats.Conn, *store.Store, error) {
+	creds, err := a.Creds(auth.RoleDevice, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := ConnectAs(a.ClientURL(), auth.Client{CredentialsFile: creds})
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	st, err := store.Bind(ctx, js)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, st, nil
+}
