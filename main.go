@@ -83,6 +83,9 @@ func main() {
 	flag.StringVar(&webhookCertDir, "webhook-cert-dir", manager.DefaultWebhookCertDir, "Directory holding the webhook server's tls.crt and tls.key, reread when they change (OLM and config/default mount them here).")
 	natsURL := flag.String("nats-url", os.Getenv("NATS_URL"), "URL of the NATS server (JetStream) of the IoT fleet, e.g. nats://nats.iot:4222 (default $NATS_URL); empty runs the iot Deployment controller without NATS: each Deployment then says NATSNotConfigured (docs/iot.md).")
 	natsCreds := flag.String("nats-credentials-file", "", "NATS .creds file (user JWT and nkey seed) for --nats-url, mounted from a Secret; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead.")
+	natsCA := flag.String("nats-ca-file", "", "PEM file of the CAs that sign the NATS server's certificate; set, the connection to --nats-url requires TLS.")
+	natsCert := flag.String("nats-cert-file", "", "PEM client certificate for a NATS server that verifies clients (with --nats-key-file).")
+	natsKey := flag.String("nats-key-file", "", "PEM key of --nats-cert-file.")
 	natsHeartbeatTTL := flag.Duration("nats-heartbeat-ttl", 30*time.Second, "How long an IoT device counts as alive after its agent's last heartbeat.")
 	iotFleetPolicy := flag.String(iotctrl.FlagFleetPolicy, "", "Which devices each namespace's iot Deployments may target: NAMESPACE=KEY:VALUE|VALUE (the selector must require label KEY to be one of the VALUEs) or NAMESPACE=* (any selector, {} included), entries separated by ; (NAMESPACE * for namespaces no entry names); empty allows no targeting (docs/iot.md, Tenancy and image policy).")
 	iotRegistries := flag.String(iotctrl.FlagAllowedRegistries, "", "Comma-separated registries iot Deployment images may come from: a host (any port), host:port, or host/path prefix (docker.io/library for official Docker Hub images); empty allows any.")
@@ -177,7 +180,7 @@ func main() {
 		Fleet: fleetPolicy, Images: iotctrl.ImagePolicy{Registries: iotRegistryList, RequireDigest: *iotRequireDigest}}}
 	if *natsURL != "" {
 		// Connected in the background, retried until NATS answers: the other APIs do not wait for it.
-		fleet.NATS = &iotctrl.NATSOptions{URL: *natsURL, CredentialsFile: *natsCreds,
+		fleet.NATS = &iotctrl.NATSOptions{URL: *natsURL, CredentialsFile: *natsCreds, CAFile: *natsCA, CertFile: *natsCert, KeyFile: *natsKey,
 			User: os.Getenv("NATS_USER"), Password: os.Getenv("NATS_PASSWORD"), HeartbeatTTL: *natsHeartbeatTTL}
 	}
 

@@ -22,13 +22,17 @@ import (
 
 	"github.com/platform-operator/platform-operator/internal/fleet"
 	"github.com/platform-operator/platform-operator/internal/fleet/agent"
+	"github.com/platform-operator/platform-operator/internal/fleet/auth"
 	"github.com/platform-operator/platform-operator/internal/fleet/store"
 )
 
 func main() {
 	hostname, _ := os.Hostname()
 	url := flag.String("nats-url", nats.DefaultURL, "URL of the fleet's NATS server.")
-	creds := flag.String("nats-credentials-file", "", "NATS .creds file of this device; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead.")
+	creds := flag.String("nats-credentials-file", "", "NATS .creds file of this device, issued by 'fleet-auth device --id <device-id>'; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead.")
+	caFile := flag.String("nats-ca-file", "", "PEM file of the CAs that sign the NATS server's certificate; set, the connection requires TLS.")
+	certFile := flag.String("nats-cert-file", "", "PEM client certificate for a NATS server that verifies clients (with --nats-key-file).")
+	keyFile := flag.String("nats-key-file", "", "PEM key of --nats-cert-file.")
 	id := flag.String("device-id", hostname, "This device's ID: 1-128 letters, digits, '-' or '_'. Defaults to the host name.")
 	labelFlag := flag.String("labels", "", "This device's labels, which Deployments select on: key=value pairs separated by commas.")
 	rt := bindRuntimeFlags(flag.CommandLine)
@@ -48,18 +52,28 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, log, *url, *creds, fleet.DeviceInfo{ID: *id, Labels: labels, Inventory: inventory(hostname)}, *rt); err != nil {
+	client := auth.Client{CredentialsFile: *creds, CAFile: *caFile, CertFile: *certFile, KeyFile: *keyFile}
+	if err := run(ctx, log, *url, client, fleet.DeviceInfo{ID: *id, Labels: labels, Inventory: inventory(hostname)}, *rt); err != nil {
 		log.Error(err, "agent stopped")
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, log logr.Logger, url, creds string, device fleet.DeviceInfo, rt runtimeOptions) error {
-	opts := []nats.Option{nats.Name("fleet-agent " + device.ID), nats.MaxReconnects(-1), nats.ReconnectWait(2 * time.Second),
-		nats.RetryOnFailedConnect(true)}
-	if creds != "" {
-		opts = append(opts, nats.UserCredentials(creds))
+func run(ctx context.Context, log logr.Logger, url string, client auth.Client, device fleet.DeviceInfo, rt runtimeOptions) error {
+	if client.CredentialsFile != "" {
+		// A device's credentials name it: any other ID would be refused on every write.
+		if b, err := os.ReadFile(client.CredentialsFile); err == nil {
+			if _, name, role, err := auth.UserOf(b); err == nil && role == auth.RoleDevice && name != device.ID {
+				return fmt.Errorf("--nats-credentials-file is device %q's, not --device-id %q's", name, device.ID)
+			}
+		}
 	}
+	opts, err := client.Options()
+	if err != nil {
+		return err
+	}
+	opts = append(opts, nats.Name("fleet-agent "+device.ID), nats.MaxReconnects(-1), nats.ReconnectWait(2*time.Second),
+		nats.RetryOnFailedConnect(true))
 	if u := os.Getenv("NATS_USER"); u != "" {
 		opts = append(opts, nats.UserInfo(u, os.Getenv("NATS_PASSWORD")))
 	}

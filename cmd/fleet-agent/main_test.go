@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/platform-operator/platform-operator/internal/fleet"
+	"github.com/platform-operator/platform-operator/internal/fleet/auth"
 	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
 )
 
@@ -47,7 +48,7 @@ func TestRunRegistersTheDevice(t *testing.T) {
 	host, _ := os.Hostname()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, logr.Discard(), srv.ClientURL(), "", fleet.DeviceInfo{ID: "pi-1", Labels: map[string]string{"site": "a"}, Inventory: inventory(host)}, runtimeOptions{})
+		done <- run(ctx, logr.Discard(), srv.ClientURL(), auth.Client{}, fleet.DeviceInfo{ID: "pi-1", Labels: map[string]string{"site": "a"}, Inventory: inventory(host)}, runtimeOptions{})
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	var got *fleet.DeviceInfo

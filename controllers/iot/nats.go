@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/platform-operator/platform-operator/internal/fleet/auth"
 	"github.com/platform-operator/platform-operator/internal/fleet/store"
 )
 
@@ -17,6 +18,9 @@ type NATSOptions struct {
 	URL string
 	// CredentialsFile is a NATS .creds file (user JWT and nkey seed), mounted from a Secret; optional.
 	CredentialsFile string
+	// CAFile, CertFile and KeyFile are the TLS CA bundle of the server and the operator's client
+	// certificate (auth.Client); optional.
+	CAFile, CertFile, KeyFile string
 	// User and Password authenticate with a user and password instead; optional.
 	User, Password string
 	// HeartbeatTTL is how long a device counts as alive after its last heartbeat.
@@ -26,10 +30,12 @@ type NATSOptions struct {
 // Connect connects to NATS (reconnecting forever once connected) and opens the fleet's buckets, giving
 // up after timeout. The returned function closes the connection.
 func Connect(ctx context.Context, o NATSOptions, timeout time.Duration) (*store.Store, func(), error) {
-	opts := []nats.Option{nats.Name("platform-operator"), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second), nats.Timeout(timeout)}
-	if o.CredentialsFile != "" {
-		opts = append(opts, nats.UserCredentials(o.CredentialsFile))
+	// The credentials' role picks the inbox prefix their permissions allow (docs/fleet.md).
+	opts, err := auth.Client{CredentialsFile: o.CredentialsFile, CAFile: o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile}.Options()
+	if err != nil {
+		return nil, nil, err
 	}
+	opts = append(opts, nats.Name("platform-operator"), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second), nats.Timeout(timeout))
 	if o.User != "" {
 		opts = append(opts, nats.UserInfo(o.User, o.Password))
 	}

@@ -136,6 +136,12 @@ func TestBucketNamesCarryTheContractVersion(t *testing.T) {
 	}
 }
 
+func TestEventsSubjectFollowsTheAgent(t *testing.T) {
+	if p := auth.Device(); !p.Sub.Allow.Contains(agent.EventsSubject("{{name()}}")) {
+		t.Errorf("a device may not serve its events on %s: %v", agent.EventsSubject("{{name()}}"), p.Sub.Allow)
+	}
+}
+
 func TestMaxLogRepliesFollowsTheAgent(t *testing.T) {
 	if got := auth.Device().Resp.MaxMsgs; got != agent.DefaultLogLines+1 {
 		t.Errorf("a device may send %d reply messages, the agent sends up to %d", got, agent.DefaultLogLines+1)

@@ -21,7 +21,7 @@ const (
 	// RoleOperator is the platform operator's iot controller: it owns the buckets.
 	RoleOperator Role = "operator"
 	// RoleViewer is a person's read-only command line: it reads the fleet's records and asks devices
-	// for their logs.
+	// for their logs and events.
 	RoleViewer Role = "viewer"
 )
 
@@ -77,6 +77,12 @@ func InboxPrefix(r Role, name string) string {
 
 var buckets = []string{fleet.BucketDevices, fleet.BucketDesired, fleet.BucketState, fleet.BucketHeartbeats}
 
+// eventsSubject is where a device's agent serves its recent events (agent.EventsSubject; a test keeps
+// them equal).
+func eventsSubject(device string) string {
+	return fmt.Sprintf("fleet.v%d.events.%s", fleet.ContractVersion, device)
+}
+
 func kvSubject(bucket, key string) string { return "$KV." + bucket + "." + key }
 
 func stream(bucket string) string { return "KV_" + bucket }
@@ -121,7 +127,7 @@ func Device() jwt.Permissions {
 	for _, b := range buckets {
 		p.Pub.Allow.Add(streamInfo(b))
 	}
-	p.Sub.Allow.Add(InboxPrefix(RoleDevice, me)+".>", fleet.LogsSubject(me))
+	p.Sub.Allow.Add(InboxPrefix(RoleDevice, me)+".>", fleet.LogsSubject(me), eventsSubject(me))
 	// A log reply is a stream of chunks (at most one per line) and an end marker, to the requester's
 	// inbox, within the agent's minute for a request.
 	p.Resp = &jwt.ResponsePermission{MaxMsgs: maxLogReplies, Expires: 2 * time.Minute}
@@ -132,7 +138,7 @@ func Device() jwt.Permissions {
 // configuring them, reading and writing every key, watching, purging) and log requests to any device.
 func Operator() jwt.Permissions {
 	p := jwt.Permissions{}
-	p.Pub.Allow.Add("$JS.API.INFO", fleet.LogsSubject("*"))
+	p.Pub.Allow.Add("$JS.API.INFO", fleet.LogsSubject("*"), eventsSubject("*"))
 	for _, b := range buckets {
 		p.Pub.Allow.Add(
 			"$JS.API.STREAM.*."+stream(b),
@@ -154,7 +160,7 @@ func Operator() jwt.Permissions {
 // those are read in Kubernetes under its RBAC) and asks any device for its logs. It writes nothing.
 func Viewer() jwt.Permissions {
 	p := jwt.Permissions{}
-	p.Pub.Allow.Add(fleet.LogsSubject("*"))
+	p.Pub.Allow.Add(fleet.LogsSubject("*"), eventsSubject("*"))
 	for _, b := range []string{fleet.BucketDevices, fleet.BucketState, fleet.BucketHeartbeats} {
 		p.Pub.Allow.Add(
 			streamInfo(b),
