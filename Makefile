@@ -97,9 +97,10 @@ TOOL_MODULES = $(patsubst %/go.mod,%,$(wildcard hack/tools/*/go.mod))
 
 # `make test` runs every package outside test/e2e (unit, golden, fuzz seeds, envtest), then the e2e suite,
 # which runs the operator binary against the full local cluster (docs/e2e.md) and needs kustomize to
-# render config/default. Until test/e2e exists, kube-apiserver and etcd are enough.
+# render config/default, and promql-names for its metric names spec. Until test/e2e exists, kube-apiserver
+# and etcd are enough.
 E2E_DIR = test/e2e
-E2E_DEPS = controlplane-full build $(KUSTOMIZE)
+E2E_DEPS = controlplane-full build $(KUSTOMIZE) $(PROMTOOL_BIN)/promtool
 # test/scorecard runs the bundle's scorecard configuration with operator-sdk's scorecard-test entry point.
 # test/olm (make test-olm) installs and upgrades the operator through OLM: it needs opm and OLM too.
 # test/alerts runs promtool and promql-names on the alerts and dashboards.

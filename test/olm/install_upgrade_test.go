@@ -145,6 +145,8 @@ var _ = Describe("OLM", Ordered, func() {
 			}).Should(BeTrue(), "the replaced CSV v%s is never deleted", firstVersion)
 		})
 
+		phase("the bundle's PrometheusRule, ServiceMonitor and dashboards created by OLM", func() { expectBundleMonitoring(ctx) })
+
 		phase("operator restart as the new Deployment", func() {
 			old := leaseHolder(ctx)
 			Expect(old).NotTo(BeEmpty(), "the first operator never held the leader election Lease")

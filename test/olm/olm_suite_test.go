@@ -139,10 +139,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	phase("cluster start", func() {
 		// Only OLM's CRDs (and the external cert-manager and Route ones): the operator's own CRD comes
-		// from the bundle, installed by OLM.
+		// from the bundle, installed by OLM. The Prometheus Operator's PrometheusRule and ServiceMonitor
+		// are served (by stand-ins in testdata) because the bundle ships one of each, and OLM fails an
+		// InstallPlan whose object's kind the cluster does not serve (docs/olm.md, "Monitoring").
 		cluster = localcluster.New(localcluster.WithWorkloads(localcluster.Options{
 			RepoRoot:       repoRoot,
-			CRDDirectories: []string{olmCRDs},
+			CRDDirectories: []string{olmCRDs, filepath.Join(repoRoot, "test", "olm", "testdata", "monitoring-crds")},
 			Scheme:         scheme.Scheme,
 			LogDir:         filepath.Join(logDir, "cluster"),
 		}))
