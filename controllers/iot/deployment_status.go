@@ -28,8 +28,10 @@ type scope struct {
 	progress        fleet.Progress
 	hold            fleet.Hold
 	stale           int
-	counting        bool
-	requeue         ctrl.Result
+	// oldest is the oldest "at" of the state records folded since the Deployment's last status.
+	oldest   time.Time
+	counting bool
+	requeue  ctrl.Result
 }
 
 func (r *DeploymentReconciler) newScope(d *iotv1.Deployment, st *store.Store) *scope {
@@ -37,6 +39,7 @@ func (r *DeploymentReconciler) newScope(d *iotv1.Deployment, st *store.Store) *s
 	return &scope{
 		Session: &reconcile.Session{Owner: d, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
 		d:       d, key: fleet.DeploymentKey{Namespace: d.Namespace, Name: d.Name}, status: status, store: st,
+		oldest: r.counters.TakeOldest(fleet.DeploymentKey{Namespace: d.Namespace, Name: d.Name}),
 	}
 }
 
@@ -57,6 +60,7 @@ func (s *scope) summarize(now time.Time) *iotv1.DeploymentStatus {
 		prev := st.Aggregate
 		st.Aggregate = fleet.Aggregate(s.snapshot, gen, s.progress.Matched, s.stale)
 		st.RecentEvents = fleet.Events(s.snapshot)
+		observeLag(now, s.oldest)
 		if int(st.PublishedDevices) != s.progress.Published || st.ObservedGeneration != gen ||
 			st.Aggregate.Succeeded > prev.Succeeded || st.LastProgressTime == nil {
 			t := metav1.NewTime(now.Truncate(time.Second))

@@ -9,7 +9,65 @@ import (
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/fleet"
+	"github.com/platform-operator/platform-operator/internal/fleet/store"
 )
+
+// Event reasons of the fleet's bad input (docs/fleet.md, "Bad input").
+const (
+	// EventRejectedRecord is a device's record the operator refused: it moved no count.
+	EventRejectedRecord = "RejectedRecord"
+	// EventDeviceQuarantined is a device whose state records keep breaking their chain: they count
+	// nowhere until it writes a consistent chain again.
+	EventDeviceQuarantined = "DeviceQuarantined"
+)
+
+// reportRejected counts a refused record and tells the Deployment its key names (a Warning event,
+// rate-limited per device), or the log when the key names none.
+func (w *fleetWatch) reportRejected(ctx context.Context, rej *fleet.Rejection) {
+	r := w.r
+	rejectedRecords.WithLabelValues(rej.Records, rej.Reason).Inc()
+	who := rej.Device
+	if who == "" {
+		who = "(no device)"
+	}
+	if !w.reports.allow(rej.Records+"/"+who, r.clock()) {
+		return
+	}
+	if d := r.deploymentOf(ctx, rej.Deployment); d != nil {
+		r.Recorder.Eventf(d, "Warning", EventRejectedRecord, "device %s: %s; it counts nowhere (further refusals of this device are not reported for %s)", who, rej.Error(), reportWindow)
+		return
+	}
+	ctrl.LoggerFrom(ctx).WithName("fleet").Info("refused a device record", "device", who, "bucket", rej.Records, "reason", rej.Reason, "error", rej.Error())
+}
+
+// reportOffender tells the Deployment of a key that made a change impossible to fold, when the key is
+// quarantined for it; a first offence is only logged.
+func (w *fleetWatch) reportOffender(ctx context.Context, ke *fleet.KeyError) {
+	r := w.r
+	log := ctrl.LoggerFrom(ctx).WithName("fleet")
+	if !ke.Quarantined || !w.reports.allow("quarantine/"+ke.Key, r.clock()) {
+		log.Info("a state record could not be folded; recounting", "device", ke.Device, "deployment", ke.Deployment.String(), "error", ke.Error())
+		return
+	}
+	if d := r.deploymentOf(ctx, ke.Deployment); d != nil {
+		r.Recorder.Eventf(d, "Warning", EventDeviceQuarantined,
+			"device %s keeps writing state records that do not follow its previous one (%v); its records count nowhere until it writes %d consistent ones",
+			ke.Device, ke.Err, fleet.ReleaseAfter)
+	}
+	log.Info("quarantined a device's state key", "device", ke.Device, "deployment", ke.Deployment.String(), "error", ke.Error())
+}
+
+// deploymentOf is the Deployment named d, from the cache, or nil.
+func (r *DeploymentReconciler) deploymentOf(ctx context.Context, d fleet.DeploymentKey) *iotv1.Deployment {
+	if d.Name == "" {
+		return nil
+	}
+	var dep iotv1.Deployment
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Name}, &dep); err != nil {
+		return nil
+	}
+	return &dep
+}
 
 // fleetWatch is the manager runnable that follows the fleet in NATS: it folds the state bucket into the
 // phase counters and the device and heartbeat buckets into the index (matched and stale devices per
@@ -18,6 +76,8 @@ import (
 // move.
 type fleetWatch struct {
 	r *DeploymentReconciler
+	// reports bounds the events and logs bad input causes.
+	reports reportLimiter
 }
 
 // NeedLeaderElection: only the leader publishes and writes status.
@@ -27,6 +87,14 @@ func (w *fleetWatch) NeedLeaderElection() bool { return true }
 func (w *fleetWatch) Start(ctx context.Context) error {
 	r := w.r
 	log := ctrl.LoggerFrom(ctx).WithName("fleet")
+	st := r.store.Load()
+	fleetConn.Store(st)
+	fleetGauges.reader.Store(&readerBox{r.Client})
+	st.Hooks = store.Hooks{
+		Rejected: func(rej *fleet.Rejection) { w.reportRejected(ctx, rej) },
+		Offended: func(ke *fleet.KeyError) { w.reportOffender(ctx, ke) },
+		Recount:  func(cause string) { recounts.WithLabelValues(cause).Inc() },
+	}
 	go func() {
 		if err := r.store.Load().Fold(ctx, &r.counters, func() {
 			log.Info("fleet counters in step with the state bucket", "recounts", r.counters.Recounts())
@@ -118,6 +186,7 @@ func (c *natsConnector) NeedLeaderElection() bool { return true }
 // Start connects, then follows the fleet until ctx ends.
 func (c *natsConnector) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("fleet")
+	fleetGauges.reader.Store(&readerBox{c.r.Client}) // the Deployments' gauges, while connecting too
 	for {
 		st, closeNATS, err := Connect(ctx, *c.r.NATS, 10*time.Second)
 		if err == nil {
