@@ -256,6 +256,10 @@ build: manifests generate fmt vet ## Build the operator binary into bin/platform
 fleet-agent: fmt vet ## Build the IoT fleet's on-device agent into bin/fleet-agent (static; GOARCH=arm64 for a Raspberry Pi).
 	CGO_ENABLED=0 go build -trimpath -o bin/fleet-agent ./cmd/fleet-agent
 
+.PHONY: fleetctl
+fleetctl: fmt vet ## Build fleetctl, the fleet's read-only command line for people (logs, events, states of devices), into bin/fleetctl.
+	CGO_ENABLED=0 go build -trimpath -o bin/fleetctl ./cmd/fleetctl
+
 .PHONY: run
 run: manifests generate fmt vet ## Run the operator on this machine against the cluster of the current kubeconfig (RUN_ARGS adds flags).
 	@# No webhook configuration points at this process, and it has no certificate: docs/webhooks.md.
