@@ -1,0 +1,75 @@
+package irc
+
+import (
+	"errors"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
+)
+
+// errNotYet is a condition not written for the object's generation yet.
+var errNotYet = errors.New("the condition is not for the current generation yet")
+
+// counterValue is the value of family name's series with label result=result in reg.
+func counterValue(reg prometheus.Gatherer, name, result string) float64 {
+	GinkgoHelper()
+	families, err := reg.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == result {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	Fail("no series " + name + "{result=" + result + "}")
+	return 0
+}
+
+// The suite's manager runs the ErgoNetwork controller as main.go does; its config rollouts are counted
+// where the ConfigMap is written.
+var _ = Describe("metrics", func() {
+	It("metrics: a new network's first ircd.yaml and a spec change that changes it are config rollouts", func(ctx SpecContext) {
+		reg := prometheus.NewRegistry()
+		Expect(opmetrics.Register(reg, k8s, nil)).To(Succeed())
+		rollouts := func() float64 {
+			return counterValue(reg, "platform_operator_ergo_config_rollouts_total", opmetrics.ResultSucceeded)
+		}
+		counterValue(reg, "platform_operator_ergo_config_rollouts_total", opmetrics.ResultFailed) // there from the start
+
+		ns := newNamespace()
+		before := rollouts()
+		n := ergotest.MinimalNetwork(ns, "rollout")
+		Expect(k8s.Create(ctx, n)).To(Succeed())
+		eventuallyNetwork(ctx, ns, "rollout", haveCondition(ircv1.ConditionConfig, metav1.ConditionTrue, ircv1.ReasonApplied))
+		Eventually(rollouts).Should(BeNumerically(">", before))
+
+		By("a new network name: another ircd.yaml")
+		created := rollouts()
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "rollout"}, n)).To(Succeed())
+		n.Spec.NetworkName = "RolloutNet"
+		Expect(k8s.Update(ctx, n)).To(Succeed())
+		eventuallyNetwork(ctx, ns, "rollout", func(got *ircv1.ErgoNetwork) error {
+			if err := haveCondition(ircv1.ConditionConfig, metav1.ConditionTrue, ircv1.ReasonApplied)(got); err != nil {
+				return err
+			}
+			if c := condition(got, ircv1.ConditionConfig); c.ObservedGeneration != got.Generation {
+				return errNotYet
+			}
+			return nil
+		})
+		Eventually(rollouts).Should(BeNumerically(">", created))
+	})
+})
