@@ -102,13 +102,13 @@ func (b *backoff) after(cause string, ran time.Duration) time.Duration {
 }
 
 // refold runs pass, each pass a count from scratch followed by the changes it folds, until ctx ends.
-// reset forgets the counts before each pass, and at once when a pass ends, so that nothing reads counts
-// known to be wrong while the next recount waits for its back-off.
+// reset forgets the counts before the first pass and as soon as a pass ends (once per pass), so that
+// nothing reads counts known to be wrong while the next recount waits for its back-off.
 func (s *Store) refold(ctx context.Context, reset func(), pass func() error) error {
 	var b backoff
 	cause := CauseStart
+	reset()
 	for {
-		reset()
 		if s.Hooks.Recount != nil {
 			s.Hooks.Recount(cause)
 		}

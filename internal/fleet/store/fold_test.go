@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -49,5 +50,33 @@ func TestRecountBackoff(t *testing.T) {
 		if got := b.after(st.cause, st.ran); got != st.want {
 			t.Fatalf("step %d (%s after %s): wait %s, want %s", i, st.cause, st.ran, got, st.want)
 		}
+	}
+}
+
+// TestRefoldResetsOncePerPass: the counts are reset before the first pass and as soon as each pass ends
+// (not again before the next), and each count reports its cause.
+func TestRefoldResetsOncePerPass(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var causes []string
+	s := &Store{Hooks: Hooks{Recount: func(c string) { causes = append(causes, c) }}}
+	ends := []error{fmt.Errorf("%w: x", fleet.ErrImpossible), errSelector, errSelector}
+	resets, passes := 0, 0
+	err := s.refold(ctx, func() { resets++ }, func() error {
+		if resets != passes+1 {
+			t.Fatalf("pass %d after %d resets", passes+1, resets)
+		}
+		passes++
+		if passes > len(ends) {
+			cancel()
+			return ctx.Err()
+		}
+		return ends[passes-1]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprint([]string{CauseStart, CauseImpossible, CauseSelector, CauseSelector}); fmt.Sprint(causes) != want {
+		t.Errorf("causes %v, want %s", causes, want)
 	}
 }
