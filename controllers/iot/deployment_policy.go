@@ -121,19 +121,19 @@ func ParseFleetPolicy(s string) (FleetPolicy, error) {
 
 // rulesFor are the entries that apply to namespace ns: those naming it, else those for "*".
 func (p FleetPolicy) rulesFor(ns string) []fleetRule {
-	var named, any []fleetRule
+	var named, wildcard []fleetRule
 	for _, r := range p.rules {
 		switch r.namespace {
 		case ns:
 			named = append(named, r)
 		case "*":
-			any = append(any, r)
+			wildcard = append(wildcard, r)
 		}
 	}
 	if len(named) > 0 {
 		return named
 	}
-	return any
+	return wildcard
 }
 
 // Allows says whether a Deployment in namespace ns may have selector sel; when it may not, the message
