@@ -13,6 +13,10 @@ import (
 	"github.com/platform-operator/platform-operator/internal/fleet"
 )
 
+// DefaultEventsTimeout is how long RequestEvents waits for a device that does not answer, when its
+// context sets no deadline.
+const DefaultEventsTimeout = 10 * time.Second
+
 // EventRingSize is how many of its newest events an agent keeps (in memory only) and serves.
 const EventRingSize = 32
 
@@ -160,8 +164,14 @@ func (a *Agent) serveEvents(nc *nats.Conn) (*nats.Subscription, error) {
 
 // RequestEvents asks device for its newest events (those of deployment d, or all when d is zero) and
 // the agent's information. The reply is bounded as the device bounds it: at most EventRingSize events,
-// each reason and message cut to their limits, whatever the device sent.
+// each reason and message cut to their limits, whatever the device sent. It waits at most
+// DefaultEventsTimeout for the reply when ctx has no deadline.
 func RequestEvents(ctx context.Context, nc *nats.Conn, device string, d fleet.DeploymentKey) (*EventsReply, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultEventsTimeout)
+		defer cancel()
+	}
 	req, _ := json.Marshal(EventsRequest{Namespace: d.Namespace, Name: d.Name})
 	m, err := nc.RequestWithContext(ctx, EventsSubject(device), req)
 	if err != nil {

@@ -45,14 +45,16 @@ func (p *Podman) global() []string {
 }
 
 func (p *Podman) run(ctx context.Context, args ...string) (string, error) {
+	args = append(p.global(), args...)
 	if p.Run != nil {
 		return p.Run(ctx, args...)
 	}
-	cmd := exec.CommandContext(ctx, "podman", append(p.global(), args...)...)
+	cmd := exec.CommandContext(ctx, "podman", args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("podman %s: %w: %s", strings.Join(args[:min(len(args), 2)], " "), err, strings.TrimSpace(errOut.String()))
+		sub := args[len(p.global()):]
+		return out.String(), fmt.Errorf("podman %s: %w: %s", strings.Join(sub[:min(len(sub), 2)], " "), err, strings.TrimSpace(errOut.String()))
 	}
 	return out.String(), nil
 }
