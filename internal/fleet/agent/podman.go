@@ -81,14 +81,18 @@ func (p *Podman) Apply(ctx context.Context, d fleet.DeploymentKey, score iotv1.S
 		if err == nil {
 			h, running, _ := strings.Cut(strings.TrimSpace(have), "|")
 			if h == hash {
-				if running != "true" && p.restartable(ctx, svc, name) {
-					if _, err := p.run(ctx, "start", name); err != nil {
-						return err
-					}
+				if running == "true" || !p.restartable(ctx, svc, name) {
+					continue
 				}
-				continue
-			}
-			if _, err := p.run(ctx, "rm", "--force", name); err != nil {
+				_, err := p.run(ctx, "start", name)
+				if err == nil {
+					continue
+				}
+				if _, gone := p.run(ctx, "container", "exists", name); gone == nil {
+					return err
+				}
+				// Removed while it was being started (podman rm behind the agent's back): run it again.
+			} else if _, err := p.run(ctx, "rm", "--force", name); err != nil {
 				return err
 			}
 		}
