@@ -186,13 +186,13 @@ verify: ## Regenerate code, manifests, the OLM bundle and catalog, gofmt, tidy e
 	@echo "make verify: generated files, formatting and go.mod files are up to date."
 
 .PHONY: test
-test: manifests generate fmt vet $(TEST_DEPS) redis-server postgres ## Run every test with the race detector: unit, golden, fuzz seeds, envtest, then the e2e suite; coverage goes to cover.out.
+test: manifests generate fmt vet $(TEST_DEPS) redis-server postgres podman ## Run every test with the race detector: unit, golden, fuzz seeds, envtest, then the e2e suite; coverage goes to cover.out.
 	$(run-unit-tests)
 	$(if $(wildcard $(E2E_DIR)),$(run-e2e-tests))
 	$(run-olm-tests)
 
 .PHONY: test-unit
-test-unit: manifests generate fmt vet controlplane-full build $(SCORECARD_TEST) $(PROMTOOL_BIN)/promtool redis-server postgres $(KUSTOMIZE) ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
+test-unit: manifests generate fmt vet controlplane-full build $(SCORECARD_TEST) $(PROMTOOL_BIN)/promtool redis-server postgres podman $(KUSTOMIZE) ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
 	$(run-unit-tests)
 
 .PHONY: bench
@@ -245,6 +245,18 @@ postgres: ## Install Debian's PostgreSQL server for the homelab tests and demo (
 		mkdir -p /etc/postgresql-common && echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf && \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || { echo "postgres: initdb is still missing"; exit 1; }
+
+# The fleet agent's end-to-end test (test/podman) runs real containers: Debian's podman, with runc (the
+# default crun fails on this kind of host: docs/iot.md, "Podman settings").
+.PHONY: podman
+podman: ## Install Debian's podman and runc for the fleet agent's e2e test (apt-get, as root) unless both exist.
+	@command -v podman >/dev/null && command -v runc >/dev/null || { \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc; }
+	@command -v podman >/dev/null && command -v runc >/dev/null || { echo "podman: podman or runc is still missing"; exit 1; }
+
+.PHONY: test-podman
+test-podman: podman ## Run only the fleet agent's e2e test with real podman (test/podman).
+	go test ./test/podman/ -count=1 -v
 
 ##@ Build
 
