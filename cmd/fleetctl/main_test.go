@@ -33,6 +33,9 @@ var (
 	testCtx     context.Context
 )
 
+// runs counts the runs of TestStates.
+var runs int
+
 // heartbeatTTL is short so that a stopped device's heartbeat expires within the test.
 const heartbeatTTL = 2 * time.Second
 
@@ -233,69 +236,72 @@ func devicesOf(rows []stateRow) []string {
 // TestStates lists a deployment's devices with their phase and liveness, filtered by labels and phase,
 // as the viewer (and refused to a device's credentials).
 func TestStates(t *testing.T) {
-	d := fleet.DeploymentKey{Namespace: "shop", Name: "web"}
+	// Names of this run only: a run again (-count) must not find the devices and records of the last.
+	runs++
+	ns := fmt.Sprintf("shop%d", runs)
+	d := fleet.DeploymentKey{Namespace: ns, Name: "web"}
 	failing := &fleettest.FakeRuntime{}
 	failing.SetFail("registry.example/web:3", "image not found")
-	startDevice(t, "shop-a", map[string]string{"site": "lyon"}, nil)
-	b := startDevice(t, "shop-b", map[string]string{"site": "paris"}, nil)
-	startDevice(t, "shop-c", map[string]string{"site": "lyon"}, failing)
-	for _, dev := range []string{"shop-a", "shop-b", "shop-c"} {
+	startDevice(t, ns+"-a", map[string]string{"site": "lyon"}, nil)
+	b := startDevice(t, ns+"-b", map[string]string{"site": "paris"}, nil)
+	startDevice(t, ns+"-c", map[string]string{"site": "lyon"}, failing)
+	for _, dev := range []string{ns + "-a", ns + "-b", ns + "-c"} {
 		if _, err := operator.Publish(testCtx, dev, d, fleet.Desired{Generation: 3, Score: score("registry.example/web:3")}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Another deployment of the same namespace, whose states must not show.
-	if _, err := operator.Transition(testCtx, fleet.DeploymentKey{Namespace: "shop", Name: "api"}, "shop-a", 1, fleet.PhaseRunning, ""); err != nil {
+	if _, err := operator.Transition(testCtx, fleet.DeploymentKey{Namespace: ns, Name: "api"}, ns+"-a", 1, fleet.PhaseRunning, ""); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "every device reported", func() bool {
 		phases := map[string]fleet.Phase{}
-		for _, r := range stateRows(t, "--namespace", "shop", "--deployment", "web") {
+		for _, r := range stateRows(t, "--namespace", ns, "--deployment", "web") {
 			phases[r.Device] = r.Phase
 		}
-		return phases["shop-a"] == fleet.PhaseRunning && phases["shop-b"] == fleet.PhaseRunning && phases["shop-c"] == fleet.PhaseFailed
+		return phases[ns+"-a"] == fleet.PhaseRunning && phases[ns+"-b"] == fleet.PhaseRunning && phases[ns+"-c"] == fleet.PhaseFailed
 	})
 
-	rows := stateRows(t, "--namespace", "shop", "--deployment", "web")
-	if got := devicesOf(rows); !slices.Equal(got, []string{"shop-a", "shop-b", "shop-c"}) {
+	rows := stateRows(t, "--namespace", ns, "--deployment", "web")
+	if got := devicesOf(rows); !slices.Equal(got, []string{ns + "-a", ns + "-b", ns + "-c"}) {
 		t.Errorf("devices = %v", got)
 	}
 	for _, r := range rows {
 		if r.Generation != 3 || r.At.IsZero() || r.Heartbeat.Status != heartbeatAlive || r.Heartbeat.At == nil {
 			t.Errorf("row %+v", r)
 		}
-		if (r.Device == "shop-c") != (r.Message == "service app: image not found") {
+		if (r.Device == ns+"-c") != (r.Message == "service app: image not found") {
 			t.Errorf("row %s has message %q", r.Device, r.Message)
 		}
 	}
-	if got := devicesOf(stateRows(t, "--namespace", "shop", "--deployment", "web", "--selector", "site=lyon")); !slices.Equal(got, []string{"shop-a", "shop-c"}) {
+	if got := devicesOf(stateRows(t, "--namespace", ns, "--deployment", "web", "--selector", "site=lyon")); !slices.Equal(got, []string{ns + "-a", ns + "-c"}) {
 		t.Errorf("--selector site=lyon: %v", got)
 	}
-	if got := devicesOf(stateRows(t, "--namespace", "shop", "--deployment", "web", "--selector", "site in (lyon,paris),site!=lyon")); !slices.Equal(got, []string{"shop-b"}) {
+	if got := devicesOf(stateRows(t, "--namespace", ns, "--deployment", "web", "--selector", "site in (lyon,paris),site!=lyon")); !slices.Equal(got, []string{ns + "-b"}) {
 		t.Errorf("--selector site in (lyon,paris),site!=lyon: %v", got)
 	}
-	if got := devicesOf(stateRows(t, "--namespace", "shop", "--deployment", "web", "--state", "failed")); !slices.Equal(got, []string{"shop-c"}) {
+	if got := devicesOf(stateRows(t, "--namespace", ns, "--deployment", "web", "--state", "failed")); !slices.Equal(got, []string{ns + "-c"}) {
 		t.Errorf("--state failed: %v", got)
 	}
-	if got := devicesOf(stateRows(t, "--namespace", "shop", "--deployment", "web", "--state", "Failed", "--selector", "site=paris")); len(got) != 0 {
+	if got := devicesOf(stateRows(t, "--namespace", ns, "--deployment", "web", "--state", "Failed", "--selector", "site=paris")); len(got) != 0 {
 		t.Errorf("--state Failed --selector site=paris: %v", got)
 	}
 
-	out, stderr, code := fleetctl("states", "--namespace", "shop", "--deployment", "web", "--state", "failed")
+	out, stderr, code := fleetctl("states", "--namespace", ns, "--deployment", "web", "--state", "failed")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != 0 || len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "DEVICE GENERATION PHASE AT HEARTBEAT MESSAGE" {
 		t.Fatalf("text: code %d, %q, stderr %q", code, out, stderr)
 	}
-	if f := strings.Fields(lines[1]); len(f) < 8 || f[0] != "shop-c" || f[1] != "3" || f[2] != "Failed" || f[4] != "alive" ||
-		strings.Join(f[6:], " ") != "service app: image not found" || strings.Index(lines[1], "3") != strings.Index(lines[0], "GENERATION") {
+	if f := strings.Fields(lines[1]); len(f) < 8 || f[0] != ns+"-c" || f[1] != "3" || f[2] != "Failed" || f[4] != "alive" ||
+		strings.Join(f[6:], " ") != "service app: image not found" || strings.Index(lines[1], "Failed") != strings.Index(lines[0], "PHASE") {
 		t.Errorf("text row %q under %q", lines[1], lines[0])
 	}
 
 	t.Run("a stopped device's heartbeat expires, then the operator records the lapse", func(t *testing.T) {
 		b.Stop()
 		var marker uint64
-		eventually(t, "shop-b's heartbeat expired", func() bool {
-			for _, r := range stateRows(t, "--namespace", "shop", "--deployment", "web", "--selector", "site=paris") {
+		eventually(t, "the stopped device's heartbeat expired", func() bool {
+			for _, r := range stateRows(t, "--namespace", ns, "--deployment", "web", "--selector", "site=paris") {
 				if r.Heartbeat.Status == heartbeatExpired {
 					return true
 				}
@@ -306,26 +312,26 @@ func TestStates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := stream.GetLastMsgForSubject(testCtx, "$KV."+fleet.BucketHeartbeats+".shop-b")
+		m, err := stream.GetLastMsgForSubject(testCtx, "$KV."+fleet.BucketHeartbeats+"."+ns+"-b")
 		if err != nil {
 			t.Fatal(err)
 		}
 		marker = m.Sequence
-		if err := operator.WriteLapse(testCtx, "shop-b", marker); err != nil {
+		if err := operator.WriteLapse(testCtx, ns+"-b", marker); err != nil {
 			t.Fatal(err)
 		}
-		rows := stateRows(t, "--namespace", "shop", "--deployment", "web", "--selector", "site=paris")
+		rows := stateRows(t, "--namespace", ns, "--deployment", "web", "--selector", "site=paris")
 		if len(rows) != 1 || rows[0].Heartbeat.Status != heartbeatLapsed || rows[0].Phase != fleet.PhaseRunning {
 			t.Errorf("after the lapse: %+v", rows)
 		}
 	})
 
 	t.Run("a device's credentials may not read the fleet's states", func(t *testing.T) {
-		creds, err := srv.Creds(auth.RoleDevice, "shop-a")
+		creds, err := srv.Creds(auth.RoleDevice, ns+"-a")
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, stderr, code := fleetctl("states", "--namespace", "shop", "--deployment", "web", "--creds", creds)
+		_, stderr, code := fleetctl("states", "--namespace", ns, "--deployment", "web", "--creds", creds)
 		if code != exitError || !strings.Contains(stderr, "permission denied by the NATS server") {
 			t.Errorf("code %d, stderr %q", code, stderr)
 		}
@@ -333,10 +339,10 @@ func TestStates(t *testing.T) {
 
 	t.Run("usage mistakes", func(t *testing.T) {
 		for _, a := range [][]string{
-			{"states", "--namespace", "shop"},
-			{"states", "--namespace", "shop", "--deployment", "web", "--state", "sleeping"},
-			{"states", "--namespace", "shop", "--deployment", "web", "--selector", "site in ("},
-			{"states", "--namespace", "shop", "--deployment", "web", "extra"},
+			{"states", "--namespace", ns},
+			{"states", "--namespace", ns, "--deployment", "web", "--state", "sleeping"},
+			{"states", "--namespace", ns, "--deployment", "web", "--selector", "site in ("},
+			{"states", "--namespace", ns, "--deployment", "web", "extra"},
 		} {
 			if _, stderr, code := fleetctl(a...); code != exitUsage {
 				t.Errorf("%q: code %d, stderr %q", a, code, stderr)
