@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -50,11 +51,12 @@ const (
 
 var _ = Describe("OLM", Ordered, func() {
 	var (
-		opm      *opmServer
-		operator *proc
-		pvcUID   types.UID
-		podUID   types.UID
-		ergoDep  appsv1.Deployment
+		opm                      *opmServer
+		operator                 *proc
+		iotAsStored, iotExported []unstructured.Unstructured
+		pvcUID                   types.UID
+		podUID                   types.UID
+		ergoDep                  appsv1.Deployment
 	)
 
 	It("installs the operator from a CatalogSource and an ErgoNetwork becomes Ready", func(ctx SpecContext) {
@@ -119,10 +121,16 @@ var _ = Describe("OLM", Ordered, func() {
 			ergoDep = ergoDeployment(ctx)
 			fmt.Fprintf(os.Stdout, "olm: network Ready with claim %s (%s) and pod %s (%s)\n", pvc.Name, pvc.UID, pod.Name, pod.UID)
 		})
+
+		phase("iot Deployments under "+oldIoTCRD+" (the CRD before the plural changed)", func() { iotAsStored = installPreviousIoT(ctx) })
 	}, NodeTimeout(10*time.Minute))
 
 	It("upgrades from the previous release to this one and the network keeps its claim and pod", func(ctx SpecContext) {
 		Expect(operator).NotTo(BeNil(), "the install spec did not get that far")
+
+		phase("before the upgrade, as docs/iot.md says: export the iot Deployments, delete "+oldIoTCRD, func() {
+			iotExported = exportAndDeleteOldIoT(ctx)
+		})
 
 		phase("catalog with v"+nextVersion+" and opm restart", func() {
 			next := filepath.Join(workDir, "bundle-"+nextVersion)
@@ -146,6 +154,10 @@ var _ = Describe("OLM", Ordered, func() {
 		})
 
 		phase("the bundle's PrometheusRule, ServiceMonitor and dashboards created by OLM", func() { expectBundleMonitoring(ctx) })
+
+		phase("iot Deployments re-created under "+newIoTCRD+", which OLM installed", func() {
+			recreateIoT(ctx, iotExported, iotAsStored)
+		})
 
 		phase("operator restart as the new Deployment", func() {
 			old := leaseHolder(ctx)
