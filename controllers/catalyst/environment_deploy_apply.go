@@ -107,12 +107,7 @@ func (r *EnvironmentReconciler) applyObjects(ctx context.Context, s *environment
 			return n, false, ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 		case errors.As(err, &status) && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)):
 			msg := refusalMessage(o, s.namespace, dryRun, err)
-			switch {
-			case apierrors.IsForbidden(err):
-				opmetrics.Refused(opmetrics.RefusalImpersonation)
-			case dryRun:
-				opmetrics.Refused(opmetrics.RefusalDryRun)
-			}
+			opmetrics.Refused(opmetrics.RefusalCheck(err, dryRun))
 			s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonApplyFailed, msg)
 			s.Warn(catalystv1.ReasonApplyFailed, msg)
 			return n, false, ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil

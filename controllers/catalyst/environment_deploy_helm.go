@@ -12,7 +12,6 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -87,7 +86,7 @@ func (r *EnvironmentReconciler) deployHelm(ctx context.Context, s *environmentSc
 			// render checked before) holds what the environment may not.
 			reason, st.Refused = catalystv1.ReasonObjectsRefused, firstRefusals(refused)
 			opmetrics.Refused(opmetrics.RefusalPolicy)
-		} else if apierrors.IsForbidden(err) {
+		} else if opmetrics.RefusalCheck(err, false) == opmetrics.RefusalImpersonation {
 			opmetrics.Refused(opmetrics.RefusalImpersonation)
 		}
 		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, reason, msg)

@@ -1,10 +1,13 @@
 package metrics
 
 import (
+	"errors"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // Namespace prefixes every metric of the operator's own.
@@ -194,6 +197,32 @@ func Refused(check string) {
 	case RefusalPolicy, RefusalImpersonation, RefusalDryRun:
 		catalystRefusals.WithLabelValues(check).Inc()
 	}
+}
+
+// authorizationDenial is how the API server's authorizer words a denial (403): User "name" cannot verb ...
+var authorizationDenial = regexp.MustCompile(`User "[^"]*" cannot [a-z]+ `)
+
+// RefusalCheck is the check label of the API server's refusal err of an object sent as the tenant (in
+// the whole-commit dry run when dryRun): RefusalImpersonation for an authorization denial (the tenant's
+// RBAC), RefusalDryRun for any other refusal in the dry run (admission such as Pod Security, quota,
+// validation), and "" for what is neither (another refusal outside the dry run, which the dry run just
+// passed, or no refusal at all).
+func RefusalCheck(err error, dryRun bool) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		msg = status.Status().Message
+	}
+	switch {
+	case authorizationDenial.MatchString(msg) && (apierrors.IsForbidden(err) || strings.Contains(err.Error(), "forbidden")):
+		return RefusalImpersonation
+	case dryRun:
+		return RefusalDryRun
+	}
+	return ""
 }
 
 // GitFetched observes one Git fetch of a commit.

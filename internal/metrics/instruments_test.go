@@ -2,12 +2,15 @@ package metrics
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestPostgresOperation(t *testing.T) {
@@ -77,5 +80,38 @@ func TestRecorders(t *testing.T) {
 	BuildFinished(true, 90*time.Second)
 	if n := samples() - before; n != 1 {
 		t.Errorf("%d build durations observed, want 1", n)
+	}
+}
+
+func TestRefusalCheck(t *testing.T) {
+	bindings := schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}
+	pods := schema.GroupResource{Resource: "pods"}
+	rbac := apierrors.NewForbidden(bindings, "own-the-cluster", errors.New(
+		`User "system:serviceaccount:env-a:catalyst-deployer" cannot patch resource "clusterrolebindings" in API group "rbac.authorization.k8s.io" at the cluster scope`))
+	podSecurity := apierrors.NewForbidden(pods, "root", errors.New(`violates PodSecurity "restricted:latest": privileged (container "root" must not set securityContext.privileged=true)`))
+	quota := apierrors.NewForbidden(pods, "big", errors.New(`exceeded quota: env, requested: requests.cpu=64, used: requests.cpu=0, limited: requests.cpu=4`))
+	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "x", nil)
+	tests := []struct {
+		name   string
+		err    error
+		dryRun bool
+		want   string
+	}{
+		{"RBAC denial in the dry run", rbac, true, RefusalImpersonation},
+		{"RBAC denial applying", rbac, false, RefusalImpersonation},
+		{"RBAC denial wrapped by Helm as text", fmt.Errorf("failed to create resource: %s", rbac.Error()), false, RefusalImpersonation},
+		// A 403 that is admission's, not the tenant's RBAC: the dry run refused it.
+		{"Pod Security in the dry run", podSecurity, true, RefusalDryRun},
+		{"quota in the dry run", quota, true, RefusalDryRun},
+		{"validation in the dry run", invalid, true, RefusalDryRun},
+		{"Pod Security outside the dry run", podSecurity, false, ""},
+		// A message that quotes a user without being the authorizer's denial is not one.
+		{"a 403 quoting a user", apierrors.NewForbidden(pods, "x", errors.New(`webhook says User "bob" is fine`)), false, ""},
+		{"no error", nil, true, ""},
+	}
+	for _, tt := range tests {
+		if got := RefusalCheck(tt.err, tt.dryRun); got != tt.want {
+			t.Errorf("%s: RefusalCheck = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

@@ -1,0 +1,80 @@
+package catalyst
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/catalyst/render/rendertest"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
+)
+
+// seriesValue is the counter value or histogram sample count of family name's series whose labels
+// include want, in reg.
+func seriesValue(reg prometheus.Gatherer, name string, want map[string]string) float64 {
+	GinkgoHelper()
+	families, err := reg.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if labelsInclude(m, want) {
+				return m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	Fail("no series " + name)
+	return 0
+}
+
+func labelsInclude(m *dto.Metric, want map[string]string) bool {
+	n := 0
+	for _, l := range m.GetLabel() {
+		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+			n++
+		}
+	}
+	return n == len(want)
+}
+
+// The catalyst counters move where things happen, in the suite's real reconciles: a commit deployed, one
+// refused by render.Policy, and one refused by the whole-commit dry run.
+var _ = Describe("metrics", func() {
+	It("metrics: a deploy is counted with its Git fetch and registry check; a policy refusal and a dry-run refusal are counted by check", func(ctx SpecContext) {
+		reg := prometheus.NewRegistry()
+		Expect(opmetrics.Register(reg, k8s, nil)).To(Succeed())
+		value := func(name string, labels map[string]string) func() float64 {
+			return func() float64 { return seriesValue(reg, name, labels) }
+		}
+		deployed := value("platform_operator_catalyst_deploys_total", map[string]string{"type": "manifest", "result": opmetrics.ResultSucceeded})
+		failed := value("platform_operator_catalyst_deploys_total", map[string]string{"type": "manifest", "result": opmetrics.ResultFailed})
+		fetched := value("platform_operator_catalyst_git_fetch_duration_seconds", map[string]string{"result": opmetrics.ResultSucceeded})
+		checked := value("platform_operator_catalyst_registry_check_duration_seconds", map[string]string{"result": opmetrics.ResultSucceeded})
+		policy := value("platform_operator_catalyst_refusals_total", map[string]string{"check": opmetrics.RefusalPolicy})
+		dryRun := value("platform_operator_catalyst_refusals_total", map[string]string{"check": opmetrics.RefusalDryRun})
+		d0, f0, g0, c0, p0, r0 := deployed(), failed(), fetched(), checked(), policy(), dryRun()
+
+		By("a repository without an escape: deployed")
+		t, repo, commit := deployTeam(ctx, catalystv1.DeploymentManifest, "deploy", rendertest.Manifests())
+		env, ns := deployEnv(ctx, t, "pr-metrics", commit)
+		webContainer(ctx, ns)
+		Eventually(deployed).Should(BeNumerically(">", d0))
+		Expect(fetched()).To(BeNumerically(">", g0))
+		Expect(checked()).To(BeNumerically(">", c0))
+
+		By("a ClusterRoleBinding: refused by render.Policy")
+		pushCommit(ctx, t, repo, env, "cluster bind", map[string]string{"deploy/bind.yaml": clusterRoleBinding})
+		refusedWith(ctx, env, catalystv1.ReasonObjectsRefused, "ClusterRoleBinding own-the-cluster")
+		Eventually(policy).Should(BeNumerically(">", p0))
+		Eventually(failed).Should(BeNumerically(">", f0))
+
+		By("a privileged pod: refused by the dry run")
+		pushCommit(ctx, t, repo, env, "privileged", map[string]string{"deploy/bind.yaml": privilegedPod})
+		refusedWith(ctx, env, catalystv1.ReasonApplyFailed, "dry run", "PodSecurity")
+		Eventually(dryRun).Should(BeNumerically(">", r0))
+	})
+})
