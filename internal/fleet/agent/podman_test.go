@@ -20,7 +20,7 @@ func TestRunArgs(t *testing.T) {
 		Env:           []iotv1.EnvVar{{Name: "MODE", Value: "edge"}},
 		RestartPolicy: iotv1.RestartOnFailure}
 	got := strings.Join(RunArgs(web, svc, "abc"), " ")
-	want := "run --detach --name iot-shop-web-nginx --label iot.nationtech.io/deployment=shop.web " +
+	want := "run --detach --name iot-shop-web-nginx-97375646 --label iot.nationtech.io/deployment=shop.web " +
 		"--label iot.nationtech.io/spec-hash=abc --restart on-failure --pull missing " +
 		"--publish 8080:80/tcp --publish 53:53/udp --env MODE=edge docker.io/library/nginx:1.27"
 	if got != want {
@@ -152,14 +152,14 @@ func TestPodmanApplyIsIdempotentAndReplacesChangedServices(t *testing.T) {
 	if err := p.Apply(ctx, web, score); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(f.calls, "pull img:2") || f.containers["iot-shop-web-a"].hash != ServiceHash(score.PodmanV0.Services[0]) {
+	if !slices.Contains(f.calls, "pull img:2") || f.containers[ContainerName(web, "a")].hash != ServiceHash(score.PodmanV0.Services[0]) {
 		t.Errorf("the changed service was not replaced: %v %v", f.calls, f.containers)
 	}
 	var lines []string
 	if err := p.Logs(ctx, web, 2, func(l string) error { lines = append(lines, l); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(lines, ",") != "iot-shop-web-a | first,iot-shop-web-a | second" {
+	if a := ContainerName(web, "a"); strings.Join(lines, ",") != a+" | first,"+a+" | second" {
 		t.Errorf("Logs = %q", lines)
 	}
 	if !slices.Contains(f.calls, "logs --tail") {
@@ -218,17 +218,17 @@ func TestPodmanObserveAndRepair(t *testing.T) {
 			t.Errorf("after Apply %+v", c)
 		}
 	}
-	delete(f.containers, "iot-shop-web-a")
-	*f.containers["iot-shop-web-b"] = fakeContainer{hash: ServiceHash(svcs[1]), exit: 1}
-	*f.containers["iot-shop-web-c"] = fakeContainer{hash: ServiceHash(svcs[2]), exit: 0, restarts: 2}
+	delete(f.containers, ContainerName(web, "a"))
+	*f.containers[ContainerName(web, "b")] = fakeContainer{hash: ServiceHash(svcs[1]), exit: 1}
+	*f.containers[ContainerName(web, "c")] = fakeContainer{hash: ServiceHash(svcs[2]), exit: 0, restarts: 2}
 	obs, err = p.Observe(ctx, web, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []ContainerStatus{
-		{Service: "a", Container: "iot-shop-web-a"},
-		{Service: "b", Container: "iot-shop-web-b", Present: true, Current: true, ExitCode: 1, RestartPolicy: iotv1.RestartNever},
-		{Service: "c", Container: "iot-shop-web-c", Present: true, Current: true, Restarts: 2, RestartPolicy: iotv1.RestartOnFailure},
+		{Service: "a", Container: ContainerName(web, "a")},
+		{Service: "b", Container: ContainerName(web, "b"), Present: true, Current: true, ExitCode: 1, RestartPolicy: iotv1.RestartNever},
+		{Service: "c", Container: ContainerName(web, "c"), Present: true, Current: true, Restarts: 2, RestartPolicy: iotv1.RestartOnFailure},
 	}
 	if fmt.Sprint(obs) != fmt.Sprint(want) {
 		t.Errorf("Observe =\n%+v\nwant\n%+v", obs, want)
@@ -236,18 +236,18 @@ func TestPodmanObserveAndRepair(t *testing.T) {
 	if err := p.Apply(ctx, web, sc); err != nil {
 		t.Fatal(err)
 	}
-	if c := f.containers["iot-shop-web-a"]; c == nil || !c.running {
+	if c := f.containers[ContainerName(web, "a")]; c == nil || !c.running {
 		t.Error("the removed container was not run again")
 	}
-	if f.containers["iot-shop-web-b"].running || f.containers["iot-shop-web-c"].running {
+	if f.containers[ContainerName(web, "b")].running || f.containers[ContainerName(web, "c")].running {
 		t.Error("a container whose restart policy keeps it stopped was started")
 	}
 	// The positive control: OnFailure after a failure is started again.
-	f.containers["iot-shop-web-c"].exit = 3
+	f.containers[ContainerName(web, "c")].exit = 3
 	if err := p.Apply(ctx, web, sc); err != nil {
 		t.Fatal(err)
 	}
-	if !f.containers["iot-shop-web-c"].running {
+	if !f.containers[ContainerName(web, "c")].running {
 		t.Error("an OnFailure container that failed was not started")
 	}
 }
