@@ -61,7 +61,9 @@ func (p *Podman) run(ctx context.Context, args ...string) (string, error) {
 
 // ContainerName is the podman container of one service of a deployment: fleet.ContainerName, whose hash
 // keeps deployments whose names read alike apart.
-func ContainerName(d fleet.DeploymentKey, service string) string { return fleet.ContainerName(d, service) }
+func ContainerName(d fleet.DeploymentKey, service string) string {
+	return fleet.ContainerName(d, service)
+}
 
 func deploymentLabel(d fleet.DeploymentKey) string { return d.Namespace + "." + d.Name }
 
