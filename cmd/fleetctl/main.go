@@ -38,7 +38,7 @@ const usage = `fleetctl reads the IoT fleet through its NATS server.
 
 Commands:
   logs    --device D --namespace N --name X [--lines N]   a deployment's newest log lines on one device
-  events  --device D                                       a device's recent events
+  events  --device D [--namespace N --name X]             a device's recent events (of one deployment)
   states  --namespace N --deployment X [--selector k=v,...] [--state failed]
                                                            each device's state for a deployment
 
@@ -100,7 +100,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	if url == "" {
 		url = nats.DefaultURL
 	}
-	fs.StringVar(&o.natsURL, "nats-url", url, "URL of the fleet's NATS server (default $NATS_URL, else "+nats.DefaultURL+").")
+	fs.StringVar(&o.natsURL, "nats-url", url, "URL of the fleet's NATS server; $NATS_URL when set.")
 	fs.StringVar(&o.creds, "creds", "", "NATS .creds file (user JWT and nkey seed), e.g. a viewer's from fleet-auth; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead.")
 	fs.StringVar(&o.creds, "nats-credentials-file", "", "Same as --creds (the operator's and the agent's name for it).")
 	fs.StringVar(&o.caFile, "nats-ca-file", "", "PEM file of the CA that signed the NATS server's certificate (for a tls:// URL with a private CA).")
