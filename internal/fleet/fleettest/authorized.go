@@ -163,3 +163,32 @@ func (a *Authorized) ConnectDevice(ctx context.Context, id string) (*nats.Conn, 
 	}
 	return nc, st, nil
 }
+
+// StartDevice runs a simulated device (StartDevice: the real agent, a fake runtime) on a connection of
+// its own, authenticated with the device's own credentials, so that it can do only what a real device
+// may. The connection closes when ctx ends.
+func (a *Authorized) StartDevice(ctx context.Context, id string, labels map[string]string, rt *FakeRuntime) (*Device, error) {
+	nc, st, err := a.ConnectDevice(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("device %s: %w", id, err)
+	}
+	context.AfterFunc(ctx, nc.Close)
+	return StartDevice(ctx, st, id, labels, rt), nil
+}
+
+// StartFleet is StartFleet with each device on its own connection and credentials (StartDevice). Use it
+// for a handful of devices: each holds a connection.
+func (a *Authorized) StartFleet(ctx context.Context, prefix, fleetLabel string, n int) ([]*Device, error) {
+	out := make([]*Device, 0, n)
+	for i := range n {
+		d, err := a.StartDevice(ctx, fmt.Sprintf("%s-%d", prefix, i), map[string]string{"fleet": fleetLabel}, nil)
+		if err != nil {
+			for _, d := range out {
+				d.Stop()
+			}
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
