@@ -97,7 +97,7 @@ func buildImages(t *testing.T, repo string) (v1, v2 string) {
 }
 
 // states hands the test every record of one state key, as the operator's watch sees them.
-func states(t *testing.T, ctx context.Context, kv jetstream.KeyValue, key string) <-chan *fleet.State {
+func states(ctx context.Context, t *testing.T, kv jetstream.KeyValue, key string) <-chan *fleet.State {
 	t.Helper()
 	w, err := kv.Watch(ctx, key, jetstream.UpdatesOnly())
 	if err != nil {
@@ -148,7 +148,7 @@ func TestAgentWithRealPodman(t *testing.T) {
 
 	f := fleettest.StartConnected(t)
 	ctx, cancel := context.WithCancel(f.Ctx)
-	rec := states(t, ctx, f.Store.State, fleet.StateKey(d, device))
+	rec := states(ctx, t, f.Store.State, fleet.StateKey(d, device))
 	a := &agent.Agent{Device: fleet.DeviceInfo{ID: device}, Store: f.Store, Log: logr.Discard(), RetryAfter: 100 * time.Millisecond,
 		ReconcileInterval: time.Second, Runtime: &agent.Podman{OCIRuntime: ociRuntime, Ulimits: ulimits}}
 	done := make(chan struct{})

@@ -119,7 +119,7 @@ type stateWatch struct {
 	records  chan *fleet.State
 }
 
-func watchState(t *testing.T, ctx context.Context, f fleettest.Connected, key string) *stateWatch {
+func watchState(ctx context.Context, t *testing.T, f fleettest.Connected, key string) *stateWatch {
 	t.Helper()
 	w, err := f.Store.State.WatchAll(ctx)
 	if err != nil {
@@ -188,7 +188,7 @@ func startDrift(t *testing.T, rt agent.Runtime, every time.Duration) driftFixtur
 	f := fleettest.StartConnected(t)
 	ctx, cancel := context.WithCancel(f.Ctx)
 	d := fleet.DeploymentKey{Namespace: "shop", Name: "web"}
-	sw := watchState(t, ctx, f, fleet.StateKey(d, "pi"))
+	sw := watchState(ctx, t, f, fleet.StateKey(d, "pi"))
 	a := &agent.Agent{Device: fleet.DeviceInfo{ID: "pi"}, Store: f.Store, Runtime: rt, Log: logr.Discard(),
 		RetryAfter: 50 * time.Millisecond, ReconcileInterval: every}
 	done := make(chan struct{})

@@ -27,8 +27,7 @@ func withPolicy(c ContainerStatus, p iotv1.RestartPolicy, exit int) ContainerSta
 
 // driftStep is one look, and, when the look repairs, the repair's outcome and the look after it.
 type driftStep struct {
-	name string
-	obs  ContainerStatus
+	obs ContainerStatus
 	// after is what the runtime shows after the repair; repairErr is the repair's error.
 	after     ContainerStatus
 	repairErr error
