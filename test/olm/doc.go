@@ -5,7 +5,9 @@
 // a Subscription. The first install is the previous release (test/olm/previous-release): its own bundle and
 // its own binary, built from its source by `make previous-release`. Once the CSV has Succeeded it runs that
 // binary as the CSV's Deployment would (its args and env, authenticated as the CSV's ServiceAccount), creates
-// an ErgoNetwork and waits for it to be Ready. It then publishes the current bundle as the next version,
+// an ErgoNetwork and waits for it to be Ready, and installs the iot CRD of before the plural change
+// (iotdeployments) with two Deployments, which it exports before the upgrade, deleting that CRD, and
+// re-creates after it under deployments.iot.nationtech.io (docs/iot.md). It then publishes the current bundle as the next version,
 // waits for OLM to upgrade, restarts the operator as the new Deployment with bin/platform-operator and checks
 // the network stayed Ready and kept its claim, its ergo pod and its Deployment as they were.
 //
