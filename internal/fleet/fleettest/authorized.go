@@ -192,3 +192,24 @@ func (a *Authorized) StartFleet(ctx context.Context, prefix, fleetLabel string, 
 	}
 	return out, nil
 }
+
+// Revoke revokes the credentials in the .creds file at path as `fleet-auth revoke` does (the account
+// JWT re-signed with the user in its revocation list, the authority's files rewritten) and reloads the
+// server's configuration, as an administrator does with `nats-server --signal reload`.
+func (a *Authorized) Revoke(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	key, _, _, err := auth.UserOf(b)
+	if err != nil {
+		return err
+	}
+	if err := a.Authority.Revoke(key, time.Now()); err != nil {
+		return err
+	}
+	if err := a.Authority.Write(filepath.Join(a.Dir, "authority")); err != nil {
+		return err
+	}
+	return a.Reload()
+}
