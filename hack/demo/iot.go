@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,24 +11,18 @@ import (
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/fleet"
 	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
-	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
-// iotNATSURL is where the demo's NATS server listens. The operator process inherits NATS_URL from the
-// demo (--nats-url defaults to it) and connects in the background, so the server can start with the
-// scenario, after the operator.
-var iotNATSURL string
+// iotNATS is the demo's NATS server, started beside the cluster before the operator: it enforces the
+// fleet's permissions as shipped (fleet-auth's configuration), so the operator gets the operator's
+// credentials and each simulated device its own.
+var iotNATS *fleettest.Authorized
 
 // The iot scenario: the sample Deployment selects devices labelled site=lyon, tier=edge; the demo starts
 // a NATS server with JetStream on 127.0.0.1 and six simulated devices, five of them selected and one at
 // another site (the real agent, a fake container runtime instead of podman, which this machine does not
 // have), and the counters move to Succeeded on the five.
 func init() {
-	ports, err := localcluster.FreePorts(1)
-	if err == nil {
-		iotNATSURL = "nats://127.0.0.1:" + strconv.Itoa(ports[0])
-		_ = os.Setenv("NATS_URL", iotNATSURL)
-	}
 	register(Scenario{
 		Name:    "iot",
 		Title:   "Deployment, containers on a fleet of devices over NATS JetStream (iot.nationtech.io/v1alpha1)",
@@ -38,8 +30,15 @@ func init() {
 		Follow:  iotv1.GroupVersion.WithKind("Deployment"),
 		// The operator refuses targeting that --iot-fleet-policy does not list (docs/iot.md, "Tenancy and
 		// image policy"): the sample's namespace may target the devices of its two sites.
+		// The NATS server starts here, so that the operator connects with its credentials from the start.
 		Operator: func(context.Context, string) ([]string, func(), error) {
-			return []string{"--iot-fleet-policy=*=site:lyon|paris"}, nil, nil
+			srv, err := fleettest.StartAuthorizedServer(nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			iotNATS = srv
+			return []string{"--iot-fleet-policy=*=site:lyon|paris", "--nats-url=" + srv.ClientURL(),
+				"--nats-credentials-file=" + srv.OperatorCreds}, srv.Shutdown, nil
 		},
 		Steps: func(obj client.Object) []Step {
 			return []Step{
@@ -54,38 +53,36 @@ func init() {
 	})
 }
 
-// playFleet starts the NATS server and the simulated devices; both stop when the demo ends.
+// playFleet starts the simulated devices, each on its own connection with its own device credentials;
+// they stop when the demo ends.
 func playFleet(ctx context.Context, e *Env, obj client.Object) error {
-	if iotNATSURL == "" {
-		return fmt.Errorf("no free port for NATS on 127.0.0.1")
+	if iotNATS == nil {
+		return fmt.Errorf("the NATS server did not start")
 	}
-	port, _ := strconv.Atoi(iotNATSURL[len("nats://127.0.0.1:"):])
-	e.Step("Starting a NATS server with JetStream on %s, and six simulated devices", iotNATSURL)
-	srv, err := fleettest.StartServerOn(port)
-	if err != nil {
-		return err
-	}
-	nc, st, err := fleettest.Connect(ctx, srv.ClientURL(), 0)
-	if err != nil {
-		srv.Shutdown()
-		return err
-	}
+	e.Step("Six simulated devices connect to the NATS server on %s, each with its own credentials", iotNATS.ClientURL())
 	labels := map[string]string{"site": "lyon", "tier": "edge"}
 	var devices []*fleettest.Device
-	for i := range 5 {
-		devices = append(devices, fleettest.StartDevice(ctx, st, fmt.Sprintf("pi-%d", i), labels, nil))
-	}
-	devices = append(devices, fleettest.StartDevice(ctx, st, "pi-paris", map[string]string{"site": "paris", "tier": "edge"}, nil))
-	go func() {
-		<-ctx.Done()
+	stop := func() {
 		for _, d := range devices {
 			d.Stop()
 		}
-		nc.Close()
-		srv.Shutdown()
-	}()
+	}
+	for i := range 6 {
+		id, l := fmt.Sprintf("pi-%d", i), labels
+		if i == 5 {
+			id, l = "pi-paris", map[string]string{"site": "paris", "tier": "edge"}
+		}
+		d, err := iotNATS.StartDevice(ctx, id, l, nil)
+		if err != nil {
+			stop()
+			return err
+		}
+		devices = append(devices, d)
+	}
+	context.AfterFunc(ctx, stop)
 	e.Printf("devices pi-0 ... pi-4 (site=lyon, tier=edge) and pi-paris (site=paris): the real agent, with a fake " +
-		"container runtime standing in for podman, which this machine does not have")
+		"container runtime standing in for podman, which this machine does not have; the server lets each " +
+		"write only its own records and read only its own desired state (docs/fleet.md, Identity and permissions)")
 	e.Printf("the operator connects to NATS on its own (it retries every few seconds) and publishes the desired state")
 	return nil
 }
@@ -104,7 +101,7 @@ func iotShow(ctx context.Context, e *Env, obj client.Object) {
 		d.Name, fmt.Sprint(a.MatchedDevices), fmt.Sprint(a.Succeeded), fmt.Sprint(a.Failed), fmt.Sprint(a.Pending), ready, Age(d.CreationTimestamp.Time),
 	}})
 	e.Conditions("Deployment", d, d.Status.Conditions)
-	if iotNATSURL != "" && e.OperatorRuns() {
+	if iotNATS != nil && e.OperatorRuns() {
 		iotShowDesired(ctx, e, d)
 	}
 	e.Events(ctx, e.Client, "Deployment", d)
@@ -115,7 +112,7 @@ func iotShow(ctx context.Context, e *Env, obj client.Object) {
 }
 
 func iotShowDesired(ctx context.Context, e *Env, d *iotv1.Deployment) {
-	nc, st, err := fleettest.Connect(ctx, iotNATSURL, 0)
+	nc, st, err := iotNATS.ConnectOperator(ctx, 0)
 	if err != nil {
 		e.Printf("(NATS: %v)", err)
 		return
