@@ -157,6 +157,17 @@ func TestAgentWithRealPodman(t *testing.T) {
 		_ = a.Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		// What the agent saw, when the test failed: its events.
+		if !t.Failed() {
+			return
+		}
+		if r, err := agent.RequestEvents(context.Background(), f.Conn, device, fleet.DeploymentKey{}); err == nil {
+			for _, e := range r.Events {
+				t.Logf("agent event %s %s %s/%s %s: %s (x%d)", e.Time.Format(time.StampMilli), e.Severity, e.Namespace, e.Name, e.Reason, e.Message, e.Count)
+			}
+		}
+	})
 
 	publish := func(gen int64, image string) {
 		t.Helper()

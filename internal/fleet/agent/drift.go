@@ -19,6 +19,12 @@ const DefaultReconcileInterval = 30 * time.Second
 // before the agent reports the deployment Failed with ReasonCrashLoop.
 const CrashLoopThreshold = 3
 
+// A repair is tried repairAttempts times, repairPause apart, before the agent reports RepairFailed.
+const (
+	repairAttempts = 3
+	repairPause    = 250 * time.Millisecond
+)
+
 // The agent waits this long between repairs of a crash-looping deployment, doubling from the first to
 // the second, as the kubelet's CrashLoopBackOff does.
 const (
@@ -341,7 +347,19 @@ func (a *Agent) lookAt(ctx context.Context, obs Observer, d fleet.DeploymentKey,
 		return reportErr
 	}
 	a.Log.Info("repairing drift", "deployment", d, "reason", v.reason)
-	err = a.Runtime.Apply(ctx, d, t.score)
+	// A container being removed behind the agent's back (podman rm -f stops it, which the agent may see,
+	// then removes it) can make one attempt fail on a name still in use: try a few times before saying
+	// the repair failed.
+	for attempt := 1; ; attempt++ {
+		if err = a.Runtime.Apply(ctx, d, t.score); err == nil || attempt == repairAttempts {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return reportErr
+		case <-time.After(repairPause):
+		}
+	}
 	if err == nil {
 		if seen, err = obs.Observe(ctx, d, t.score); err != nil {
 			a.record(d, SeverityWarning, ReasonObserveFailed, truncate(err.Error(), 512))
