@@ -33,7 +33,11 @@ import (
 // Kubernetes objects. A simulator plays N devices' agents against an in-process NATS server on
 // 127.0.0.1 (the fake runtime: a device runs whatever it is given), writing their records through a few
 // connections and workers (not a goroutine or connection per device: the operator sees the same KV
-// writes), while the real operator binary runs one iot Deployment selecting all of them.
+// writes), while the real operator binary runs one iot Deployment selecting all of them. The server
+// enforces the fleet's permissions as shipped (fleettest.StartAuthorizedServer) and the operator runs
+// with the operator's credentials, so the figures are the operator's with permission checks on; the
+// simulator's few connections use the operator's credentials too (a device's would allow one device),
+// so the devices' side is not measured with per-device credentials.
 const fleetName = "fleet"
 
 // fleetOptions are the fleet workload's flags.
@@ -147,12 +151,12 @@ func fleetPointRun(ctx context.Context, c *config, o fleetOptions, logDir string
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	srv, err := fleettest.StartServer()
+	srv, err := fleettest.StartAuthorizedServer(nil)
 	if err != nil {
 		return p, err
 	}
 	defer srv.Shutdown()
-	sim, err := newSimulator(ctx, srv.ClientURL(), o)
+	sim, err := newSimulator(ctx, srv, o)
 	if err != nil {
 		return p, err
 	}
@@ -182,8 +186,9 @@ func fleetPointRun(ctx context.Context, c *config, o fleetOptions, logDir string
 	lop, err := localcluster.StartOperator(ctx, localcluster.OperatorOptions{
 		Binary: c.Operator, Kubeconfig: cl.KubeconfigPath(), Name: fmt.Sprintf("fleet-%d", n), LogDir: logDir,
 		// The bench's Deployments target every simulated device: its namespace is allowed that.
-		Args: append([]string{"--nats-url=" + srv.ClientURL(), "--nats-heartbeat-ttl=" + fleetHeartbeatTTL.String(), "--iot-fleet-policy=" + benchNamespace + "=*"}, c.Args...),
-		Env:  []string{"RELATED_IMAGE_ERGO=" + ergoImage}, Pprof: true, StopTimeout: operatorStopTimeout,
+		Args: append([]string{"--nats-url=" + srv.ClientURL(), "--nats-credentials-file=" + srv.OperatorCreds,
+			"--nats-heartbeat-ttl=" + fleetHeartbeatTTL.String(), "--iot-fleet-policy=" + benchNamespace + "=*"}, c.Args...),
+		Env: []string{"RELATED_IMAGE_ERGO=" + ergoImage}, Pprof: true, StopTimeout: operatorStopTimeout,
 	})
 	if err != nil {
 		return p, err
@@ -267,7 +272,7 @@ func fleetPointRun(ctx context.Context, c *config, o fleetOptions, logDir string
 	return p, nil
 }
 
-func varz(s *fleettest.Server) *server.Varz {
+func varz(s *fleettest.Authorized) *server.Varz {
 	v, err := s.Varz(nil)
 	if err != nil {
 		return &server.Varz{}
@@ -427,10 +432,10 @@ type simJob struct {
 	done   *sync.WaitGroup
 }
 
-func newSimulator(ctx context.Context, url string, o fleetOptions) (*simulator, error) {
+func newSimulator(ctx context.Context, srv *fleettest.Authorized, o fleetOptions) (*simulator, error) {
 	s := &simulator{}
 	for range max(o.Connections, 1) {
-		nc, st, err := fleettest.Connect(ctx, url, fleetHeartbeatTTL)
+		nc, st, err := srv.ConnectOperator(ctx, fleetHeartbeatTTL)
 		if err != nil {
 			s.close()
 			return nil, err
@@ -627,8 +632,10 @@ func renderFleet(w func(format string, args ...any), r *fleetResults) {
 		"simulator in the bench process playing each device's agent with the fake runtime: it registers the devices "+
 		"(a device record and one heartbeat each; the heartbeat TTL, %s, outlasts the run), then follows the desired-state "+
 		"bucket and reports Pending, then Running, with compare-and-swap, as the agent does; %d workers on %d NATS "+
-		"connections write for all devices. NATS is an in-process server with JetStream on 127.0.0.1; the operator is the "+
-		"real binary, on a control plane of its own per size, with `--nats-url` pointing at it. *Converge* is from the "+
+		"connections write for all devices, with the operator's credentials. NATS is an in-process server with JetStream on "+
+		"127.0.0.1 enforcing the fleet's permissions as shipped (fleet-auth's configuration); the operator is the real binary, "+
+		"on a control plane of its own per size, with `--nats-url` pointing at it and the operator's credentials, so its "+
+		"figures include the server's permission checks. *Converge* is from the "+
 		"Deployment's create to a status with `aggregate.succeeded` = N, seen by a watch. Then a batch of %d devices fails "+
 		"at once, then recovers: *reflected* is from the batch's last acknowledged write to the first status that shows all "+
 		"of it. Each batch comes after %s without changes (the operator writes a Deployment's status at most once a second: "+
