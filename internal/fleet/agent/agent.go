@@ -241,8 +241,7 @@ func (a *Agent) handle(ctx context.Context, e jetstream.KeyValueEntry) error {
 		seen = nil
 	}
 	if v := t.look(seen, time.Now()); v.report && v.phase != fleet.PhaseRunning {
-		a.record(d, v.severity, v.reason, v.eventMsg)
-		return a.report(ctx, d, t, v.phase, v.msg)
+		return a.apply(ctx, d, t, v)
 	}
 	a.record(d, SeverityInfo, ReasonApplied, fmt.Sprintf("generation %d runs", des.Generation))
 	return a.report(ctx, d, t, fleet.PhaseRunning, "")

@@ -373,7 +373,8 @@ func (a *Agent) lookAt(ctx context.Context, obs Observer, d fleet.DeploymentKey,
 // t keeps the phase last written.
 func (a *Agent) apply(ctx context.Context, d fleet.DeploymentKey, t *drift, v verdict) error {
 	if v.eventWorth {
-		a.record(d, v.severity, v.reason, v.eventMsg)
+		// The event names its reason apart: its message does not repeat it.
+		a.record(d, v.severity, v.reason, strings.TrimPrefix(v.eventMsg, v.reason+": "))
 	}
 	if !v.report {
 		return nil
