@@ -464,7 +464,7 @@ func TestCountersHostileDevices(t *testing.T) {
 	phases := []Phase{PhasePending, PhaseRunning, PhaseFailed, PhaseRemoved}
 	reasons := map[string]int{}
 	quarantines, releases := 0, 0
-	for seed := range uint64(60) {
+	for seed := range uint64(30) {
 		rng := rand.New(rand.NewPCG(seed, seed*11+5))
 		b := newBucket()
 		c := &Counters{}
@@ -551,9 +551,6 @@ func TestCountersHostileDevices(t *testing.T) {
 		}
 	}
 	for _, r := range RejectReasons {
-		if r != ReasonOversize && r != ReasonVersion && r != ReasonDecode && r != ReasonField && r != ReasonForeign {
-			continue
-		}
 		if reasons[r] == 0 {
 			t.Errorf("no record was refused as %s: the test does not exercise it", r)
 		}
