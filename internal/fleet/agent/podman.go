@@ -73,10 +73,25 @@ func (p *Podman) Apply(ctx context.Context, d fleet.DeploymentKey, score iotv1.S
 	if score.Type != iotv1.ScorePodmanV0 || score.PodmanV0 == nil {
 		return fmt.Errorf("score type %q is not one this agent runs", score.Type)
 	}
+	// Containers of the deployment that the score does not name (a service it dropped, or one named
+	// as an older release named them) go first, so that they free their host ports for the new ones.
 	want := map[string]bool{}
 	for _, svc := range score.PodmanV0.Services {
+		want[ContainerName(d, svc.Name)] = true
+	}
+	names, err := p.containers(ctx, d)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if !want[n] {
+			if _, err := p.run(ctx, "rm", "--force", n); err != nil {
+				return err
+			}
+		}
+	}
+	for _, svc := range score.PodmanV0.Services {
 		name := ContainerName(d, svc.Name)
-		want[name] = true
 		hash := ServiceHash(svc)
 		have, err := p.run(ctx, "container", "inspect", "--format", `{{index .Config.Labels "`+LabelHash+`"}}|{{.State.Running}}`, name)
 		if err == nil {
@@ -104,17 +119,6 @@ func (p *Podman) Apply(ctx context.Context, d fleet.DeploymentKey, score iotv1.S
 		}
 		if _, err := p.run(ctx, p.runArgs(d, svc, hash)...); err != nil {
 			return err
-		}
-	}
-	names, err := p.containers(ctx, d)
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		if !want[n] {
-			if _, err := p.run(ctx, "rm", "--force", n); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

@@ -264,3 +264,22 @@ not json
 		t.Errorf("%d changes for the agent's 2 events", n)
 	}
 }
+
+// TestPodmanApplyRemovesUnnamedContainersFirst: a container of the deployment that the score does not
+// name (a dropped service, or the name an older release gave it) is removed before any container runs,
+// so that it frees its host ports for the new one.
+func TestPodmanApplyRemovesUnnamedContainersFirst(t *testing.T) {
+	f := newFakePodman("img:1")
+	f.containers["iot-shop-web-a"] = &fakeContainer{hash: "old", running: true} // an older release's name
+	p := &Podman{Run: f.run}
+	if err := p.Apply(context.Background(), web, score(iotv1.Service{Name: "a", Image: "img:1"})); err != nil {
+		t.Fatal(err)
+	}
+	rm, run := slices.Index(f.calls, "rm --force"), slices.Index(f.calls, "run --detach")
+	if rm < 0 || run < 0 || rm > run {
+		t.Errorf("calls %v: want the old container removed before the new one runs", f.calls)
+	}
+	if _, ok := f.containers["iot-shop-web-a"]; ok || f.containers[ContainerName(web, "a")] == nil {
+		t.Errorf("containers after Apply: %v", f.containers)
+	}
+}
