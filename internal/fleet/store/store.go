@@ -37,6 +37,8 @@ type Store struct {
 	Devices, Desired, State, Heartbeats jetstream.KeyValue
 	// HeartbeatTTL is the heartbeat bucket's TTL.
 	HeartbeatTTL time.Duration
+	// Hooks report what the folds refuse; set them before folding.
+	Hooks Hooks
 
 	mu         sync.Mutex
 	reconnects chan struct{}
@@ -89,7 +91,9 @@ func Open(ctx context.Context, js jetstream.JetStream, heartbeatTTL time.Duratio
 	s := &Store{HeartbeatTTL: heartbeatTTL}
 	s.watchReconnects(js)
 	var err error
-	if s.Devices, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketDevices, Description: "fleet contract v2: device records"}); err != nil {
+	// MaxValueSize: the server refuses a record beyond the bounds the operator's decoder enforces
+	// (fleet.Max*RecordBytes). The desired bucket is the operator's own (admission bounds the score).
+	if s.Devices, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketDevices, MaxValueSize: fleet.MaxDeviceRecordBytes, Description: "fleet contract v2: device records"}); err != nil {
 		return nil, err
 	}
 	if s.Desired, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketDesired, Description: "fleet contract v2: desired state per device and deployment"}); err != nil {
@@ -97,7 +101,7 @@ func Open(ctx context.Context, js jetstream.JetStream, heartbeatTTL time.Duratio
 	}
 	// History keeps superseded state records a while: a watch that lags behind a burst of transitions
 	// still finds each revision in the stream instead of a gap (which would cost a recount).
-	if s.State, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketState, History: StateHistory, Description: "fleet contract v2: device state per deployment"}); err != nil {
+	if s.State, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketState, History: StateHistory, MaxValueSize: fleet.MaxStateRecordBytes, Description: "fleet contract v2: device state per deployment"}); err != nil {
 		return nil, err
 	}
 	// A device may write its own keys of these buckets: with roll-ups allowed, a "Nats-Rollup: all"
@@ -111,7 +115,7 @@ func Open(ctx context.Context, js jetstream.JetStream, heartbeatTTL time.Duratio
 	// A key whose TTL lapses leaves a marker (kept LapseMarkerTTL) that the operator turns into a lapsed
 	// record; History keeps a lagging watch gap-free as for the state bucket.
 	if s.Heartbeats, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketHeartbeats, TTL: heartbeatTTL, History: HeartbeatHistory,
-		LimitMarkerTTL: max(LapseMarkerTTL, heartbeatTTL), Description: "fleet contract v2: device liveness"}); err != nil {
+		MaxValueSize: fleet.MaxHeartbeatRecordBytes, LimitMarkerTTL: max(LapseMarkerTTL, heartbeatTTL), Description: "fleet contract v2: device liveness"}); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -304,7 +308,8 @@ func (s *Store) Withdraw(ctx context.Context, device string, d fleet.DeploymentK
 }
 
 // PurgeDeployment removes every desired-state and state record of a deleted deployment. The caller
-// forgets the deployment's counters first.
+// forgets the deployment's counters first. The state bucket refuses roll-ups (denyRollups), so its
+// records go with one purge of the stream's subjects (which leaves no marker) rather than KV purges.
 func (s *Store) PurgeDeployment(ctx context.Context, d fleet.DeploymentKey) (int, error) {
 	n := 0
 	for _, b := range []struct {
