@@ -22,6 +22,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/fleet"
 	"github.com/platform-operator/platform-operator/internal/fleet/store"
 	"github.com/platform-operator/platform-operator/internal/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
@@ -225,8 +226,11 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if err := mgr.Add(&natsConnector{r: r}); err != nil {
 			return err
 		}
+	default:
+		// No NATS: the Deployments still get their per-Deployment gauges (from status, all zero).
+		fleetGauges.reader.Store(&readerBox{r.Client})
 	}
-	return b.Complete(r)
+	return b.Complete(opmetrics.Instrument(opmetrics.Deployment, mgr.GetClient(), r))
 }
 
 // deletionPredicate lets through the update that sets deletionTimestamp (the generation does not change
