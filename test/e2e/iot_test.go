@@ -18,21 +18,24 @@ import (
 
 // The iot scenario runs the operator binary against an in-process NATS server with JetStream (127.0.0.1,
 // started and stopped by the scenario) and three simulated devices: the real agent with a fake container
-// runtime (internal/fleet/fleettest).
+// runtime (internal/fleet/fleettest). The server enforces the fleet's permissions as shipped: the
+// operator runs with the operator's credentials, each device on its own connection with its own.
 var _ = Describe("iot Deployment", func() {
 	It("reaches Ready across its devices through NATS, and its deletion clears their desired state", func(ctx SpecContext) {
-		srv, err := fleettest.StartServer()
+		srv, err := fleettest.StartAuthorizedServer(nil)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(srv.Shutdown)
 		fleetCtx, cancel := context.WithCancel(context.Background())
 		DeferCleanup(cancel)
-		nc, st, err := fleettest.Connect(fleetCtx, srv.ClientURL(), 0)
+		nc, st, err := srv.ConnectOperator(fleetCtx, 0)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(nc.Close)
 
 		ns := newNamespace(ctx, nil)
-		startOperator("iot", operatorConfig{namespace: ns, args: []string{"--nats-url=" + srv.ClientURL(), "--iot-fleet-policy=" + ns + "=fleet:" + ns}})
-		devices := fleettest.StartFleet(fleetCtx, st, ns+"-dev", ns, 3)
+		startOperator("iot", operatorConfig{namespace: ns, args: []string{"--nats-url=" + srv.ClientURL(),
+			"--nats-credentials-file=" + srv.OperatorCreds, "--iot-fleet-policy=" + ns + "=fleet:" + ns}})
+		devices, err := srv.StartFleet(fleetCtx, ns+"-dev", ns, 3)
+		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() {
 			for _, d := range devices {
 				d.Stop()
