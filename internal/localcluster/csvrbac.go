@@ -446,8 +446,8 @@ func applyOwned(ctx context.Context, c client.Client, obj client.Object, owner s
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
 		return err
 	}
-	if got, want := existing.GetLabels()[owner], obj.GetLabels()[owner]; got != want &&
-		!(owner == BundleManifestLabel && got == "" && sameRBAC(existing, obj)) {
+	adopt := owner == BundleManifestLabel && existing.GetLabels()[owner] == "" && sameRBAC(existing, obj)
+	if got, want := existing.GetLabels()[owner], obj.GetLabels()[owner]; got != want && !adopt {
 		return fmt.Errorf("%T %s/%s exists and was not made by InstallCSVRBAC (label %s=%q, want %q): not taking it over",
 			obj, obj.GetNamespace(), obj.GetName(), owner, got, want)
 	}
