@@ -60,6 +60,13 @@ func playFleet(ctx context.Context, e *Env, obj client.Object) error {
 		return fmt.Errorf("the NATS server did not start")
 	}
 	e.Step("Six simulated devices connect to the NATS server on %s, each with its own credentials", iotNATS.ClientURL())
+	// The devices bind to the buckets, which the operator creates once connected: make them now (as the
+	// operator does, with its credentials) rather than wait for it, as fleet-agent does.
+	nc, _, err := iotNATS.ConnectOperator(ctx, 0)
+	if err != nil {
+		return err
+	}
+	context.AfterFunc(ctx, nc.Close)
 	labels := map[string]string{"site": "lyon", "tier": "edge"}
 	var devices []*fleettest.Device
 	stop := func() {
