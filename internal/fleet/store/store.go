@@ -27,9 +27,12 @@ const StateHistory = 64
 // a few heartbeats behind to find each revision still in the stream.
 const HeartbeatHistory = 8
 
-// LapseMarkerTTL is how long the heartbeat bucket keeps the marker of a lapsed heartbeat: the operator,
-// when it is running, replaces it at once with a lapsed record; one that was down longer than this misses
-// the lapse (the device is then not counted stale until it comes back and lapses again).
+// LapseMarkerTTL is how long the heartbeat bucket asks the server to keep the marker of a lapsed
+// heartbeat (LimitMarkerTTL). nats-server 2.15 removes the marker with the bucket's TTL like any other
+// message (its MaxAge spares only "Nats-TTL: never"), so the marker lasts about one heartbeat TTL, not
+// this long: the operator, when it is running, replaces it at once with a lapsed record; one that was down
+// longer than the marker lasts misses the lapse (the device is then not counted stale until it comes back
+// and lapses again).
 const LapseMarkerTTL = 24 * time.Hour
 
 // Store reads and writes the fleet's buckets.
@@ -241,7 +244,7 @@ func (s *Store) Heartbeat(ctx context.Context, id string, last uint64) (uint64, 
 			if h, derr := fleet.DecodeHeartbeat(e.Value()); derr == nil && h.Lapsed != nil {
 				b.Replaced = h.Lapsed
 			}
-			rev, err = s.Heartbeats.Update(ctx, key, fleet.Encode(b), e.Revision())
+			rev, err = s.rollUpHeartbeat(ctx, key, b, e.Revision())
 		case errors.Is(gerr, jetstream.ErrKeyNotFound) || errors.Is(gerr, jetstream.ErrKeyDeleted):
 			// Absent, or the marker of a lapse the operator has not recorded yet: Create replaces
 			// the marker with compare-and-swap too.
@@ -259,6 +262,30 @@ func (s *Store) Heartbeat(ctx context.Context, id string, last uint64) (uint64, 
 			return 0, fmt.Errorf("write heartbeat of %s: lost the compare-and-swap race %d times", id, attempt+1)
 		}
 	}
+}
+
+// rollUpHeartbeat writes a heartbeat over the record at revision rev of a device's heartbeat key with
+// compare-and-swap, and erases the key's older messages (header "Nats-Rollup: sub"). A lapsed record
+// never expires (Nats-TTL: never): left in the key's history, it would outlive the heartbeats written
+// after it, and the server, which writes a marker only when it removes a key's last message, would write
+// none when the device stopped again, so its next lapse would go unseen (docs/fleet.md, "Heartbeat").
+func (s *Store) rollUpHeartbeat(ctx context.Context, key string, h fleet.Heartbeat, rev uint64) (uint64, error) {
+	if s.js == nil {
+		return 0, errors.New("the store has no JetStream connection")
+	}
+	msg := nats.NewMsg("$KV." + fleet.BucketHeartbeats + "." + key)
+	msg.Data = fleet.Encode(h)
+	msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, fmt.Sprint(rev))
+	ack, err := s.js.PublishMsg(ctx, msg)
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		return 0, jetstream.ErrKeyRevisionMismatch
+	}
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
 }
 
 // EachDevice calls fn with every device record, in key order as the server keeps them.
