@@ -34,11 +34,10 @@ import (
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
-// environmentFieldOwner is the field manager of the status the Environment controller writes.
-const environmentFieldOwner = manager.FieldOwner + "/environment"
-
 // EnvironmentReconciler gives each Environment a namespace of its own, locked down with a quota, limits and
-// a network policy, and an https Ingress; and deletes the namespace with the Environment.
+// a network policy, and an https Ingress; and deletes the namespace with the Environment. It then runs the
+// build (buildReconciler) and the deploy (deployReconciler), each of which writes its own part of the
+// status, and sums up every part in Ready and the phase.
 type EnvironmentReconciler struct {
 	// Defaults are what an environment gets when its Project says nothing.
 	Defaults catalyst.Defaults
@@ -63,8 +62,9 @@ type EnvironmentReconciler struct {
 	Recorder record.EventRecorder
 
 	applier *apply.Applier
-	status  *reconcile.StatusWriter
-	deploy  *deployer
+	status  *claimingWriter
+	builds  *buildReconciler
+	deploys *deployReconciler
 	// announced remembers, per Environment, the UID, generation and URL its last Ready event was for: a
 	// reconcile that reads the Environment from the cache before the status write that made it Ready has
 	// reached it must not announce it twice.
@@ -88,7 +88,9 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.status.Forget(req.NamespacedName)
-			r.deploy.forget(req.NamespacedName)
+			r.builds.status.Forget(req.NamespacedName)
+			r.deploys.status.Forget(req.NamespacedName)
+			r.deploys.deploy.forget(req.NamespacedName)
 			r.announced.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -104,13 +106,15 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 
 	s := r.newScope(env)
+	// The build and the deploy write their parts of the status as they finish; the summary goes last, so
+	// Ready is never True before the parts it sums up are.
 	res, err := reconcile.Run(ctx, s,
 		r.reconcileExpiry,
 		r.reconcileProject,
 		r.reconcileNamespace,
 		r.reconcileIngress,
-		r.reconcileBuild,
-		r.reconcileDeploy,
+		r.builds.Reconcile,
+		r.deploys.Reconcile,
 	)
 	s.Announce()
 	if werr := r.status.Write(ctx, env, s.summarize()); werr != nil {
@@ -131,15 +135,12 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
 	}
 	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
-	if err := r.setupBuild(mgr); err != nil {
+	r.status = newClaimingWriter(r.Client, environmentFieldOwner, environmentFields, environmentConditions)
+	builds, err := newBuildReconciler(mgr, r)
+	if err != nil {
 		return err
 	}
-	r.status = &reconcile.StatusWriter{
-		Client:     r.Client,
-		FieldOwner: environmentFieldOwner,
-		Fields:     []string{"phase", "url", "namespace", "observedGeneration", "expiresAt", "build", "deployment"},
-		Conditions: environmentConditions,
-	}
+	r.builds, r.deploys = builds, newDeployReconciler(mgr, r)
 	toOwner := handler.EnqueueRequestsFromMapFunc(r.environmentForChild)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("environment").
@@ -161,7 +162,7 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Capabilities.CertManager {
 		b = b.Watches(&cmv1.Certificate{}, toOwner)
 	}
-	b = r.setupDeploy(mgr, b)
+	b = r.watchDeployed(b)
 	return b.Complete(opmetrics.Instrument(opmetrics.Environment, mgr.GetClient(), r))
 }
 

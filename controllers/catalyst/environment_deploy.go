@@ -2,9 +2,6 @@ package catalyst
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,13 +12,12 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,7 +25,6 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
-	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 	"github.com/platform-operator/platform-operator/internal/catalyst/source"
 	"github.com/platform-operator/platform-operator/internal/manager"
 	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
@@ -70,8 +65,36 @@ type DeployConfig struct {
 	AllowRemoteBases bool
 }
 
-// deployer is the Environment reconciler's deploy state: the fetcher, the cluster's kinds, and the last
-// rendered objects of each environment, with which drift is repaired without fetching or rendering again.
+// deployReconciler deploys each Environment's application once the build found its image: a Helm
+// release, or manifests or a kustomization applied as the tenant and pruned. It reports in
+// status.deployment and DeploymentReady, which it alone writes (deployFieldOwner). The Environment
+// reconciler runs it last, with the namespace, the Project and the image the steps before found.
+type deployReconciler struct {
+	// Defaults are the operator's defaults: the ClusterIssuers a deploy may name.
+	Defaults catalyst.Defaults
+	// Deploy is the operator's deploy settings: git CAs, the checkout cache, Helm's history.
+	Deploy DeployConfig
+	// Client reads from the cache; APIReader reads the git credentials Secret.
+	Client    client.Client
+	APIReader client.Reader
+	// Recorder emits the deploy's events.
+	Recorder record.EventRecorder
+
+	deploy *deployer
+	status *claimingWriter
+}
+
+// Reconcile runs the deploy step and writes what it owns of the status.
+func (r *deployReconciler) Reconcile(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
+	res, err := r.reconcileDeploy(ctx, s)
+	if werr := r.status.Write(ctx, s.env, s.status); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	return res, err
+}
+
+// deployer is the deploy reconciler's state: the fetcher, the cluster's kinds, and the last rendered
+// objects of each environment, with which drift is repaired without fetching or rendering again.
 type deployer struct {
 	fetcher    *source.Fetcher
 	restConfig *rest.Config
@@ -129,18 +152,26 @@ var watchedKinds = []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, 
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch
 
-// setupDeploy makes the deploy state and adds the watches on deployed objects to b.
-func (r *EnvironmentReconciler) setupDeploy(mgr ctrl.Manager, b *builder.Builder) *builder.Builder {
-	r.deploy = &deployer{
-		fetcher: &source.Fetcher{Dir: r.Deploy.CacheDir, MaxEntries: r.Deploy.CacheEntries, CABundle: r.Deploy.GitCABundle,
-			Hosts: r.Deploy.GitHosts},
-		restConfig: mgr.GetConfig(),
-		mapper:     mgr.GetRESTMapper(),
-		maxHistory: r.Deploy.HelmMaxHistory,
+// newDeployReconciler makes the deploy reconciler of r and its state.
+func newDeployReconciler(mgr ctrl.Manager, r *EnvironmentReconciler) *deployReconciler {
+	d := &deployReconciler{Defaults: r.Defaults, Deploy: r.Deploy, Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder,
+		status: newClaimingWriter(r.Client, deployFieldOwner, deployFields, deployConditions),
+		deploy: &deployer{
+			fetcher: &source.Fetcher{Dir: r.Deploy.CacheDir, MaxEntries: r.Deploy.CacheEntries, CABundle: r.Deploy.GitCABundle,
+				Hosts: r.Deploy.GitHosts},
+			restConfig: mgr.GetConfig(),
+			mapper:     mgr.GetRESTMapper(),
+			maxHistory: r.Deploy.HelmMaxHistory,
+		}}
+	if d.deploy.maxHistory <= 0 {
+		d.deploy.maxHistory = DefaultHelmMaxHistory
 	}
-	if r.deploy.maxHistory <= 0 {
-		r.deploy.maxHistory = DefaultHelmMaxHistory
-	}
+	return d
+}
+
+// watchDeployed adds to b the watches on deployed objects: a change to one repairs drift, and the
+// workloads' status makes DeploymentReady.
+func (r *EnvironmentReconciler) watchDeployed(b *builder.Builder) *builder.Builder {
 	toOwner := handler.EnqueueRequestsFromMapFunc(r.environmentForChild)
 	for _, k := range watchedKinds {
 		b = b.Watches(k, toOwner)
@@ -157,19 +188,11 @@ func deployCacheRules() []manager.CacheRule {
 	return rules
 }
 
-// deployInput is everything a deploy is made of, and its digest.
-type deployInput struct {
-	render.Input
-	typ    catalystv1.DeploymentType
-	req    source.Request
-	digest string
-}
-
 // reconcileDeploy deploys the environment's application at spec.source.commitSha once its image is in
 // the registry: a Helm release, or manifests or a kustomization applied with server-side apply and
 // pruned. While what the deploy is made of is unchanged (status.deployment.digest) nothing is fetched,
 // rendered or written; drift in the deployed objects is repaired from the objects rendered last.
-func (r *EnvironmentReconciler) reconcileDeploy(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
+func (r *deployReconciler) reconcileDeploy(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
 	switch {
 	case s.project == nil || s.namespace == "":
 		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the namespace")
@@ -242,42 +265,6 @@ func deployRefused(s *environmentScope) bool {
 	return false
 }
 
-// renderTimeout bounds one render: a chart or kustomization that takes longer (a template looping over a
-// huge range) fails its Environment with RenderFailed instead of holding a worker.
-const renderTimeout = 2 * time.Minute
-
-// renderWithin renders the checkout at dir, giving up after timeout. Neither Helm's engine nor kustomize
-// can be interrupted, so a render that overruns is left to finish in the background (its result is
-// dropped); the worker goes on.
-func renderWithin(timeout time.Duration, dir string, in *deployInput) ([]*unstructured.Unstructured, *chart.Chart, error) {
-	type result struct {
-		objs []*unstructured.Unstructured
-		ch   *chart.Chart
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		var r result
-		switch in.typ {
-		case catalystv1.DeploymentHelm:
-			if r.ch, r.err = render.Chart(dir, in.Input); r.err == nil {
-				r.objs, r.err = render.Helm(r.ch, in.Input)
-			}
-		case catalystv1.DeploymentKustomize:
-			r.objs, r.err = render.Kustomize(dir, in.Input)
-		default:
-			r.objs, r.err = render.Manifests(dir, in.Input)
-		}
-		done <- r
-	}()
-	select {
-	case r := <-done:
-		return r.objs, r.ch, r.err
-	case <-time.After(timeout):
-		return nil, nil, fmt.Errorf("rendering took longer than %s", timeout)
-	}
-}
-
 // fetchRetryFor is the retry of a step that could not fetch or render: none for a render failure (the
 // inputs must change), fetchRetry for a fetch.
 func fetchRetryFor(s *environmentScope) time.Duration {
@@ -293,180 +280,6 @@ var deployFailed = map[string]bool{
 	catalystv1.ReasonRenderFailed:   true,
 	catalystv1.ReasonObjectsRefused: true,
 	catalystv1.ReasonHelmFailed:     true,
-}
-
-// deployInput gathers what the deploy is made of; nil (with the condition set) when the git
-// credentials cannot be read.
-func (r *EnvironmentReconciler) deployInput(ctx context.Context, s *environmentScope) (*deployInput, error) {
-	p := s.project
-	commit := s.env.Spec.Source.CommitSHA
-	branch := s.env.Spec.Source.Branch
-	if branch == "" {
-		branch = p.Spec.Source.Branch
-	}
-	in := &deployInput{typ: p.Spec.Deployment.Type, req: source.Request{URL: p.Spec.Source.RepositoryURL, Commit: commit, Branch: branch, Namespace: p.Namespace}}
-	if ref := p.Spec.Source.SecretRef; ref != nil {
-		auth, err := r.gitAuth(ctx, p.Namespace, ref.Name)
-		if err != nil {
-			var user *userError
-			if errors.As(err, &user) {
-				s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonSecretInvalid, user.msg)
-				s.Warn(catalystv1.ReasonSecretInvalid, user.msg)
-				return nil, nil
-			}
-			return nil, err
-		}
-		in.req.Auth = auth
-	}
-	repo, tag, _ := strings.Cut(s.image, ":")
-	if i := strings.LastIndex(s.image, ":"); i > strings.LastIndex(s.image, "/") {
-		repo, tag = s.image[:i], s.image[i+1:]
-	}
-	var values map[string]any
-	if v := p.Spec.Deployment.Values; v != nil && len(v.Raw) > 0 {
-		if err := json.Unmarshal(v.Raw, &values); err != nil {
-			return nil, fmt.Errorf("project %s/%s deployment.values: %w", p.Namespace, p.Name, err)
-		}
-	}
-	in.Input = render.Input{
-		Path:      p.Spec.Deployment.Path,
-		Namespace: s.namespace,
-		Release:   s.env.Name,
-		Image:     render.Image{Repository: repo, Tag: tag, Digest: s.imageDigest},
-		Host:      catalyst.Host(s.namespace, s.settings.Domain),
-		Values:    values,
-		Labels:    deployLabels(s.env),
-		// An administrator's choice, not the tenant's.
-		AllowRemoteBases: r.Deploy.AllowRemoteBases,
-	}
-	for _, e := range s.env.Spec.Config.EnvVars {
-		v := render.EnvVar{Name: e.Name, Value: e.Value}
-		if e.SecretKeyRef != nil {
-			v = render.EnvVar{Name: e.Name, Secret: e.SecretKeyRef.Name, Key: e.SecretKeyRef.Key}
-		}
-		in.Env = append(in.Env, v)
-	}
-	sum := sha256.New()
-	// Everything the objects are made of; the Secret's values are not (a Secret-valued env var is only a
-	// reference), and neither are the git credentials (they change no content).
-	_ = json.NewEncoder(sum).Encode([]any{in.req.URL, in.req.Commit, in.req.Branch, in.typ, in.Input})
-	in.digest = hex.EncodeToString(sum.Sum(nil)[:12])
-	return in, nil
-}
-
-// deployLabels are the labels on every deployed object.
-func deployLabels(env *catalystv1.Environment) map[string]string {
-	return map[string]string{
-		manager.ManagedByLabel: manager.OperatorName,
-		manager.PartOfLabel:    manager.OperatorName,
-		DeployLabel:            env.Name,
-	}
-}
-
-// userError is a mistake only the user fixes, with the message to show.
-type userError struct{ msg string }
-
-func (e *userError) Error() string { return e.msg }
-
-// gitAuth reads the Project's git credentials Secret: token, or username and password.
-func (r *EnvironmentReconciler) gitAuth(ctx context.Context, ns, name string) (*source.Auth, error) {
-	sec := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sec); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, &userError{fmt.Sprintf("Secret %s/%s named by the Project's spec.source.secretRef does not exist", ns, name)}
-		}
-		return nil, fmt.Errorf("read git credentials %s/%s: %w", ns, name, err)
-	}
-	if t := sec.Data["token"]; len(t) > 0 {
-		return &source.Auth{Username: source.TokenUser, Password: string(t)}, nil
-	}
-	if u, p := sec.Data["username"], sec.Data["password"]; len(u) > 0 && len(p) > 0 {
-		return &source.Auth{Username: string(u), Password: string(p)}, nil
-	}
-	return nil, &userError{fmt.Sprintf("Secret %s/%s named by the Project's spec.source.secretRef holds neither token nor username and password", ns, name)}
-}
-
-// render fetches the commit and renders the deploy, refusing what leaves the namespace. It returns nil
-// when it could not (the condition says why); report says whether failures are also reported with
-// events (a first attempt) or only as conditions.
-func (r *EnvironmentReconciler) render(ctx context.Context, s *environmentScope, in *deployInput, report bool) *rendered {
-	fail := func(reason, msg string) {
-		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, reason, msg)
-		if report {
-			s.Warn(reason, msg)
-		}
-	}
-	var objs []*unstructured.Unstructured
-	var ch *chart.Chart
-	var renderErr error
-	err := r.deploy.fetcher.With(ctx, in.req, func(c source.Checkout) error {
-		in.req.Commit = c.Commit
-		objs, ch, renderErr = renderWithin(renderTimeout, c.Dir, in)
-		return nil
-	})
-	if err != nil {
-		fail(catalystv1.ReasonFetchFailed, fmt.Sprintf("commit %s: %v", in.req.Commit, err))
-		return nil
-	}
-	if renderErr != nil {
-		var remote *render.RemoteRefusedError
-		if report && errors.As(renderErr, &remote) {
-			opmetrics.Refused(opmetrics.RefusalPolicy)
-		}
-		fail(catalystv1.ReasonRenderFailed, fmt.Sprintf("commit %s: %v", shortCommit(in.req.Commit), renderErr))
-		s.status.Deployment = &catalystv1.DeploymentStatus{Commit: in.req.Commit, Type: in.typ, Image: in.Image.Ref(), Digest: in.digest}
-		return nil
-	}
-	refused := r.policy(in).Check(objs)
-	if len(refused) > 0 {
-		if report {
-			opmetrics.Refused(opmetrics.RefusalPolicy)
-		}
-		shown := refused
-		if len(shown) > 32 {
-			shown = shown[:32]
-		}
-		fail(catalystv1.ReasonObjectsRefused, fmt.Sprintf("commit %s holds objects outside the environment's namespace %s; nothing was deployed: %s",
-			shortCommit(in.req.Commit), in.Namespace, strings.Join(shown, ", ")))
-		s.status.Deployment = &catalystv1.DeploymentStatus{Commit: in.req.Commit, Type: in.typ, Image: in.Image.Ref(), Digest: in.digest, Refused: shown}
-		return nil
-	}
-	render.Sort(objs)
-	return &rendered{digest: in.digest, objs: objs, chart: ch}
-}
-
-// policy is what a deploy of in may hold (render.Policy): the environment's namespace, names under its
-// host, and the ClusterIssuers the operator allows.
-func (r *EnvironmentReconciler) policy(in *deployInput) render.Policy {
-	issuers := append([]string{}, r.Defaults.AllowedClusterIssuers...)
-	if r.Defaults.Issuer.Name != "" && (r.Defaults.Issuer.Kind == "" || r.Defaults.Issuer.Kind == "ClusterIssuer") {
-		issuers = append(issuers, r.Defaults.Issuer.Name)
-	}
-	return render.Policy{Namespace: in.Namespace, Host: in.Host, Scope: r.scope, ClusterIssuers: issuers}
-}
-
-// firstRefusals is at most the first 32 refusals, for the status.
-func firstRefusals(refused []string) []string {
-	if len(refused) > 32 {
-		return refused[:32]
-	}
-	return refused
-}
-
-// scope asks the cluster whether a kind is namespaced.
-func (r *EnvironmentReconciler) scope(gvk schema.GroupVersionKind) (bool, error) {
-	m, err := r.deploy.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return false, err
-	}
-	return m.Scope.Name() == meta.RESTScopeNameNamespace, nil
-}
-
-func shortCommit(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
 }
 
 // DeployConfigFromFlags makes the deploy settings from the operator's flags: a comma-separated host list

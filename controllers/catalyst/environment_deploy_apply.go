@@ -30,7 +30,7 @@ import (
 // the API server refuses (RBAC, admission, quota, validation) refuses the commit before anything of it is
 // written, so a commit is applied whole or not at all. Should a real apply still fail midway (the cluster
 // changed in between), the inventory keeps every object applied so far, so a later commit prunes them.
-func (r *EnvironmentReconciler) deployObjects(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered, st *catalystv1.DeploymentStatus) (ctrl.Result, error) {
+func (r *deployReconciler) deployObjects(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered, st *catalystv1.DeploymentStatus) (ctrl.Result, error) {
 	objs := rd.objs
 	if _, ok, res, err := r.applyObjects(ctx, s, objs, true); !ok {
 		return res, err
@@ -92,7 +92,7 @@ type applyCount struct {
 // applyObjects applies each object as the tenant (reading it first: one that already holds every field is
 // not written), or with dryRun only asks the API server whether it would accept each. ok is false when one
 // was refused or failed: the condition says which and why.
-func (r *EnvironmentReconciler) applyObjects(ctx context.Context, s *environmentScope, objs []*unstructured.Unstructured, dryRun bool) (applyCount, bool, ctrl.Result, error) {
+func (r *deployReconciler) applyObjects(ctx context.Context, s *environmentScope, objs []*unstructured.Unstructured, dryRun bool) (applyCount, bool, ctrl.Result, error) {
 	var n applyCount
 	for _, o := range objs {
 		n.attempted++
@@ -140,7 +140,7 @@ func refusalMessage(o *unstructured.Unstructured, ns string, dryRun bool, err er
 // owner, unless the live object already holds every field; an object of that name the operator did not
 // make is left untouched (apply.ConflictError). A new object is sent create-only, so one that someone
 // made a moment ago under that name is never taken over.
-func (r *EnvironmentReconciler) applyObject(ctx context.Context, s *environmentScope, desired *unstructured.Unstructured, dryRun bool) (apply.Result, error) {
+func (r *deployReconciler) applyObject(ctx context.Context, s *environmentScope, desired *unstructured.Unstructured, dryRun bool) (apply.Result, error) {
 	// A copy: ToUnstructured annotates the map it is given, and desired is kept to repair drift with.
 	want, err := apply.ToUnstructured(desired.DeepCopy())
 	if err != nil {
@@ -181,7 +181,7 @@ func (r *EnvironmentReconciler) applyObject(ctx context.Context, s *environmentS
 // an object it lacks is read from the API server, to not take over someone else's), any other kind from
 // the API server as the tenant, so that no informer is started for a kind a repository happens to hold
 // and the operator needs no read access of its own to the kinds a repository may hold.
-func (r *EnvironmentReconciler) readLive(ctx context.Context, s *environmentScope, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
+func (r *deployReconciler) readLive(ctx context.Context, s *environmentScope, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
 	if typed := watchedObject(gvk, r.Client.Scheme()); typed != nil {
 		err := r.Client.Get(ctx, key, typed)
 		if err == nil {
@@ -228,7 +228,7 @@ func apiGVK(obj client.Object, scheme *runtime.Scheme) (schema.GroupVersionKind,
 // prune deletes, as the tenant, the objects of the previous inventory the new one does not hold, when they
 // still carry the operator's labels for this environment (an object someone else made, or took over by
 // removing the labels, is left alone). "Already gone" is success.
-func (r *EnvironmentReconciler) prune(ctx context.Context, s *environmentScope, before, now []catalystv1.DeployedObject) (int, error) {
+func (r *deployReconciler) prune(ctx context.Context, s *environmentScope, before, now []catalystv1.DeployedObject) (int, error) {
 	key := func(o catalystv1.DeployedObject) string { return o.Group + "/" + o.Kind + "/" + o.Name }
 	keep := map[string]bool{}
 	for _, o := range now {

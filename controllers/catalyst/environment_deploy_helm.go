@@ -45,7 +45,7 @@ func ReleaseName(env string) string {
 // deployHelm installs the release (or installs it anew when its only revision failed), or upgrades it
 // with MaxHistory revisions kept; a failed upgrade is rolled back to the last good revision. Helm keeps
 // its release records in Secrets of the environment's namespace.
-func (r *EnvironmentReconciler) deployHelm(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered, st *catalystv1.DeploymentStatus) (ctrl.Result, error) {
+func (r *deployReconciler) deployHelm(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered, st *catalystv1.DeploymentStatus) (ctrl.Result, error) {
 	// A slow API server or a hook that never ends fails this Environment, not the worker.
 	ctx, cancel := context.WithTimeout(ctx, helmTimeout)
 	defer cancel()
@@ -103,7 +103,7 @@ func (r *EnvironmentReconciler) deployHelm(ctx context.Context, s *environmentSc
 // rollbackHelm rolls a release whose upgrade failed back to its last revision, and says how it went. An
 // upgrade refused before Helm recorded a revision (the guard or the API server refused what it was about
 // to send) left the last revision deployed: there is nothing to roll back.
-func (r *EnvironmentReconciler) rollbackHelm(cfg *action.Configuration, s *environmentScope, name string, st *catalystv1.DeploymentStatus) string {
+func (r *deployReconciler) rollbackHelm(cfg *action.Configuration, s *environmentScope, name string, st *catalystv1.DeploymentStatus) string {
 	last, err := action.NewGet(cfg).Run(name)
 	if err == nil && last.Info.Status == release.StatusDeployed {
 		st.Revision = int32(last.Version)
@@ -128,7 +128,7 @@ func (r *EnvironmentReconciler) rollbackHelm(cfg *action.Configuration, s *envir
 // Secrets), and everything it sends or reads (the release's objects, hooks, lookup, the records) is
 // authorized by the API server as the tenant, on any revision, install or upgrade alike; and everything
 // it sends is checked against policy first.
-func (r *EnvironmentReconciler) helmConfig(ctx context.Context, ns string, policy render.Policy) (*action.Configuration, error) {
+func (r *deployReconciler) helmConfig(ctx context.Context, ns string, policy render.Policy) (*action.Configuration, error) {
 	cfg := tenantConfig(r.deploy.restConfig, ns)
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {

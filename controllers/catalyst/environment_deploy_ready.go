@@ -23,7 +23,7 @@ import (
 // keepDeployed keeps an unchanged deploy in place: manifest and kustomize objects that drifted are
 // applied again as the tenant (nothing is written when none did), and a Helm release whose objects went
 // missing is upgraded again with the same chart and values.
-func (r *EnvironmentReconciler) keepDeployed(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered) (ctrl.Result, error) {
+func (r *deployReconciler) keepDeployed(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered) (ctrl.Result, error) {
 	objs := rd.objs
 	if in.typ == catalystv1.DeploymentHelm {
 		for _, o := range objs {
@@ -54,7 +54,7 @@ func (r *EnvironmentReconciler) keepDeployed(ctx context.Context, s *environment
 // reportReady sets DeploymentReady from the deployed Deployments and StatefulSets: True when every one
 // is available with its current spec; ReplicaFailure, naming the workload and quoting the API server,
 // when a workload's pods are refused (Pod Security, quota), which no amount of waiting fixes.
-func (r *EnvironmentReconciler) reportReady(ctx context.Context, s *environmentScope, objs []*unstructured.Unstructured) (ctrl.Result, error) {
+func (r *deployReconciler) reportReady(ctx context.Context, s *environmentScope, objs []*unstructured.Unstructured) (ctrl.Result, error) {
 	var waiting, refused []string
 	workloads := 0
 	for _, o := range objs {
@@ -114,7 +114,7 @@ func (r *EnvironmentReconciler) reportReady(ctx context.Context, s *environmentS
 
 // readTyped reads a workload from the cache, or as the tenant from the API server when the cache lacks it
 // (Helm's objects carry Helm's managed-by label, not the operator's).
-func (r *EnvironmentReconciler) readTyped(ctx context.Context, s *environmentScope, key client.ObjectKey, obj client.Object) error {
+func (r *deployReconciler) readTyped(ctx context.Context, s *environmentScope, key client.ObjectKey, obj client.Object) error {
 	err := r.Client.Get(ctx, key, obj)
 	if apierrors.IsNotFound(err) {
 		err = s.tenant.Get(ctx, key, obj)

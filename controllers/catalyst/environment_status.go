@@ -16,12 +16,6 @@ import (
 var readyParts = []string{catalystv1.ConditionNamespaceReady, catalystv1.ConditionIngressReady, catalystv1.ConditionBuildReady,
 	catalystv1.ConditionDeploymentReady}
 
-// environmentConditions are the condition types the Environment status writer owns.
-var environmentConditions = []string{
-	catalystv1.ConditionReady, catalystv1.ConditionNamespaceReady, catalystv1.ConditionBuildReady,
-	catalystv1.ConditionDeploymentReady, catalystv1.ConditionIngressReady,
-}
-
 // failedReasons are the reasons that only the user (a spec, a Project, a cluster change) fixes: an
 // environment showing one is Failed until then.
 var failedReasons = map[string]bool{
