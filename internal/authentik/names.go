@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/labels"
 )
 
 const (
@@ -64,11 +64,11 @@ func VirtualServiceName(a *homelabv1.AuthentikServer) string { return a.Name }
 func Host(domainHostname string) string { return "authentik." + domainHostname }
 
 // Labels are the labels every child carries.
-func Labels(a *homelabv1.AuthentikServer) map[string]string { return manager.Labels(AppName, a.Name) }
+func Labels(a *homelabv1.AuthentikServer) map[string]string { return labels.Labels(AppName, a.Name) }
 
 // SelectorLabels selects one component's pods (server or worker).
 func SelectorLabels(a *homelabv1.AuthentikServer, component string) map[string]string {
-	l := manager.SelectorLabels(AppName, a.Name)
+	l := labels.SelectorLabels(AppName, a.Name)
 	l[ComponentLabel] = component
 	return l
 }

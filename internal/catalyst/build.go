@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	oplabels "github.com/platform-operator/platform-operator/internal/labels"
 )
 
 // DefaultBuilderImage is the Kaniko executor the build Jobs run when neither --catalyst-builder-image nor
@@ -102,11 +102,11 @@ var (
 	// it (and its managed-by label), and never touches another Job.
 	BuildOwnerUIDLabel = OwnerUIDAnnotation
 	// BuildCommitAnnotation is the commit a Job builds.
-	BuildCommitAnnotation = manager.Annotation("catalyst-commit")
+	BuildCommitAnnotation = oplabels.Annotation("catalyst-commit")
 	// BuildImageAnnotation is the image a Job pushes.
-	BuildImageAnnotation = manager.Annotation("catalyst-image")
+	BuildImageAnnotation = oplabels.Annotation("catalyst-image")
 	// BuildAttemptAnnotation is the Job's rank among the builds of its commit (1, then 2 after a retry...).
-	BuildAttemptAnnotation = manager.Annotation("catalyst-attempt")
+	BuildAttemptAnnotation = oplabels.Annotation("catalyst-attempt")
 )
 
 // BuildJobName is the build Job of an environment's commit: the environment's name, the commit's first
@@ -166,7 +166,7 @@ func BuildJob(in BuildInput) *batchv1.Job {
 	env, p := in.Env, in.Project
 	b := p.Spec.Build
 	parts := PartsOf(env)
-	labels := manager.Labels(BuildApp, LabelValue(env.Name))
+	labels := oplabels.Labels(BuildApp, LabelValue(env.Name))
 	labels[catalystv1.LabelTeam] = LabelValue(parts.Team)
 	labels[catalystv1.LabelProject] = LabelValue(parts.Project)
 	labels[catalystv1.LabelEnvironment] = LabelValue(parts.Environment)

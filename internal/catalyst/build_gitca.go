@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/labels"
 )
 
 // GitCAConfigMapName names the ConfigMap, in a Project's namespace, that carries the operator's Git CA
@@ -24,7 +24,7 @@ func GitCAConfigMap(ns string, pem []byte) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: GitCAConfigMapName, Namespace: ns,
-			Labels: manager.Labels(BuildApp, GitCAConfigMapName)},
+			Labels: labels.Labels(BuildApp, GitCAConfigMapName)},
 		Data: map[string]string{GitCAKey: string(pem)},
 	}
 }

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/labels"
 )
 
 // BuildNetworkPolicyName names the NetworkPolicy, in a Project's namespace, that fences the build pods.
@@ -31,10 +31,10 @@ func BuildNetworkPolicy(ns string, ports []int32) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
 		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: BuildNetworkPolicyName, Namespace: ns,
-			Labels: manager.Labels(BuildApp, BuildNetworkPolicyName)},
+			Labels: labels.Labels(BuildApp, BuildNetworkPolicyName)},
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{
-				manager.NameLabel: BuildApp, manager.ManagedByLabel: manager.OperatorName}},
+				labels.NameLabel: BuildApp, labels.ManagedByLabel: labels.OperatorName}},
 			// Ingress listed with no rule: nothing may connect to a build pod.
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			Egress: []networkingv1.NetworkPolicyEgressRule{

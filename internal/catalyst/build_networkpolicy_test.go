@@ -11,7 +11,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	oplabels "github.com/platform-operator/platform-operator/internal/labels"
 )
 
 func TestBuildNetworkPolicy(t *testing.T) {
@@ -19,7 +19,7 @@ func TestBuildNetworkPolicy(t *testing.T) {
 	if np.Namespace != "team" || np.Name != BuildNetworkPolicyName || np.Kind != "NetworkPolicy" {
 		t.Fatalf("policy %s/%s kind %q", np.Namespace, np.Name, np.Kind)
 	}
-	if !manager.IsManaged(np.Labels) || len(np.OwnerReferences) != 0 {
+	if !oplabels.IsManaged(np.Labels) || len(np.OwnerReferences) != 0 {
 		t.Fatalf("labels %v owners %v", np.Labels, np.OwnerReferences)
 	}
 
@@ -37,8 +37,8 @@ func TestBuildNetworkPolicy(t *testing.T) {
 	}{
 		{"a build pod", job.Spec.Template.Labels, true},
 		{"the team's own pod", map[string]string{"app": "web"}, false},
-		{"a pod calling itself catalyst-build, not the operator's", map[string]string{manager.NameLabel: BuildApp}, false},
-		{"another child of the operator", manager.Labels(AppName, "x"), false},
+		{"a pod calling itself catalyst-build, not the operator's", map[string]string{oplabels.NameLabel: BuildApp}, false},
+		{"another child of the operator", oplabels.Labels(AppName, "x"), false},
 	}
 	for _, pod := range pods {
 		if got := sel.Matches(labels.Set(pod.labels)); got != pod.want {

@@ -13,7 +13,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/labels"
 )
 
 const fullSHA = "0123456789abcdef0123456789abcdef01234567"
@@ -215,7 +215,7 @@ func TestBuildJobSafety(t *testing.T) {
 	if job.Namespace != "team" || len(job.OwnerReferences) != 0 {
 		t.Errorf("the Job runs in the Project's namespace, unowned across namespaces: %s, %+v", job.Namespace, job.OwnerReferences)
 	}
-	if !manager.IsManaged(job.Labels) || job.Labels[BuildOwnerUIDLabel] != "uid-1" || job.Annotations[OwnerAnnotation] != "team-web/pr-123" {
+	if !labels.IsManaged(job.Labels) || job.Labels[BuildOwnerUIDLabel] != "uid-1" || job.Annotations[OwnerAnnotation] != "team-web/pr-123" {
 		t.Errorf("ownership labels %v annotations %v", job.Labels, job.Annotations)
 	}
 	if job.Labels[catalystv1.LabelEnvironment] != "pr-123" || job.Spec.Template.Labels[BuildOwnerUIDLabel] != "uid-1" {
@@ -419,7 +419,7 @@ func TestGitCAConfigMap(t *testing.T) {
 	if cm.Namespace != "team" || cm.Name != GitCAConfigMapName || cm.Data[GitCAKey] != "PEM" || cm.Kind != "ConfigMap" {
 		t.Fatalf("ConfigMap = %+v", cm)
 	}
-	if !manager.IsManaged(cm.Labels) || len(cm.OwnerReferences) != 0 {
+	if !labels.IsManaged(cm.Labels) || len(cm.OwnerReferences) != 0 {
 		t.Fatalf("labels %v, owners %v: want the operator's label and no owner (the namespace's Projects share it)", cm.Labels, cm.OwnerReferences)
 	}
 }

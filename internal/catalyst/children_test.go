@@ -11,7 +11,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/labels"
 )
 
 func fixture() (*catalystv1.Environment, *catalystv1.Project) {
@@ -25,7 +25,7 @@ func TestNamespace(t *testing.T) {
 	ns := Namespace(env, PartsOf(env), "my-team-my-project-pr-123")
 	want := map[string]string{
 		catalystv1.LabelTeam: "my-team", catalystv1.LabelProject: "my-project", catalystv1.LabelEnvironment: "pr-123",
-		catalystv1.LabelBranch: "feature-login", manager.ManagedByLabel: manager.OperatorName,
+		catalystv1.LabelBranch: "feature-login", labels.ManagedByLabel: labels.OperatorName,
 		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted",
 		"pod-security.kubernetes.io/audit": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
 	}
@@ -43,7 +43,7 @@ func TestNamespace(t *testing.T) {
 	if ns.Annotations[OwnerAnnotation] != "my-team-my-project/pr-123" {
 		t.Errorf("owner annotation = %q", ns.Annotations[OwnerAnnotation])
 	}
-	delete(ns.Labels, manager.ManagedByLabel)
+	delete(ns.Labels, labels.ManagedByLabel)
 	if OwnedBy(ns, "uid-1") {
 		t.Error("a namespace without the managed-by label is nobody's")
 	}

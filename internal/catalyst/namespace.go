@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	oplabels "github.com/platform-operator/platform-operator/internal/labels"
 )
 
 // AppName is the app.kubernetes.io/name of everything the operator makes for an environment.
@@ -20,9 +20,9 @@ const AppName = "catalyst"
 // OwnerUIDAnnotation is the Environment's UID.
 var (
 	// OwnerAnnotation is the Environment's namespace/name.
-	OwnerAnnotation = manager.Annotation("catalyst-environment")
+	OwnerAnnotation = oplabels.Annotation("catalyst-environment")
 	// OwnerUIDAnnotation is the Environment's UID.
-	OwnerUIDAnnotation = manager.Annotation("catalyst-environment-uid")
+	OwnerUIDAnnotation = oplabels.Annotation("catalyst-environment-uid")
 )
 
 // Pod Security admission labels: every environment namespace enforces the administrator's level
@@ -67,12 +67,12 @@ func Owner(env *catalystv1.Environment) string { return env.Namespace + "/" + en
 
 // OwnedBy says whether ns was made by the operator for the Environment with uid.
 func OwnedBy(ns *corev1.Namespace, uid types.UID) bool {
-	return manager.IsManaged(ns.Labels) && uid != "" && ns.Annotations[OwnerUIDAnnotation] == string(uid)
+	return oplabels.IsManaged(ns.Labels) && uid != "" && ns.Annotations[OwnerUIDAnnotation] == string(uid)
 }
 
 // OwnerOf describes whose ns is, for a conflict message.
 func OwnerOf(ns *corev1.Namespace) string {
-	if !manager.IsManaged(ns.Labels) || ns.Annotations[OwnerUIDAnnotation] == "" {
+	if !oplabels.IsManaged(ns.Labels) || ns.Annotations[OwnerUIDAnnotation] == "" {
 		return "was not made by the operator"
 	}
 	return fmt.Sprintf("was made by the operator for Environment %s (uid %s)", ns.Annotations[OwnerAnnotation], ns.Annotations[OwnerUIDAnnotation])
@@ -89,7 +89,7 @@ func Namespace(env *catalystv1.Environment, p Parts, name string) *corev1.Namesp
 // at restricted whatever the level, the way the Kubernetes documentation suggests relaxing a namespace:
 // tenants still see, in warnings and the audit log, what would break under restricted.
 func NamespaceFor(env *catalystv1.Environment, p Parts, name string, s Settings) *corev1.Namespace {
-	labels := manager.Labels(AppName, env.Name)
+	labels := oplabels.Labels(AppName, env.Name)
 	labels[catalystv1.LabelTeam] = LabelValue(SanitizePart(p.Team))
 	labels[catalystv1.LabelProject] = LabelValue(SanitizePart(p.Project))
 	labels[catalystv1.LabelEnvironment] = LabelValue(SanitizePart(p.Environment))
@@ -117,5 +117,5 @@ func NamespaceFor(env *catalystv1.Environment, p Parts, name string, s Settings)
 // objectMeta is the metadata of a child inside the environment's namespace. No owner reference: an
 // object cannot be owned across namespaces; it goes with the namespace.
 func objectMeta(env *catalystv1.Environment, ns, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: manager.Labels(AppName, env.Name)}
+	return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: oplabels.Labels(AppName, env.Name)}
 }

@@ -5,7 +5,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/labels"
 )
 
 func TestTenantIdentity(t *testing.T) {
@@ -21,7 +21,7 @@ func TestTenantIdentity(t *testing.T) {
 	if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
 		t.Error("the tenant ServiceAccount must not mount a token into pods that name it")
 	}
-	if !manager.IsManaged(sa.Labels) {
+	if !labels.IsManaged(sa.Labels) {
 		t.Errorf("ServiceAccount labels %v lack the operator's managed-by label", sa.Labels)
 	}
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/labels"
 )
 
 const (
@@ -45,7 +45,7 @@ func TLSSecretName(d *homelabv1.Domain) string { return ChildName(d) + "-tls" }
 
 // Labels are the labels every child of d carries: the operator's, and which Domain it belongs to.
 func Labels(d *homelabv1.Domain) map[string]string {
-	l := manager.Labels(AppName, d.Name)
+	l := labels.Labels(AppName, d.Name)
 	l[NamespaceLabel] = d.Namespace
 	l[NameLabel] = d.Name
 	return l
@@ -54,12 +54,12 @@ func Labels(d *homelabv1.Domain) map[string]string {
 // BelongsTo says whether an object with labels l is a child the operator made for d: only those are
 // applied over or deleted.
 func BelongsTo(l map[string]string, d *homelabv1.Domain) bool {
-	return manager.IsManaged(l) && l[NamespaceLabel] == d.Namespace && l[NameLabel] == d.Name
+	return labels.IsManaged(l) && l[NamespaceLabel] == d.Namespace && l[NameLabel] == d.Name
 }
 
 // Owner is the Domain a child with labels l belongs to, or false when l are not a Domain child's.
 func Owner(l map[string]string) (namespace, name string, ok bool) {
-	if !manager.IsManaged(l) || l[NamespaceLabel] == "" || l[NameLabel] == "" {
+	if !labels.IsManaged(l) || l[NamespaceLabel] == "" || l[NameLabel] == "" {
 		return "", "", false
 	}
 	return l[NamespaceLabel], l[NameLabel], true

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/labels"
 )
 
 func newDomain(ns, name string) *homelabv1.Domain {
@@ -71,7 +71,7 @@ func TestBelongsTo(t *testing.T) {
 		{"the same name in another namespace", Labels(newDomain("other", "main")), false},
 		{"no labels", nil, false},
 		{"our Domain labels without managed-by", map[string]string{NamespaceLabel: "homelab", NameLabel: "main"}, false},
-		{"managed-by alone", map[string]string{manager.ManagedByLabel: manager.OperatorName}, false},
+		{"managed-by alone", map[string]string{labels.ManagedByLabel: labels.OperatorName}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

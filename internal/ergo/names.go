@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/labels"
 )
 
 const (
@@ -16,7 +16,7 @@ const (
 	DefaultImage = "ghcr.io/ergochat/ergo:v2.14.0"
 	// ConfigDigestAnnotation on the pod template carries ConfigDigest: changing it is what rolls the pod
 	// when the config or the oper password hash changes.
-	ConfigDigestAnnotation = manager.AnnotationDomain + "/config-digest"
+	ConfigDigestAnnotation = labels.AnnotationDomain + "/config-digest"
 	// LegacyConfigDigestAnnotation is where operator versions before the one annotation domain put the
 	// digest. A running pod template keeps it until its digest changes (Options.LegacyDigestKey), so the
 	// upgrade rolls no pod; the next roll moves it to ConfigDigestAnnotation.
@@ -24,13 +24,13 @@ const (
 	// RetainedForAnnotation on a claim kept under reclaimPolicy Retain holds the UID of the network it is
 	// kept for, which the owner reference holds otherwise: a claim without it, or with another UID, was
 	// kept from an earlier network of the same name.
-	RetainedForAnnotation = manager.AnnotationDomain + "/retained-for"
+	RetainedForAnnotation = labels.AnnotationDomain + "/retained-for"
 
 	// ConfigSourceAnnotation is, on the ConfigMap, the ConfigSource its ircd.yaml was rendered from.
-	ConfigSourceAnnotation = manager.AnnotationDomain + "/config-source"
+	ConfigSourceAnnotation = labels.AnnotationDomain + "/config-source"
 	// ConfigStateAnnotation is, on the ConfigMap, the config digest's state after its ircd.yaml
 	// (ConfigDigestPrefix, base64): with the oper hash and certificate it gives the pod's config digest.
-	ConfigStateAnnotation = manager.AnnotationDomain + "/config-digest-state"
+	ConfigStateAnnotation = labels.AnnotationDomain + "/config-digest-state"
 	// OperPasswordEnv feeds the oper's bcrypt hash to ergo through allow-environment-overrides, so the
 	// hash lives only in the user's Secret and never in the ConfigMap.
 	OperPasswordEnv = "ERGO__OPERS__ADMIN__PASSWORD"
@@ -45,12 +45,12 @@ const (
 const AppName = "ergo"
 
 // Labels are the recommended labels on every child object.
-func Labels(n *ircv1.ErgoNetwork) map[string]string { return manager.Labels(AppName, n.Name) }
+func Labels(n *ircv1.ErgoNetwork) map[string]string { return labels.Labels(AppName, n.Name) }
 
 // SelectorLabels is the subset of Labels that never changes for a network, so it can sit in the
 // Deployment's immutable selector and the Service's selector.
 func SelectorLabels(n *ircv1.ErgoNetwork) map[string]string {
-	return manager.SelectorLabels(AppName, n.Name)
+	return labels.SelectorLabels(AppName, n.Name)
 }
 
 // OwnerReference makes the network the controller of a child, so deleting the network garbage-collects

@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/labels"
 )
 
 func TestPVC(t *testing.T) {
@@ -71,7 +71,7 @@ func TestPVCReclaimPolicy(t *testing.T) {
 			if owned := len(p.OwnerReferences) == 1 && *p.OwnerReferences[0].Controller; owned != tt.owned {
 				t.Errorf("owner references %+v, want owned=%v", p.OwnerReferences, tt.owned)
 			}
-			if p.Labels[manager.InstanceLabel] != n.Name || !manager.IsManaged(p.Labels) {
+			if p.Labels[labels.InstanceLabel] != n.Name || !labels.IsManaged(p.Labels) {
 				t.Errorf("labels %v must name the network and the operator whatever the policy", p.Labels)
 			}
 		})

@@ -2,53 +2,45 @@ package manager
 
 import (
 	"k8s.io/apimachinery/pkg/labels"
+
+	oplabels "github.com/platform-operator/platform-operator/internal/labels"
 )
 
+// LeaderElectionID is the name of the leader election Lease.
+const LeaderElectionID = "platform-operator.josie.cloud"
+
+// The names below moved to internal/labels (a leaf builders import without the manager); these aliases
+// keep the manager's callers building until they import it directly.
 const (
-	// OperatorName names the operator: its field owner, and the value of the managed-by and part-of
-	// labels on everything it makes.
-	OperatorName = "platform-operator"
-	// FieldOwner is the server-side-apply field manager of every child the operator applies.
-	FieldOwner = OperatorName
-	// LeaderElectionID is the name of the leader election Lease.
-	LeaderElectionID = "platform-operator.josie.cloud"
-	// AnnotationDomain prefixes every annotation the operator itself writes
-	// (platform-operator.josie.cloud/applied-digest, .../config-digest).
-	AnnotationDomain = "platform-operator.josie.cloud"
-
-	// ManagedByLabel marks every child the operator makes; the cache holds only objects carrying it
-	// unless a group asks for more (CacheRule.Scope).
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	// PartOfLabel says which product a child belongs to.
-	PartOfLabel = "app.kubernetes.io/part-of"
-	// InstanceLabel names the custom resource a child belongs to.
-	InstanceLabel = "app.kubernetes.io/instance"
-	// NameLabel names the application a child runs (ergo, soju, ...).
-	NameLabel = "app.kubernetes.io/name"
+	// OperatorName is labels.OperatorName.
+	OperatorName = oplabels.OperatorName
+	// FieldOwner is labels.FieldOwner.
+	FieldOwner = oplabels.FieldOwner
+	// AnnotationDomain is labels.AnnotationDomain.
+	AnnotationDomain = oplabels.AnnotationDomain
+	// ManagedByLabel is labels.ManagedByLabel.
+	ManagedByLabel = oplabels.ManagedByLabel
+	// PartOfLabel is labels.PartOfLabel.
+	PartOfLabel = oplabels.PartOfLabel
+	// InstanceLabel is labels.InstanceLabel.
+	InstanceLabel = oplabels.InstanceLabel
+	// NameLabel is labels.NameLabel.
+	NameLabel = oplabels.NameLabel
 )
 
-// Annotation is the operator's annotation key for name: AnnotationDomain + "/" + name.
-func Annotation(name string) string { return AnnotationDomain + "/" + name }
+// Annotation is labels.Annotation.
+func Annotation(name string) string { return oplabels.Annotation(name) }
 
-// Labels are the recommended labels every child carries: app (the application it runs), instance (the
-// custom resource it belongs to), and the operator's managed-by and part-of.
-func Labels(app, instance string) map[string]string {
-	l := SelectorLabels(app, instance)
-	l[ManagedByLabel] = OperatorName
-	l[PartOfLabel] = OperatorName
-	return l
-}
+// Labels is labels.Labels.
+func Labels(app, instance string) map[string]string { return oplabels.Labels(app, instance) }
 
-// SelectorLabels is the part of Labels that never changes for one instance, so it can sit in a
-// Deployment's immutable selector and a Service's selector.
+// SelectorLabels is labels.SelectorLabels.
 func SelectorLabels(app, instance string) map[string]string {
-	return map[string]string{NameLabel: app, InstanceLabel: instance}
+	return oplabels.SelectorLabels(app, instance)
 }
 
-// IsManaged says whether an object carries the operator's managed-by label.
-func IsManaged(l map[string]string) bool { return l[ManagedByLabel] == OperatorName }
+// IsManaged is labels.IsManaged.
+func IsManaged(l map[string]string) bool { return oplabels.IsManaged(l) }
 
-// ManagedSelector selects the objects the operator made.
-func ManagedSelector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{ManagedByLabel: OperatorName})
-}
+// ManagedSelector is labels.ManagedSelector.
+func ManagedSelector() labels.Selector { return oplabels.ManagedSelector() }

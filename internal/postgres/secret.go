@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/labels"
 )
 
 // AppName is the app.kubernetes.io/name of the Secrets made here.
@@ -27,7 +27,7 @@ func Secret(db *homelabv1.PostgresDatabase, server Settings, role, password, rot
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      SecretName(db.Name),
 			Namespace: db.Namespace,
-			Labels:    manager.Labels(AppName, db.Name),
+			Labels:    labels.Labels(AppName, db.Name),
 			OwnerReferences: []metav1.OwnerReference{
 				*metav1.NewControllerRef(db, homelabv1.GroupVersion.WithKind("PostgresDatabase")),
 			},

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/labels"
 )
 
 func TestSettingsFromSecret(t *testing.T) {
@@ -84,7 +84,7 @@ func TestSecret(t *testing.T) {
 	db := &homelabv1.PostgresDatabase{ObjectMeta: metav1.ObjectMeta{Name: "test2", Namespace: "homelab", UID: "u1"}}
 	server := Settings{Host: "db.example", Port: 5432, User: "admin", Password: "adminpw", SSLMode: "require", Database: "postgres"}
 	s := Secret(db, server, "homelab_test2_abc", "pw", "")
-	if s.Name != "test2-postgres" || s.Namespace != "homelab" || s.Kind != "Secret" || !manager.IsManaged(s.Labels) {
+	if s.Name != "test2-postgres" || s.Namespace != "homelab" || s.Kind != "Secret" || !labels.IsManaged(s.Labels) {
 		t.Errorf("Secret metadata %+v", s.ObjectMeta)
 	}
 	if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != "u1" || s.OwnerReferences[0].Kind != "PostgresDatabase" || !*s.OwnerReferences[0].Controller {

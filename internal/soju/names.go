@@ -5,7 +5,7 @@ import (
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/ircnet"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/labels"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 )
 
@@ -20,15 +20,15 @@ const (
 	// ConfigKey is the ConfigMap key holding soju's rendered config.
 	ConfigKey = "config"
 	// ConfigDigestAnnotation on the pod template carries the config digest: changing it rolls the pod.
-	ConfigDigestAnnotation = manager.AnnotationDomain + "/config-digest"
+	ConfigDigestAnnotation = labels.AnnotationDomain + "/config-digest"
 )
 
 // Labels are the recommended labels on every child object.
-func Labels(b *ircv1.SojuBouncer) map[string]string { return manager.Labels(AppName, b.Name) }
+func Labels(b *ircv1.SojuBouncer) map[string]string { return labels.Labels(AppName, b.Name) }
 
 // SelectorLabels is the subset of Labels that never changes for a bouncer.
 func SelectorLabels(b *ircv1.SojuBouncer) map[string]string {
-	return manager.SelectorLabels(AppName, b.Name)
+	return labels.SelectorLabels(AppName, b.Name)
 }
 
 // OwnerReference makes the bouncer the controller of a child.
