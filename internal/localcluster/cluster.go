@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/platform-operator/platform-operator/internal/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // DefaultServiceClusterIPRange is wide enough for benchmarks with thousands of Services; envtest's own
@@ -408,20 +409,8 @@ func (c *Cluster) trackAddrs(addrs ...string) {
 	c.addrs = append(c.addrs, addrs...)
 }
 
-// FreePorts returns n distinct ports free on 127.0.0.1, held open together so none repeats. As with
-// envtest's own port picking, another process can take one before the server binds it.
-func FreePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
+// FreePorts is testutil.FreePorts, for the callers that start a cluster.
+func FreePorts(n int) ([]int, error) { return testutil.FreePorts(n) }
 
 // Config returns a copy of the admin (system:masters) REST config.
 func (c *Cluster) Config() *rest.Config { return rest.CopyConfig(c.cfg) }

@@ -274,31 +274,6 @@ func TestResolveAssets(t *testing.T) {
 	}
 }
 
-func TestFindRepoRoot(t *testing.T) {
-	root := t.TempDir()
-	nested := filepath.Join(root, "hack", "tools", "kube")
-	if err := os.MkdirAll(nested, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write := func(path, content string) {
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(filepath.Join(root, "go.mod"), "module "+ModulePath+"\n\ngo 1.26.0\n")
-	write(filepath.Join(nested, "go.mod"), "module "+ModulePath+"/hack/tools/kube\n")
-
-	for _, start := range []string{root, nested} {
-		got, err := FindRepoRoot(start)
-		if err != nil || got != root {
-			t.Errorf("FindRepoRoot(%s) = %s, %v; want %s", start, got, err, root)
-		}
-	}
-	if _, err := FindRepoRoot(t.TempDir()); err == nil {
-		t.Error("FindRepoRoot outside the repository succeeded")
-	}
-}
-
 type process struct {
 	pid  int
 	name string

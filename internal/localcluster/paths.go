@@ -1,17 +1,18 @@
 package localcluster
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 const (
 	// ModulePath is the project's Go module; FindRepoRoot looks for the go.mod that declares it.
-	ModulePath = "github.com/platform-operator/platform-operator"
+	ModulePath = testutil.ModulePath
 	// KubernetesVersion is the version of the control-plane binaries the Makefile builds into
 	// bin/k8s/<KubernetesVersion>.
 	KubernetesVersion = "1.34.2"
@@ -19,39 +20,8 @@ const (
 	AssetsEnv = "KUBEBUILDER_ASSETS"
 )
 
-// FindRepoRoot walks up from dir to the directory whose go.mod declares ModulePath. Tool modules
-// nested in the repository (hack/tools/...) have go.mod files of their own, so the first go.mod is not
-// enough.
-func FindRepoRoot(dir string) (string, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if modulePath(filepath.Join(d, "go.mod")) == ModulePath {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.mod of module %s in %s or any parent directory", ModulePath, dir)
-		}
-	}
-}
-
-// modulePath returns the module path a go.mod declares, or "" when the file is missing or has none.
-func modulePath(gomod string) string {
-	f, err := os.Open(gomod)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(s.Text()), "module"); ok {
-			return strings.Trim(strings.TrimSpace(rest), `"`)
-		}
-	}
-	return ""
-}
+// FindRepoRoot is testutil.FindRepoRoot, for the demo, the bench and the suites that start a cluster.
+func FindRepoRoot(dir string) (string, error) { return testutil.FindRepoRoot(dir) }
 
 // DefaultAssetsDirectory is where the Makefile puts the control-plane binaries.
 func DefaultAssetsDirectory(repoRoot string) string {

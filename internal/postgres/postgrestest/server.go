@@ -27,7 +27,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // Superuser is the name of the server's superuser.
@@ -119,7 +119,7 @@ func (s *Server) start(ctx context.Context, bin string) error {
 	}
 	_ = os.Remove(pwfile)
 
-	ports, err := localcluster.FreePorts(1)
+	ports, err := testutil.FreePorts(1)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // Binary is the redis-server the tests run; REDIS_SERVER overrides it.
@@ -51,7 +51,7 @@ func Start(opts Options) (*Server, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("redistest: %s not found; run `make redis-server` (apt-get install redis-server): %w", bin, err)
 	}
-	ports, err := localcluster.FreePorts(1)
+	ports, err := testutil.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func (s *Server) waitReady(limit time.Duration) error {
 // ClosedPort is a port on 127.0.0.1 where nothing listens (it was free a moment ago): an unreachable
 // server for tests.
 func ClosedPort() (int, error) {
-	ports, err := localcluster.FreePorts(1)
+	ports, err := testutil.FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
