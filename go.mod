@@ -36,6 +36,7 @@ require (
 	k8s.io/client-go v0.34.2
 	k8s.io/pod-security-admission v0.34.2
 	k8s.io/utils v0.0.0-20250820121507-0af2bda4dd1d
+	sigs.k8s.io/cli-utils v0.37.2
 	sigs.k8s.io/controller-runtime v0.22.4
 	sigs.k8s.io/kustomize/api v0.20.1
 	sigs.k8s.io/kustomize/kyaml v0.20.1
