@@ -45,7 +45,7 @@ func TestCleanupRetry(t *testing.T) {
 		{10 * time.Minute, 5 * time.Minute},
 		{48 * time.Hour, 5 * time.Minute},
 	} {
-		if got := cleanupRetry(tt.deleting); got != tt.want {
+		if got := newDatabaseProvisioner(0).CleanupRetry(tt.deleting); got != tt.want {
 			t.Errorf("cleanupRetry(%s) = %s, want %s", tt.deleting, got, tt.want)
 		}
 	}

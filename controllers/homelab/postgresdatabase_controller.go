@@ -2,11 +2,8 @@ package homelab
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,9 +62,8 @@ type PostgresDatabaseReconciler struct {
 	status  *reconcile.StatusWriter
 	// secrets reads Secrets from the API server (see setupPostgresDatabase).
 	secrets apply.ReadThrough
-	// logins remembers, per PostgresDatabase uid, the role and password known to log in: an unchanged
-	// database then costs no login check and no password statement.
-	logins sync.Map
+	// db makes and drops the databases.
+	db *postgres.Provisioner
 }
 
 // +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=postgresdatabases,verbs=get;list;watch;patch
@@ -248,20 +244,6 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *d
 		}
 		s.secretLive = live
 	}
-	password, kept := postgres.KeptPassword(s.secretLive, s.rotation)
-	if !kept {
-		p, err := postgres.NewPassword()
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		password, s.newPassword = p, true
-	}
-	login := s.settings.As(s.name, password, s.name)
-	setPassword := s.newPassword
-	if !setPassword && !r.loginKnown(s.db.UID, login) {
-		// Not seen working since the operator started: one login tells whether the role has it.
-		setPassword = postgres.CheckLogin(ctx, login) != nil
-	}
 
 	if !controllerutil.ContainsFinalizer(s.db, homelabv1.PostgresDatabaseFinalizer) {
 		// Before anything exists on the server, and only then: a database whose connection never became
@@ -273,46 +255,21 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *d
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 	}
-	admin, err := postgres.Sessions.Acquire(ctx, sessionOwner(s.conn.Namespace, s.conn.Name), *s.settings)
+	res, err := r.db.Ensure(ctx, postgres.Request{UID: s.db.UID, Admin: *s.settings, SessionOwner: sessionOwner(s.conn.Namespace, s.conn.Name),
+		Name: s.name, Owner: s.owner, Live: s.secretLive, Rotation: s.rotation})
 	if err != nil {
-		reason, retry := connectFailure(err)
-		s.fail(homelabv1.ConditionDatabase, metav1.ConditionFalse, reason, fmt.Sprintf("cannot log in to %s:%d: %v", s.settings.Host, s.settings.Port, err))
-		return ctrl.Result{RequeueAfter: retry}, nil
+		return ctrl.Result{}, err
 	}
-	defer func() { _ = admin.Close(ctx) }()
-	done, err := admin.Ensure(ctx, postgres.Database{Name: s.name, Owner: s.owner, Password: password, SetPassword: setPassword})
-	if len(done) > 0 {
-		r.Recorder.Eventf(s.db, corev1.EventTypeNormal, reconcile.EventUpdated, "On %s:%d: %s", s.settings.Host, s.settings.Port, strings.Join(done, "; "))
+	if res.Updated != "" {
+		r.Recorder.Event(s.db, corev1.EventTypeNormal, reconcile.EventUpdated, res.Updated)
 	}
-	var claimed *postgres.ClaimedError
-	switch {
-	case errors.As(err, &claimed):
-		s.fail(homelabv1.ConditionDatabase, metav1.ConditionFalse, homelabv1.ReasonDatabaseClaimed, claimed.Error())
-		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
-	case err != nil:
-		reason, retry := homelabv1.ReasonSQLFailed, reconcile.RefusedRetry
-		if postgres.Classify(err) == postgres.FailureUnreachable {
-			reason, retry = homelabv1.ReasonUnreachable, PostgresUnreachableRetry
-		}
-		s.fail(homelabv1.ConditionDatabase, metav1.ConditionFalse, reason, fmt.Sprintf("on %s:%d: %v", s.settings.Host, s.settings.Port, err))
-		return ctrl.Result{RequeueAfter: retry}, nil
+	if !res.Ready() {
+		s.fail(homelabv1.ConditionDatabase, metav1.ConditionFalse, res.Reason, res.Message)
+		return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
 	}
-	r.logins.Store(s.db.UID, loginDigest(login))
-	s.password = password
-	s.Set(homelabv1.ConditionDatabase, metav1.ConditionTrue, homelabv1.ReasonReady,
-		fmt.Sprintf("database %s owned by role %s on %s:%d", s.name, s.name, s.settings.Host, s.settings.Port))
+	s.password, s.newPassword = res.Login.Password, res.NewPassword
+	s.Set(homelabv1.ConditionDatabase, metav1.ConditionTrue, homelabv1.ReasonReady, res.Message)
 	return ctrl.Result{}, nil
-}
-
-// loginKnown says whether login is the one last seen working for the database with uid.
-func (r *PostgresDatabaseReconciler) loginKnown(uid types.UID, login postgres.Settings) bool {
-	v, ok := r.logins.Load(uid)
-	return ok && v.([sha256.Size]byte) == loginDigest(login)
-}
-
-// loginDigest identifies a login without keeping its password in memory in clear.
-func loginDigest(s postgres.Settings) [sha256.Size]byte {
-	return sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s\x00%s", s.Host, s.Port, s.User, s.Password)))
 }
 
 // reconcileSecret writes the role's credentials to the Secret <name>-postgres.
@@ -358,6 +315,7 @@ func setupPostgresDatabase(mgr ctrl.Manager, _ platform.Capabilities, opts Optio
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(manager.OperatorName),
 		CleanupTimeout: opts.PostgresCleanupTimeout,
 	}
+	r.db = newDatabaseProvisioner(r.CleanupTimeout)
 	// The applier reads Secrets from the API server: a typed read through the cache would start an
 	// informer holding every Secret's data.
 	r.secrets = apply.ReadThrough{Client: r.Client, Reader: r.APIReader}

@@ -3,8 +3,6 @@ package homelab
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,11 +16,15 @@ import (
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
-// cleanupRetry is how soon a blocked cleanup is tried again: soon at first, then at most every five
-// minutes, until the server answers, the cleanup timeout passes or the release annotation lets the
-// object go.
-func cleanupRetry(deleting time.Duration) time.Duration {
-	return postgres.CleanupRetry(deleting, PostgresUnreachableRetry)
+// newDatabaseProvisioner is how the PostgresDatabase controller makes databases: its connection's
+// controller has checked the login's privileges, and a login the server refuses otherwise is a
+// ServerError, as the connection reports it.
+func newDatabaseProvisioner(cleanupTimeout time.Duration) *postgres.Provisioner {
+	return &postgres.Provisioner{
+		Kind: "PostgresDatabase", ReleaseAnnotation: homelabv1.AnnotationReleaseFinalizer,
+		UnreachableRetry: PostgresUnreachableRetry, LoginErrorReason: homelabv1.ReasonServerError,
+		DroppedReason: reconcile.EventDeleted, CleanupTimeout: cleanupTimeout,
+	}
 }
 
 // reconcileDelete lets a deleted PostgresDatabase go once its database and role are dropped (Delete),
@@ -48,53 +50,27 @@ func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *dat
 		return ctrl.Result{}, r.releaseFinalizer(ctx, db)
 	}
 
-	dropped, kept, err := r.drop(ctx, s)
-	if err != nil {
-		timeout := r.CleanupTimeout
-		if timeout <= 0 {
-			timeout = postgres.DefaultCleanupTimeout
-		}
-		retry, giveUp := postgres.NextCleanup(time.Since(db.DeletionTimestamp.Time), timeout, PostgresUnreachableRetry)
-		if giveUp {
-			r.Recorder.Eventf(db, corev1.EventTypeWarning, homelabv1.ReasonCleanupAbandoned,
-				"Gave up dropping database and role %s after %s: %v. They are left on the server; drop them by hand", s.name, timeout, err)
-			r.logins.Delete(db.UID)
-			return ctrl.Result{}, r.releaseFinalizer(ctx, db)
-		}
-		msg := fmt.Sprintf("cannot drop database and role %s yet: %v. The operator retries until %s after the deletion, then leaves them on the server; to let the PostgresDatabase go at once without touching the server, annotate it %s=true",
-			s.name, err, timeout, homelabv1.AnnotationReleaseFinalizer)
-		s.fail(homelabv1.ConditionCleanup, metav1.ConditionFalse, homelabv1.ReasonCleanupBlocked, msg)
+	// A connection that is missing, not Ready or not allowed blocks the cleanup like an unreachable server.
+	conn, settings, _, msg, err := r.resolveConnection(ctx, db)
+	if err == nil && settings == nil {
+		err = errors.New(msg)
+	}
+	c := postgres.Cleanup{UID: db.UID, Admin: settings, Unusable: err, Name: s.name, Owner: s.owner,
+		Deleting: time.Since(db.DeletionTimestamp.Time)}
+	if settings != nil {
+		c.SessionOwner = sessionOwner(conn.Namespace, conn.Name)
+	}
+	cleaned := r.db.Drop(ctx, c)
+	if cleaned.Event.Reason != "" {
+		r.Recorder.Event(db, cleaned.Event.Type, cleaned.Event.Reason, cleaned.Event.Message)
+	}
+	if !cleaned.Done {
+		s.fail(homelabv1.ConditionCleanup, metav1.ConditionFalse, homelabv1.ReasonCleanupBlocked, cleaned.Blocked)
 		s.secretName = db.Status.SecretName // the Secret stays until the object goes
 		werr := r.status.Write(ctx, db, s.summarize())
-		return ctrl.Result{RequeueAfter: retry}, werr
+		return ctrl.Result{RequeueAfter: cleaned.RequeueAfter}, werr
 	}
-	switch {
-	case len(kept) > 0:
-		r.Recorder.Eventf(db, corev1.EventTypeWarning, homelabv1.ReasonDatabaseClaimed, "Left on the server: %s", strings.Join(kept, "; "))
-	case len(dropped) > 0:
-		r.Recorder.Eventf(db, corev1.EventTypeNormal, reconcile.EventDeleted, "On %s:%d: %s", s.settings.Host, s.settings.Port, strings.Join(dropped, "; "))
-	}
-	r.logins.Delete(db.UID)
 	return ctrl.Result{}, r.releaseFinalizer(ctx, db)
-}
-
-// drop drops the database and role on the connection's server. A connection that is missing, not Ready
-// or unreachable is an error: the caller retries.
-func (r *PostgresDatabaseReconciler) drop(ctx context.Context, s *databaseScope) (dropped, kept []string, err error) {
-	conn, settings, _, msg, err := r.resolveConnection(ctx, s.db)
-	if err != nil {
-		return nil, nil, err
-	}
-	if settings == nil {
-		return nil, nil, errors.New(msg)
-	}
-	s.settings = settings
-	admin, err := postgres.Sessions.Acquire(ctx, sessionOwner(conn.Namespace, conn.Name), *settings)
-	if err != nil {
-		return nil, nil, fmt.Errorf("log in to %s:%d: %w", settings.Host, settings.Port, err)
-	}
-	defer func() { _ = admin.Close(ctx) }()
-	return admin.Drop(ctx, s.name, s.owner)
 }
 
 // releaseFinalizer removes the operator's finalizer; an object already gone is success.

@@ -2,10 +2,8 @@ package irc
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -13,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,7 +28,6 @@ import (
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
-	"github.com/platform-operator/platform-operator/internal/soju"
 )
 
 // sojuSecretIndex indexes SojuBouncers by the Secrets they read, as "namespace/name": the admin
@@ -78,39 +74,8 @@ type SojuBouncerReconciler struct {
 	applier       *apply.Applier
 	secretApplier *apply.Applier
 	status        *reconcile.StatusWriter
-	// logins remembers, per bouncer uid, a digest of the role's login last seen working: an unchanged
-	// bouncer then costs no login check.
-	logins sync.Map
-}
-
-// SojuGroup is the SojuBouncer controller alone, with the irc group's cache rules: for a manager that
-// runs no ErgoNetwork controller (tests). main.go runs both through GroupWith.
-func SojuGroup(s *SojuBouncerReconciler) manager.Group {
-	return manager.Group{
-		Name:  "irc-soju",
-		Cache: sojuCacheRules,
-		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
-			s.Capabilities = caps
-			return s.SetupWithManager(mgr)
-		},
-	}
-}
-
-// GroupWith is the irc API group with both of its controllers: ErgoNetworks run by r, SojuBouncers by
-// s. The SojuBouncer controller reads the same kinds as the ErgoNetwork one (its children carry the
-// operator's labels, and Secrets are cached as metadata), so the group's cache rules are Group's.
-func GroupWith(r *ErgoNetworkReconciler, s *SojuBouncerReconciler) manager.Group {
-	g := Group(r)
-	g.Cache = sojuCacheRules
-	setupErgo := g.Setup
-	g.Setup = func(mgr ctrl.Manager, caps platform.Capabilities) error {
-		if err := setupErgo(mgr, caps); err != nil {
-			return err
-		}
-		s.Capabilities = caps
-		return s.SetupWithManager(mgr)
-	}
-	return g
+	// db makes and drops the bouncers' databases.
+	db *postgres.Provisioner
 }
 
 // +kubebuilder:rbac:groups=irc.josie.cloud,resources=sojubouncers,verbs=get;list;watch;patch
@@ -174,6 +139,7 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// The database Secret is read from the API server: a typed read through the cache would start an
 	// informer holding every Secret's data.
 	r.secretApplier = &apply.Applier{Client: apply.ReadThrough{Client: r.Client, Reader: r.APIReader}, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
+	r.db = newSojuProvisioner(r.CleanupTimeout)
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: sojuStatusFieldOwner,
@@ -205,18 +171,6 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Owns(&monitoring.PodMonitor{})
 	}
 	return b.Complete(opmetrics.Instrument(opmetrics.SojuBouncer, mgr.GetClient(), r))
-}
-
-// sojuCacheRules are the irc group's cache rules (CacheRules) and, where the cluster serves them, the
-// PodMonitors of bouncers with metrics: only the operator's own (the default scope), cut to metadata.
-func sojuCacheRules(caps platform.Capabilities) []manager.CacheRule {
-	rules := CacheRules(caps)
-	if caps.PodMonitors {
-		rules = append(rules, manager.CacheRule{Object: &monitoring.PodMonitor{},
-			TransformSelector: labels.SelectorFromSet(labels.Set{manager.ManagedByLabel: manager.OperatorName, manager.NameLabel: soju.AppName}),
-			Transform:         slimPodMonitor})
-	}
-	return rules
 }
 
 // slimPodMonitor keeps a bouncer's PodMonitor's metadata (and a digest of its spec, for the applier).
@@ -259,17 +213,6 @@ func (r *SojuBouncerReconciler) bouncersForSecret(ctx context.Context, o client.
 		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return reqs
-}
-
-// loginKnown says whether login is the one last seen working for the bouncer with uid.
-func (r *SojuBouncerReconciler) loginKnown(uid types.UID, login postgres.Settings) bool {
-	v, ok := r.logins.Load(uid)
-	return ok && v.([sha256.Size]byte) == sojuLoginDigest(login)
-}
-
-// sojuLoginDigest identifies a login without keeping its password in memory in clear.
-func sojuLoginDigest(s postgres.Settings) [sha256.Size]byte {
-	return sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%s\x00%s", s.Host, s.Port, s.User, s.Password))
 }
 
 // ParseAdminSecret reads --soju-database-secret: "namespace/name", or empty for none. A bare name is

@@ -2,8 +2,8 @@ package irc
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,19 +20,6 @@ import (
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 	"github.com/platform-operator/platform-operator/internal/soju"
 )
-
-// cleanupRetry is how soon a blocked cleanup is tried again: soon at first, then at most every five
-// minutes, until the server answers, the cleanup timeout passes or the release annotation lets go.
-func cleanupRetry(deleting time.Duration) time.Duration {
-	return postgres.CleanupRetry(deleting, DatabaseRetry)
-}
-
-// nextCleanup says, for a cleanup blocked deleting after the deletion, when to try again, or that the
-// cleanup timeout has passed and the operator gives up (leaving the database on the server). The
-// PostgresDatabase controller shares the rule (postgres.NextCleanup).
-func nextCleanup(deleting, timeout time.Duration) (retry time.Duration, giveUp bool) {
-	return postgres.NextCleanup(deleting, timeout, DatabaseRetry)
-}
 
 // deleteDecision is what a deleted bouncer's cleanup does next, before any request is sent.
 type deleteDecision int
@@ -88,31 +75,20 @@ func (r *SojuBouncerReconciler) reconcileDelete(ctx context.Context, s *sojuScop
 		return ctrl.Result{}, r.status.Write(ctx, b, s.summarize())
 	}
 
-	dropped, kept, where, err := r.drop(ctx, b)
-	if err != nil {
-		deleting := time.Since(b.DeletionTimestamp.Time)
-		timeout := r.CleanupTimeout
-		if timeout <= 0 {
-			timeout = DefaultCleanupTimeout
-		}
-		if retry, giveUp := nextCleanup(deleting, timeout); !giveUp {
-			msg := fmt.Sprintf("cannot drop database and role %s yet: %v. The operator retries until %s after the deletion, then leaves them on the server; to let the SojuBouncer go at once without touching the server, annotate it %s=true",
-				soju.DatabaseName(b), err, timeout, ircv1.AnnotationReleaseDatabase)
-			s.fail(ircv1.ConditionCleanup, ircv1.ReasonCleanupBlocked, msg)
-			werr := r.status.Write(ctx, b, s.summarize())
-			return ctrl.Result{RequeueAfter: retry}, werr
-		}
-		r.Recorder.Eventf(b, corev1.EventTypeWarning, ircv1.ReasonCleanupAbandoned,
-			"Gave up dropping database and role %s after %s: %v. They are left on the server; drop them by hand", soju.DatabaseName(b), timeout, err)
-		return ctrl.Result{}, r.releaseFinalizer(ctx, b)
+	admin, _, msg, err := r.adminSettings(ctx, b)
+	if err == nil && admin == nil {
+		err = errors.New(msg)
 	}
-	switch {
-	case len(kept) > 0:
-		r.Recorder.Eventf(b, corev1.EventTypeWarning, ircv1.ReasonDatabaseClaimed, "Left on the server: %s", strings.Join(kept, "; "))
-	case len(dropped) > 0:
-		r.Recorder.Eventf(b, corev1.EventTypeNormal, ircv1.ReasonDatabaseDropped, "On %s: %s", where, strings.Join(dropped, "; "))
+	cleaned := r.db.Drop(ctx, postgres.Cleanup{UID: b.UID, Admin: admin, Unusable: err,
+		Name: soju.DatabaseName(b), Owner: soju.DatabaseOwner(b), Deleting: time.Since(b.DeletionTimestamp.Time)})
+	if cleaned.Event.Reason != "" {
+		r.Recorder.Event(b, cleaned.Event.Type, cleaned.Event.Reason, cleaned.Event.Message)
 	}
-	r.logins.Delete(b.UID)
+	if !cleaned.Done {
+		s.fail(ircv1.ConditionCleanup, ircv1.ReasonCleanupBlocked, cleaned.Blocked)
+		werr := r.status.Write(ctx, b, s.summarize())
+		return ctrl.Result{RequeueAfter: cleaned.RequeueAfter}, werr
+	}
 	return ctrl.Result{}, r.releaseFinalizer(ctx, b)
 }
 
@@ -140,26 +116,6 @@ func (r *SojuBouncerReconciler) deleteDeployment(ctx context.Context, b *ircv1.S
 	}
 	r.Recorder.Eventf(b, corev1.EventTypeNormal, reconcile.EventDeleted, "Deleted Deployment %s: its database is dropped once its pod is gone", d.Name)
 	return false, nil
-}
-
-// drop drops the bouncer's database and role on its admin connection's server. A connection that is
-// missing, unusable or unreachable is an error: the caller retries.
-func (r *SojuBouncerReconciler) drop(ctx context.Context, b *ircv1.SojuBouncer) (dropped, kept []string, where string, err error) {
-	settings, _, msg, err := r.adminSettings(ctx, b)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	if settings == nil {
-		return nil, nil, "", fmt.Errorf("%s", msg)
-	}
-	where = fmt.Sprintf("%s:%d", settings.Host, settings.Port)
-	admin, err := postgres.Sessions.Acquire(ctx, "", *settings)
-	if err != nil {
-		return nil, nil, where, fmt.Errorf("log in to %s: %w", where, err)
-	}
-	defer func() { _ = admin.Close(ctx) }()
-	dropped, kept, err = admin.Drop(ctx, soju.DatabaseName(b), soju.DatabaseOwner(b))
-	return dropped, kept, where, err
 }
 
 // releaseFinalizer removes the operator's finalizer; a bouncer already gone is success.

@@ -45,7 +45,7 @@ func TestSojuCleanupRetry(t *testing.T) {
 	for deleting, want := range map[time.Duration]time.Duration{
 		0: DatabaseRetry, 9 * time.Minute: DatabaseRetry, 10 * time.Minute: 5 * time.Minute, 48 * time.Hour: 5 * time.Minute,
 	} {
-		if got := cleanupRetry(deleting); got != want {
+		if got := newSojuProvisioner(0).CleanupRetry(deleting); got != want {
 			t.Errorf("cleanupRetry(%s) = %s, want %s", deleting, got, want)
 		}
 	}
@@ -64,7 +64,7 @@ func TestNextCleanup(t *testing.T) {
 		{deleting: 10 * time.Second, timeout: 15 * time.Second, wantRetry: 5 * time.Second},
 	}
 	for _, tt := range tests {
-		retry, giveUp := nextCleanup(tt.deleting, tt.timeout)
+		retry, giveUp := newSojuProvisioner(tt.timeout).NextCleanup(tt.deleting)
 		if retry != tt.wantRetry || giveUp != tt.wantGiveUp {
 			t.Errorf("nextCleanup(%s, %s) = %s, %v; want %s, %v", tt.deleting, tt.timeout, retry, giveUp, tt.wantRetry, tt.wantGiveUp)
 		}
@@ -83,7 +83,7 @@ func TestSojuConnectFailure(t *testing.T) {
 		{&pgconn.PgError{Code: "3D000"}, ircv1.ReasonSQLFailed, reconcile.RefusedRetry},
 	}
 	for _, tt := range tests {
-		if reason, retry := connectFailure(tt.err); reason != tt.wantReason || retry != tt.wantRetry {
+		if reason, retry := newSojuProvisioner(0).LoginFailure(tt.err); reason != tt.wantReason || retry != tt.wantRetry {
 			t.Errorf("connectFailure(%v) = %s, %s; want %s, %s", tt.err, reason, retry, tt.wantReason, tt.wantRetry)
 		}
 	}

@@ -48,15 +48,14 @@ func (r *SojuBouncerReconciler) adminSettings(ctx context.Context, b *ircv1.Soju
 	return &settings, "", "", nil
 }
 
-// connectFailure is the condition reason and retry of a failed login to the database server.
-func connectFailure(err error) (string, time.Duration) {
-	switch postgres.Classify(err) {
-	case postgres.FailureAuthentication:
-		return ircv1.ReasonAuthenticationFailed, reconcile.RefusedRetry
-	case postgres.FailureUnreachable:
-		return ircv1.ReasonUnreachable, DatabaseRetry
-	default:
-		return ircv1.ReasonSQLFailed, reconcile.RefusedRetry
+// newSojuProvisioner is how the SojuBouncer controller makes databases: on an admin connection nothing
+// else checks, so its privileges are read first.
+func newSojuProvisioner(cleanupTimeout time.Duration) *postgres.Provisioner {
+	return &postgres.Provisioner{
+		Kind: "SojuBouncer", ReleaseAnnotation: ircv1.AnnotationReleaseDatabase,
+		Login: "the admin connection's user", CheckPrivileges: true,
+		UnreachableRetry: DatabaseRetry, LoginErrorReason: ircv1.ReasonSQLFailed,
+		DroppedReason: ircv1.ReasonDatabaseDropped, CleanupTimeout: cleanupTimeout,
 	}
 }
 
@@ -90,18 +89,6 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuSc
 			return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 		}
 	}
-	password, kept := postgres.KeptPassword(live, "")
-	if !kept {
-		if password, err = postgres.NewPassword(); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	login := admin.As(name, password, name)
-	setPassword := !kept
-	if !setPassword && !r.loginKnown(s.b.UID, login) {
-		// Not seen working since the operator started: one login tells whether the role has it.
-		setPassword = postgres.CheckLogin(ctx, login) != nil
-	}
 
 	if !controllerutil.ContainsFinalizer(s.b, ircv1.SojuDatabaseFinalizer) {
 		// Before anything exists on the server, and only then: a bouncer that never reached a server
@@ -113,54 +100,29 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuSc
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 	}
-	where := fmt.Sprintf("%s:%d", admin.Host, admin.Port)
-	conn, err := postgres.Sessions.Acquire(ctx, "", *admin)
+	db, err := r.db.Ensure(ctx, postgres.Request{UID: s.b.UID, Admin: *admin, Name: name, Owner: soju.DatabaseOwner(s.b), Live: live})
 	if err != nil {
-		reason, retry := connectFailure(err)
-		s.fail(ircv1.ConditionDatabase, reason, fmt.Sprintf("cannot log in to %s as the admin connection's user: %v", where, err))
-		return ctrl.Result{RequeueAfter: retry}, nil
+		return ctrl.Result{}, err
 	}
-	defer func() { _ = conn.Close(ctx) }()
-	s.transport = conn.Transport()
-	priv, err := conn.Privileges(ctx)
-	if err != nil {
-		s.fail(ircv1.ConditionDatabase, ircv1.ReasonSQLFailed, fmt.Sprintf("on %s: %v", where, err))
-		return ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil
+	if db.Updated != "" {
+		r.Recorder.Event(s.b, corev1.EventTypeNormal, reconcile.EventUpdated, db.Updated)
 	}
-	if !priv.Sufficient() {
-		s.fail(ircv1.ConditionDatabase, ircv1.ReasonInsufficientPrivileges,
-			fmt.Sprintf("the admin connection's user on %s lacks %s: it cannot make the bouncer's role and database", where, priv.Missing()))
-		return ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil
+	s.transport = db.Transport
+	if !db.Ready() {
+		s.fail(ircv1.ConditionDatabase, db.Reason, db.Message)
+		return ctrl.Result{RequeueAfter: db.RequeueAfter}, nil
 	}
-	done, err := conn.Ensure(ctx, postgres.Database{Name: name, Owner: soju.DatabaseOwner(s.b), Password: password, SetPassword: setPassword})
-	if len(done) > 0 {
-		r.Recorder.Eventf(s.b, corev1.EventTypeNormal, reconcile.EventUpdated, "On %s: %s", where, strings.Join(done, "; "))
-	}
-	var claimed *postgres.ClaimedError
-	switch {
-	case errors.As(err, &claimed):
-		s.fail(ircv1.ConditionDatabase, ircv1.ReasonDatabaseClaimed, claimed.Error())
-		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
-	case err != nil:
-		reason, retry := ircv1.ReasonSQLFailed, reconcile.RefusedRetry
-		if postgres.Classify(err) == postgres.FailureUnreachable {
-			reason, retry = ircv1.ReasonUnreachable, DatabaseRetry
-		}
-		s.fail(ircv1.ConditionDatabase, reason, fmt.Sprintf("on %s: %v", where, err))
-		return ctrl.Result{RequeueAfter: retry}, nil
-	}
-	r.logins.Store(s.b.UID, sojuLoginDigest(login))
 
 	s.Applier = r.secretApplier
-	applied, res, err := s.Apply(ctx, soju.DatabaseSecret(s.b, login), ircv1.ConditionDatabase)
+	applied, res, err := s.Apply(ctx, soju.DatabaseSecret(s.b, db.Login), ircv1.ConditionDatabase)
 	s.Applier = r.applier
 	if !applied {
 		return res, err
 	}
-	s.login = &login
+	s.login = &db.Login
 	s.status.DatabaseSecretName = secretName
 	s.Set(ircv1.ConditionDatabase, metav1.ConditionTrue, ircv1.ReasonReady,
-		fmt.Sprintf("database %s owned by role %s on %s; the role's login is in Secret %s", name, name, where, secretName))
+		fmt.Sprintf("%s; the role's login is in Secret %s", db.Message, secretName))
 	return ctrl.Result{}, nil
 }
 
