@@ -1,20 +1,16 @@
 // Package catalysttest holds the catalyst fixtures every test layer shares (builders' tests, the envtest
-// suite, e2e and the demo): a Project, a pull-request Environment, and the stand-in for cert-manager,
-// which test clusters do not run. It imports no other package of this module but the API types.
+// suite, e2e and the demo): a Project and a pull-request Environment; the stand-in for cert-manager, which
+// test clusters do not run, is internal/testutil/standin's. It imports no other package of this module but
+// the API types and standin (a leaf).
 package catalysttest
 
 import (
-	"context"
-
-	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/testutil/standin"
 )
 
 // Issuer is the ClusterIssuer the fixtures' Projects name.
@@ -54,18 +50,5 @@ func Environment(ns, name, team, project string) *catalystv1.Environment {
 	}
 }
 
-// MarkCertificateReady plays cert-manager: the Certificate ns/name is issued.
-func MarkCertificateReady(ctx context.Context, c client.Client, ns, name string) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cert := &cmv1.Certificate{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cert); err != nil {
-			return err
-		}
-		cert.Status.Conditions = []cmv1.CertificateCondition{{
-			Type: cmv1.CertificateConditionReady, Status: cmmeta.ConditionTrue,
-			Reason: "Issued", Message: "Certificate is up to date and has not expired (set by a test stand-in for cert-manager)",
-			LastTransitionTime: ptr.To(metav1.Now()), ObservedGeneration: cert.Generation,
-		}}
-		return c.Status().Update(ctx, cert)
-	})
-}
+// MarkCertificateReady is standin.MarkCertificateReady.
+var MarkCertificateReady = standin.MarkCertificateReady

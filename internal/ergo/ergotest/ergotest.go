@@ -1,26 +1,22 @@
 // Package ergotest holds the ErgoNetwork fixtures every test layer shares (builders' golden tests, the
 // envtest suites, e2e, the demo and the bench): the reference network, a network asking for every child,
-// the user's oper Secret, and stand-ins for the controllers a test cluster does not run (cert-manager, the
-// Deployment controller). It imports no other package of this module but the API types, so internal/ergo's
-// own tests can use it.
+// the user's oper Secret; the stand-ins for the controllers a test cluster does not run (cert-manager, the
+// Deployment controller, the volume binder) are internal/testutil/standin's, named here too for the callers
+// that know them by this package. It imports no other package of this module but the API types and standin
+// (a leaf), so internal/ergo's own tests can use it.
 package ergotest
 
 import (
-	"context"
 	"fmt"
 
-	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	"golang.org/x/crypto/bcrypt"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/testutil/standin"
 )
 
 // ReferenceStorageClass is the storage class the reference network asks for.
@@ -103,54 +99,11 @@ func OperSecret(ns, name, password string) *corev1.Secret {
 	}
 }
 
-// MarkCertificateReady plays cert-manager once it has issued the certificate: it sets the Certificate's
-// Ready condition through the status subresource, retrying on conflict.
-func MarkCertificateReady(ctx context.Context, c client.Client, ns, name string) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cert := &cmv1.Certificate{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cert); err != nil {
-			return err
-		}
-		cert.Status.Conditions = []cmv1.CertificateCondition{{
-			Type: cmv1.CertificateConditionReady, Status: cmmeta.ConditionTrue,
-			Reason: "Issued", Message: "Certificate is up to date and has not expired (set by a test stand-in for cert-manager)",
-			LastTransitionTime: ptr.To(metav1.Now()), ObservedGeneration: cert.Generation,
-		}}
-		return c.Status().Update(ctx, cert)
-	})
-}
+// MarkCertificateReady is standin.MarkCertificateReady.
+var MarkCertificateReady = standin.MarkCertificateReady
 
-// MarkDeploymentAvailable plays the Deployment controller, which envtest does not run: the Deployment's
-// current generation is rolled out and its one pod available.
-func MarkDeploymentAvailable(ctx context.Context, c client.Client, ns, name string) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		d := &appsv1.Deployment{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
-			return err
-		}
-		now := metav1.Now()
-		d.Status = appsv1.DeploymentStatus{
-			ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
-			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue,
-				Reason: "MinimumReplicasAvailable", LastUpdateTime: now, LastTransitionTime: now}},
-		}
-		return c.Status().Update(ctx, d)
-	})
-}
+// MarkDeploymentAvailable is standin.MarkDeploymentAvailable.
+var MarkDeploymentAvailable = standin.MarkDeploymentAvailable
 
-// MarkClaimBound plays the volume binder, which envtest does not run: it binds the claim with the spec's
-// requested size, or sets phase (Lost, Pending) when given one.
-func MarkClaimBound(ctx context.Context, c client.Client, ns, name string, phase ...corev1.PersistentVolumeClaimPhase) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		pvc := &corev1.PersistentVolumeClaim{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
-			return err
-		}
-		pvc.Status.Phase = corev1.ClaimBound
-		if len(phase) > 0 {
-			pvc.Status.Phase = phase[0]
-		}
-		pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: *pvc.Spec.Resources.Requests.Storage()}
-		return c.Status().Update(ctx, pvc)
-	})
-}
+// MarkClaimBound is standin.MarkClaimBound.
+var MarkClaimBound = standin.MarkClaimBound
