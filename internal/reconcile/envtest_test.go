@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,12 +17,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
 // The kit's writes are checked against a real kube-apiserver (envtest), started once for the package:
@@ -31,15 +30,12 @@ import (
 var cfg *rest.Config
 
 func TestMain(m *testing.M) {
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	var err error
-	if cfg, err = env.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "start envtest (KUBEBUILDER_ASSETS=%q; `make controlplane` builds it): %v\n", os.Getenv("KUBEBUILDER_ASSETS"), err)
+	env, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	cfg = env.Config
 	code := m.Run()
 	if err := env.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "stop envtest: %v\n", err)
@@ -71,13 +67,14 @@ func countingClient(t *testing.T) (client.Client, *atomic.Int64) {
 	}), &n
 }
 
+// newNamespace is testenv.CreateNamespace, failing the test on error.
 func newNamespace(t *testing.T, c client.Client) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kit-"}}
-	if err := c.Create(context.Background(), ns); err != nil {
+	ns, err := testenv.CreateNamespace(context.Background(), c, "kit")
+	if err != nil {
 		t.Fatal(err)
 	}
-	return ns.Name
+	return ns
 }
 
 func newNetwork(t *testing.T, c client.Client, ns string) *ircv1.ErgoNetwork {
