@@ -2,13 +2,10 @@ package homelab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -44,6 +40,8 @@ type domainReconciler struct {
 	caps      platform.Capabilities
 	applier   *apply.Applier
 	status    *reconcile.StatusWriter
+	// finalizer holds a Domain until its objects in the gateway namespace are gone.
+	finalizer reconcile.Finalizer
 	// gatewayNamespace and gatewaySelector come from Options (defaults in internal/domain).
 	gatewayNamespace string
 	gatewaySelector  map[string]string
@@ -80,6 +78,7 @@ func setupDomain(mgr ctrl.Manager, caps platform.Capabilities, opts Options) err
 		status: &reconcile.StatusWriter{Client: mgr.GetClient(), FieldOwner: manager.FieldOwner + "/domain",
 			Fields:     []string{"observedGeneration", "gateway", "certificateSecret"},
 			Conditions: append([]string{homelabv1.ConditionReady}, domainParts...)},
+		finalizer:        reconcile.Finalizer{Client: mgr.GetClient(), Name: homelabv1.DomainFinalizer},
 		gatewayNamespace: opts.GatewayNamespace,
 		gatewaySelector:  opts.GatewaySelector,
 		policy:           policy,
@@ -168,43 +167,45 @@ func (r *domainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !d.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, d)
+		return ctrl.Result{}, r.finalize(ctx, r.newScope(d))
 	}
 	// The finalizer goes on before anything is made in the gateway namespace, and only when something can
 	// be: a cluster without cert-manager and Istio gets no object there, so nothing to clean up.
-	if (r.caps.CertManager || r.caps.Istio) && !controllerutil.ContainsFinalizer(d, homelabv1.DomainFinalizer) {
-		patch := client.MergeFrom(d.DeepCopy())
-		controllerutil.AddFinalizer(d, homelabv1.DomainFinalizer)
-		if err := r.client.Patch(ctx, d, patch); err != nil {
+	if r.caps.CertManager || r.caps.Istio {
+		if err := r.finalizer.Ensure(ctx, d); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 	}
 
-	status := d.Status.DeepCopy()
-	s := &domainScope{
-		Session: &reconcile.Session{Owner: d, Conditions: &status.Conditions, Client: r.client,
-			Applier: r.applier, Recorder: r.recorder},
-		domain: d, status: status,
-	}
+	s := r.newScope(d)
 	reason, msg, err := r.claim(ctx, d)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var res ctrl.Result
+	steps := []reconcile.Step[*domainScope]{r.reconcileCertificate, r.reconcileGateway}
 	if reason != "" {
-		err = r.refuse(ctx, s, reason, msg)
-	} else {
-		res, err = reconcile.Run(ctx, s, r.reconcileCertificate, r.reconcileGateway)
-		s.Announce()
-		ready := reconcile.Summary(status.Conditions, domainParts, homelabv1.ReasonReady,
-			fmt.Sprintf("%s and *.%s are served over HTTPS", d.Spec.Hostname, d.Spec.Hostname))
-		s.Set(homelabv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
+		steps = []reconcile.Step[*domainScope]{func(ctx context.Context, s *domainScope) (ctrl.Result, error) {
+			return ctrl.Result{}, r.refuse(ctx, s, reason, msg)
+		}}
 	}
-	status.ObservedGeneration = d.Generation
-	if werr := r.status.Write(ctx, d, status); werr != nil {
-		err = errors.Join(err, werr)
+	return reconcile.Finish(ctx, r.status, s, func() *homelabv1.DomainStatus {
+		if reason == "" {
+			s.Summarize(domainParts, homelabv1.ReasonReady,
+				fmt.Sprintf("%s and *.%s are served over HTTPS", d.Spec.Hostname, d.Spec.Hostname))
+		}
+		s.status.ObservedGeneration = d.Generation
+		return s.status
+	}, steps...)
+}
+
+// newScope starts one reconcile of d, on a copy of its status.
+func (r *domainReconciler) newScope(d *homelabv1.Domain) *domainScope {
+	status := d.Status.DeepCopy()
+	return &domainScope{
+		Session: &reconcile.Session{Owner: d, Conditions: &status.Conditions, Client: r.client,
+			Applier: r.applier, Recorder: r.recorder},
+		domain: d, status: status,
 	}
-	return res, err
 }
 
 // claim decides whether the Domain may have its hostname, as the webhook does on creation, and again on
@@ -246,7 +247,7 @@ func (r *domainReconciler) refuse(ctx context.Context, s *domainScope, reason, m
 	s.status.Gateway, s.status.CertificateSecret = "", ""
 	deleted, err := r.removeChildren(ctx, s.domain)
 	if len(deleted) > 0 {
-		r.recorder.Eventf(s.domain, corev1.EventTypeNormal, eventDomainCleanedUp, "Deleted %s: %s", strings.Join(deleted, ", "), reason)
+		s.Normalf(eventDomainCleanedUp, "Deleted %s: %s", strings.Join(deleted, ", "), reason)
 	}
 	return err
 }
@@ -266,18 +267,12 @@ func (r *domainReconciler) reconcileCertificate(ctx context.Context, s *domainSc
 		return res, err
 	}
 	s.status.CertificateSecret = r.gatewayNamespace + "/" + desired.Spec.SecretName
-	ready, msg := false, "waiting for cert-manager to issue the certificate"
-	for _, c := range desired.Status.Conditions {
-		if c.Type == cmv1.CertificateConditionReady {
-			ready, msg = c.Status == cmmeta.ConditionTrue, "cert-manager: "+c.Message
-		}
-	}
-	if ready {
+	if ready := reconcile.CertificateReady(desired); ready.Ready {
 		s.Set(homelabv1.ConditionCertificate, metav1.ConditionTrue, homelabv1.ReasonReady,
 			fmt.Sprintf("Certificate %s/%s is issued", desired.Namespace, desired.Name))
 	} else {
 		s.Set(homelabv1.ConditionCertificate, metav1.ConditionFalse, homelabv1.ReasonCertificatePending,
-			fmt.Sprintf("Certificate %s/%s: %s", desired.Namespace, desired.Name, msg))
+			fmt.Sprintf("Certificate %s/%s: %s", desired.Namespace, desired.Name, ready.Message))
 	}
 	return ctrl.Result{}, nil
 }

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/domain"
@@ -21,20 +20,18 @@ import (
 // Secret cert-manager wrote for it), then its finalizer. Only objects carrying the operator's labels for
 // this very Domain are deleted; one already gone, or a kind this cluster does not serve, is nothing to
 // do. An error (the API server refusing a delete) is returned and retried with backoff.
-func (r *domainReconciler) finalize(ctx context.Context, d *homelabv1.Domain) error {
-	if !controllerutil.ContainsFinalizer(d, homelabv1.DomainFinalizer) {
+func (r *domainReconciler) finalize(ctx context.Context, s *domainScope) error {
+	_, err := r.finalizer.Finalize(ctx, s.domain, func(ctx context.Context) error {
+		deleted, err := r.removeChildren(ctx, s.domain)
+		if err != nil {
+			return err
+		}
+		if len(deleted) > 0 {
+			s.Normalf(eventDomainCleanedUp, "Deleted %s", strings.Join(deleted, ", "))
+		}
 		return nil
-	}
-	deleted, err := r.removeChildren(ctx, d)
-	if err != nil {
-		return err
-	}
-	if len(deleted) > 0 {
-		r.recorder.Eventf(d, corev1.EventTypeNormal, eventDomainCleanedUp, "Deleted %s", strings.Join(deleted, ", "))
-	}
-	patch := client.MergeFrom(d.DeepCopy())
-	controllerutil.RemoveFinalizer(d, homelabv1.DomainFinalizer)
-	return client.IgnoreNotFound(r.client.Patch(ctx, d, patch))
+	})
+	return err
 }
 
 // removeChildren deletes the Gateway, the Certificate and the certificate's Secret the operator made for
