@@ -191,18 +191,14 @@ func (r *authentikServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 			Applier: r.applier, Recorder: r.recorder},
 		server: a, status: status,
 	}
-	res, err := reconcile.Run(ctx, s,
+	return reconcile.Finish(ctx, r.status, s, func() *homelabv1.AuthentikServerStatus {
+		status.ObservedGeneration = a.Generation
+		s.Summarize(append(append([]string{}, authentikDependencies...), authentikParts...),
+			homelabv1.ReasonReady, "authentik is running at "+status.URL)
+		return status
+	},
 		r.reconcileDomainDependency, r.reconcileDatabaseDependency, r.reconcileRedisDependency,
 		r.reconcileGeneratedSecret, r.reconcileDeployments, r.reconcileService, r.reconcileRoute)
-	s.Announce()
-	status.ObservedGeneration = a.Generation
-	ready := reconcile.Summary(status.Conditions, append(append([]string{}, authentikDependencies...), authentikParts...),
-		homelabv1.ReasonReady, "authentik is running at "+status.URL)
-	s.Set(homelabv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
-	if werr := r.status.Write(ctx, a, status); werr != nil {
-		err = errors.Join(err, werr)
-	}
-	return res, err
 }
 
 // dependencyReady reads a dependency's Ready condition: it counts only when it describes the dependency's
@@ -371,7 +367,7 @@ func (r *authentikServerReconciler) reconcileGeneratedSecret(ctx context.Context
 			s.Set(homelabv1.ConditionGeneratedSecret, metav1.ConditionUnknown, homelabv1.ReasonApplyFailed, err.Error())
 			return ctrl.Result{}, fmt.Errorf("create Secret %s: %w", name, err)
 		}
-		s.Recorder.Eventf(s.server, corev1.EventTypeNormal, reconcile.EventCreated,
+		s.Normalf(reconcile.EventCreated,
 			"Created Secret %s with a new secret key, bootstrap password and bootstrap token", name)
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("read Secret %s: %w", name, err)
@@ -400,7 +396,7 @@ func (r *authentikServerReconciler) reconcileGeneratedSecret(ctx context.Context
 			if err := r.client.Patch(ctx, &live, patch); err != nil {
 				return ctrl.Result{}, fmt.Errorf("add keys to Secret %s: %w", name, err)
 			}
-			s.Recorder.Eventf(s.server, corev1.EventTypeNormal, reconcile.EventUpdated,
+			s.Normalf(reconcile.EventUpdated,
 				"Added the missing keys %s to Secret %s; the other values are kept", strings.Join(keys, ", "), name)
 		}
 	}
@@ -442,24 +438,13 @@ func (r *authentikServerReconciler) reconcileDeployments(ctx context.Context, s 
 		if !ok {
 			continue
 		}
-		if ok, msg := authentikDeploymentAvailable(d.desired); ok {
-			s.Set(d.cond, metav1.ConditionTrue, homelabv1.ReasonReady, msg)
+		if ready := reconcile.DeploymentReady(d.desired); ready.Ready {
+			s.Set(d.cond, metav1.ConditionTrue, homelabv1.ReasonReady, fmt.Sprintf("Deployment %s has an available pod", d.desired.Name))
 		} else {
-			s.Set(d.cond, metav1.ConditionFalse, homelabv1.ReasonDeploymentPending, msg)
+			s.Set(d.cond, metav1.ConditionFalse, homelabv1.ReasonDeploymentPending, fmt.Sprintf("Deployment %s: %s", d.desired.Name, ready.Message))
 		}
 	}
 	return res, errors.Join(errs...)
-}
-
-// authentikDeploymentAvailable says whether a Deployment runs its latest spec with an available pod.
-func authentikDeploymentAvailable(d *appsv1.Deployment) (bool, string) {
-	if d.Status.ObservedGeneration < d.Generation {
-		return false, fmt.Sprintf("Deployment %s: the Deployment controller has not seen the latest spec yet", d.Name)
-	}
-	if d.Status.UpdatedReplicas < 1 || d.Status.AvailableReplicas < 1 {
-		return false, fmt.Sprintf("Deployment %s: waiting for an available pod running the latest spec", d.Name)
-	}
-	return true, fmt.Sprintf("Deployment %s has an available pod", d.Name)
 }
 
 // reconcileService applies the Service in front of the server.

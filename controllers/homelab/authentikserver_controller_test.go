@@ -97,7 +97,8 @@ func expectAuthentikRunning(ctx context.Context, ns, name string) {
 	Expect(vs.Spec.Gateways).To(Equal([]string{d.Status.Gateway}))
 }
 
-// makeAvailable reports a Deployment available, as the Deployment controller would once its pod runs.
+// makeAvailable reports a Deployment available and its rollout complete, as the Deployment controller
+// would once its pod runs (kstatus reads both conditions).
 func makeAvailable(ctx context.Context, key client.ObjectKey) {
 	Eventually(func() error {
 		var d appsv1.Deployment
@@ -106,7 +107,9 @@ func makeAvailable(ctx context.Context, key client.ObjectKey) {
 		}
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1,
 			ReadyReplicas: 1, AvailableReplicas: 1, Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable,
-				Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", LastTransitionTime: metav1.Now(), LastUpdateTime: metav1.Now()}}}
+				Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", LastTransitionTime: metav1.Now(), LastUpdateTime: metav1.Now()},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable",
+					LastTransitionTime: metav1.Now(), LastUpdateTime: metav1.Now()}}}
 		return k8s.Status().Update(ctx, &d)
 	}).Should(Succeed())
 }
