@@ -20,7 +20,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/platform"
 )
 
-// Options configure the catalyst controllers; main.go fills them from flags.
+// Options configure the catalyst controllers; flags.go fills them from the command line.
 type Options struct {
 	// Defaults are what an environment gets when its Project says nothing.
 	Defaults catalyst.Defaults
@@ -49,36 +49,29 @@ const (
 )
 
 // Group is the catalyst API group as the manager sees it: the cache rules, the field indexes, both
-// reconcilers and the Environment webhook.
+// reconcilers and the Environment webhook, as a table.
 func Group(opts Options) manager.Group {
-	return manager.Group{
-		Name: "catalyst",
-		Cache: func(caps platform.Capabilities) []manager.CacheRule {
-			if len(opts.WatchNamespaces) > 0 {
-				return nil
-			}
-			return CacheRules(caps)
-		},
-		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
-			if len(opts.WatchNamespaces) > 0 {
-				return setupScoped(mgr, opts.WatchNamespaces)
-			}
-			if err := indexEnvironments(mgr); err != nil {
-				return err
-			}
+	if len(opts.WatchNamespaces) > 0 {
+		// A namespace-scoped install runs no controller and caches nothing for the group (scoped.go).
+		return manager.NewGroup("catalyst", manager.Controller{Name: "Environment webhook, scoped",
+			Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error { return setupScoped(mgr, opts.WatchNamespaces) }})
+	}
+	return manager.NewGroup("catalyst",
+		manager.Controller{Name: "Environment indexes", Cache: CacheRules,
+			Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error { return indexEnvironments(mgr) }},
+		manager.Controller{Name: "Environment", Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
 			env := &EnvironmentReconciler{Defaults: opts.Defaults, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Capabilities: caps,
 				Build: opts.Build, Deploy: opts.Deploy, Now: opts.Now}
-			if err := env.SetupWithManager(mgr); err != nil {
-				return err
-			}
-			proj := &ProjectReconciler{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
-			if err := proj.SetupWithManager(mgr); err != nil {
-				return err
-			}
+			return env.SetupWithManager(mgr)
+		}},
+		manager.Controller{Name: "Project", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+			return (&ProjectReconciler{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).SetupWithManager(mgr)
+		}},
+		manager.Controller{Name: "Environment webhook", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return ctrl.NewWebhookManagedBy(mgr).For(&catalystv1.Environment{}).
 				WithValidator(&EnvironmentValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).Complete()
-		},
-	}
+		}},
+	)
 }
 
 // CacheRules are the kinds the catalyst controllers read besides Projects and Environments: only what the

@@ -11,7 +11,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/platform"
 )
 
-// Options configure the homelab controllers; main.go fills them from flags.
+// Options configure the homelab controllers; flags.go fills them from the command line.
 type Options struct {
 	// MaxConcurrentReconciles is how many objects of each kind are reconciled at once.
 	MaxConcurrentReconciles int
@@ -31,45 +31,26 @@ type Options struct {
 	PostgresCleanupTimeout time.Duration
 }
 
-// controller is one kind's reconciler as the group sees it: what it reads from the cache besides its own
-// custom resource, and how it registers with the manager.
-type controller struct {
-	cache func(platform.Capabilities) []manager.CacheRule
-	setup func(ctrl.Manager, platform.Capabilities, Options) error
-}
-
-// controllers lists the group's reconcilers, one entry per kind.
-var controllers = []controller{
-	{cache: redisConnectionCache, setup: setupRedisConnection},
-	{cache: authentikServerCache, setup: setupAuthentikServer},
-	{cache: domainCache, setup: setupDomain},
-	// PostgresDatabase's Secret watch uses the index PostgresConnection's setup registers: keep this order.
-	{cache: postgresCacheRules, setup: setupPostgresConnection},
-	{setup: setupPostgresDatabase},
-}
-
-// Group is the homelab API group as the manager sees it.
+// Group is the homelab API group as the manager sees it: one row per kind, then the webhooks.
 func Group(opts Options) manager.Group {
-	return manager.Group{
-		Name: "homelab",
-		Cache: func(caps platform.Capabilities) []manager.CacheRule {
-			var rules []manager.CacheRule
-			for _, c := range controllers {
-				if c.cache != nil {
-					rules = append(rules, c.cache(caps)...)
-				}
-			}
-			return rules
-		},
-		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
-			for _, c := range controllers {
-				if err := c.setup(mgr, caps, opts); err != nil {
-					return err
-				}
-			}
-			return setupWebhooks(mgr, opts)
-		},
+	// row binds one kind's cache rules and setup (each in its controller's file) to opts.
+	row := func(name string, cache func(platform.Capabilities) []manager.CacheRule,
+		setup func(ctrl.Manager, platform.Capabilities, Options) error) manager.Controller {
+		return manager.Controller{Name: name, Cache: cache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+			return setup(mgr, caps, opts)
+		}}
 	}
+	return manager.NewGroup("homelab",
+		row("RedisConnection", redisConnectionCache, setupRedisConnection),
+		row("AuthentikServer", authentikServerCache, setupAuthentikServer),
+		row("Domain", domainCache, setupDomain),
+		// PostgresDatabase's Secret watch uses the index PostgresConnection's setup registers: keep this order.
+		row("PostgresConnection", postgresCacheRules, setupPostgresConnection),
+		row("PostgresDatabase", nil, setupPostgresDatabase),
+		manager.Controller{Name: "Domain and AuthentikServer webhooks", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+			return setupWebhooks(mgr, opts)
+		}},
+	)
 }
 
 // setupWebhooks registers the Domain and AuthentikServer admission webhooks (domain_webhook.go); they

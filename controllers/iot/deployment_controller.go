@@ -23,7 +23,6 @@ import (
 	"github.com/platform-operator/platform-operator/internal/fleet/store"
 	"github.com/platform-operator/platform-operator/internal/manager"
 	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
@@ -78,20 +77,6 @@ type DeploymentReconciler struct {
 	// reconciles counts finished reconciles (tests wait on it).
 	reconciles atomic.Int64
 	now        func() time.Time
-}
-
-// Group is the iot API group's contribution to the manager.
-func Group(r *DeploymentReconciler) manager.Group {
-	return manager.Group{
-		Name:  "iot",
-		Cache: func(platform.Capabilities) []manager.CacheRule { return nil },
-		Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
-			if err := r.SetupWithManager(mgr); err != nil {
-				return err
-			}
-			return ctrl.NewWebhookManagedBy(mgr).For(&iotv1.Deployment{}).WithValidator(&DeploymentValidator{Policy: r.Policy}).Complete()
-		},
-	}
 }
 
 // +kubebuilder:rbac:groups=iot.nationtech.io,resources=deployments,verbs=get;list;watch;patch;update

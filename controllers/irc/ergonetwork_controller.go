@@ -69,18 +69,6 @@ type ErgoNetworkReconciler struct {
 	started time.Time
 }
 
-// Group is the irc API group's contribution to the manager: the cache rules and the controller, run by r.
-func Group(r *ErgoNetworkReconciler) manager.Group {
-	return manager.Group{
-		Name:  "irc",
-		Cache: CacheRules,
-		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
-			r.Capabilities = caps
-			return r.SetupWithManager(mgr)
-		},
-	}
-}
-
 // +kubebuilder:rbac:groups=irc.josie.cloud,resources=ergonetworks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=irc.josie.cloud,resources=ergonetworks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=irc.josie.cloud,resources=ergonetworks/finalizers,verbs=update

@@ -37,8 +37,8 @@ import (
 	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
-// The SojuBouncer specs run the SojuBouncer controller in a manager of its own (SojuGroup, built by
-// internal/manager as main.go builds GroupWith) against the suite's API server, and one real PostgreSQL
+// The SojuBouncer specs run the SojuBouncer controller in a manager of its own (its row of the group, built by
+// internal/manager as main.go builds Group) against the suite's API server, and one real PostgreSQL
 // server for all of them, started by the first spec and stopped after the last.
 var _ = Describe("SojuBouncer controller", Ordered, func() {
 	var (
@@ -79,7 +79,7 @@ var _ = Describe("SojuBouncer controller", Ordered, func() {
 			Metrics:    metricsserver.Options{BindAddress: "0"},
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 			NewClient:  sojuWrites.NewClient,
-		}, caps, SojuGroup(sojuR))
+		}, caps, groupOf(sojuBouncers(sojuR)))
 		Expect(err).NotTo(HaveOccurred())
 		go func() {
 			defer GinkgoRecover()

@@ -65,7 +65,7 @@ var _ = Describe("SojuBouncer metrics on a cluster without PodMonitors", Ordered
 			Metrics:    metricsserver.Options{BindAddress: "0"},
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 			NewClient:  (&testutil.WriteCounter{}).NewClient,
-		}, caps, SojuGroup(r))
+		}, caps, groupOf(sojuBouncers(r)))
 		Expect(err).NotTo(HaveOccurred())
 		go func() {
 			defer GinkgoRecover()

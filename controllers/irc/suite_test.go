@@ -4,34 +4,24 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/platform"
-	"github.com/platform-operator/platform-operator/internal/scheme"
 	"github.com/platform-operator/platform-operator/internal/testutil"
+	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
-// The suite runs the reconciler in a manager against a real kube-apiserver and etcd (envtest) that serves
-// our CRD plus cert-manager's and OpenShift's, and asserts through a direct, uncached client.
+// The suite runs the reconciler in a manager against a real kube-apiserver and etcd (envtest, through the
+// shared harness testenv) that serves our CRD plus cert-manager's and OpenShift's, and asserts through a
+// direct, uncached client.
 var (
 	cfg        *rest.Config
 	k8s        client.Client // direct: no cache between the test and the API server
-	testEnv    *envtest.Environment
+	testEnv    *testenv.Env
 	reconciler *ErgoNetworkReconciler
 	writes     = &testutil.WriteCounter{} // write requests the reconciler's client sent, by namespace
 	suiteCtx   context.Context
@@ -46,9 +36,9 @@ func TestControllers(t *testing.T) {
 // crdPaths are the CRDs a cluster with cert-manager, OpenShift Routes and the Prometheus Operator's
 // PodMonitor (a fixture in testdata/crds) serves.
 func crdPaths(external bool) []string {
-	paths := []string{filepath.Join("..", "..", "config", "crd", "bases")}
+	paths := testenv.CRDPaths(filepath.Join("..", ".."), external)
 	if external {
-		paths = append(paths, filepath.Join("..", "..", "config", "crd", "external"), filepath.Join("testdata", "crds"))
+		paths = append(paths, filepath.Join("testdata", "crds"))
 	}
 	return paths
 }
@@ -59,49 +49,29 @@ func startManager(ctx context.Context, cfg *rest.Config, counter *testutil.Write
 	caps, err := platform.Discover(cfg)
 	Expect(err).NotTo(HaveOccurred())
 	r := &ErgoNetworkReconciler{Image: "registry.example/ergo:test", MaxConcurrentReconciles: 2, observeRender: countRender}
-	mgr, err := manager.New(cfg, ctrl.Options{
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		// Two suites run a manager each in this process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		NewClient:  counter.NewClient,
-	}, caps, Group(r))
-	Expect(err).NotTo(HaveOccurred())
-	go func() {
-		defer GinkgoRecover()
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
+	testenv.RunManager(ctx, cfg, testenv.ManagerOptions(counter), caps, groupOf(ergoNetworks(r)))
 	return r
 }
 
 var _ = BeforeSuite(func() {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	suiteCtx, cancel = context.WithCancel(context.Background())
-	testEnv = &envtest.Environment{CRDDirectoryPaths: crdPaths(true), ErrorIfCRDPathMissing: true}
 	var err error
-	cfg, err = testEnv.Start()
+	testEnv, err = testenv.Start(testenv.Options{External: true, CRDDirs: []string{filepath.Join("testdata", "crds")}})
 	Expect(err).NotTo(HaveOccurred())
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	Expect(err).NotTo(HaveOccurred())
+	cfg, k8s = testEnv.Config, testEnv.Client
 	reconciler = startManager(suiteCtx, cfg, writes)
 	Expect(reconciler.Capabilities).To(Equal(platform.Capabilities{CertManager: true, Routes: true, Istio: true, PodMonitors: true}))
 })
 
 var _ = AfterSuite(func() {
 	cancel()
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	Expect(testEnv.Stop()).To(Succeed())
 })
 
 // newNamespace gives each spec a namespace of its own.
 func newNamespace() string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "irc-"}}
-	Expect(k8s.Create(context.Background(), ns)).To(Succeed())
-	return ns.Name
+	GinkgoHelper()
+	return testenv.NewNamespace(k8s, "irc")
 }
 
-func init() {
-	SetDefaultEventuallyTimeout(20 * time.Second)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	SetDefaultConsistentlyDuration(2 * time.Second)
-}
+func init() { testenv.SetDefaults() }

@@ -1,0 +1,54 @@
+package iot
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Flags are the iot group's command-line flags (docs/iot.md); BindFlags binds them and Options reads
+// them once the command line is parsed.
+type Flags struct {
+	natsURL, natsCreds, natsCA, natsCert, natsKey *string
+	heartbeatTTL                                  *time.Duration
+	fleetPolicy, registries                       *string
+	requireDigest                                 *bool
+}
+
+// BindFlags defines the iot flags on fs. Their defaults come from the environment where an OLM
+// Subscription sets them (NATS_URL, IOT_FLEET_POLICY, IOT_ALLOWED_REGISTRIES, IOT_REQUIRE_DIGEST).
+func BindFlags(fs *flag.FlagSet) *Flags {
+	return &Flags{
+		natsURL:       fs.String("nats-url", os.Getenv("NATS_URL"), "URL of the NATS server (JetStream) of the IoT fleet, e.g. nats://nats.iot:4222 (default $NATS_URL); empty runs the iot Deployment controller without NATS: each Deployment then says NATSNotConfigured (docs/iot.md)."),
+		natsCreds:     fs.String("nats-credentials-file", "", "NATS .creds file (user JWT and nkey seed) for --nats-url, mounted from a Secret; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead."),
+		natsCA:        fs.String("nats-ca-file", "", "PEM file of the CAs that sign the NATS server's certificate; set, the connection to --nats-url requires TLS."),
+		natsCert:      fs.String("nats-cert-file", "", "PEM client certificate for a NATS server that verifies clients (with --nats-key-file)."),
+		natsKey:       fs.String("nats-key-file", "", "PEM key of --nats-cert-file."),
+		heartbeatTTL:  fs.Duration("nats-heartbeat-ttl", 30*time.Second, "How long an IoT device counts as alive after its agent's last heartbeat."),
+		fleetPolicy:   fs.String(FlagFleetPolicy, os.Getenv("IOT_FLEET_POLICY"), "Which devices each namespace's iot Deployments may target: NAMESPACE=KEY:VALUE|VALUE (the selector must require label KEY to be one of the VALUEs) or NAMESPACE=* (any selector, {} included), entries separated by ; (NAMESPACE * for namespaces no entry names); empty allows no targeting (default $IOT_FLEET_POLICY, which an OLM Subscription can set; docs/iot.md, Tenancy and image policy)."),
+		registries:    fs.String(FlagAllowedRegistries, os.Getenv("IOT_ALLOWED_REGISTRIES"), "Comma-separated registries iot Deployment images may come from: a host (any port), host:port, or host/path prefix (docker.io/library for official Docker Hub images); empty allows any (default $IOT_ALLOWED_REGISTRIES)."),
+		requireDigest: fs.Bool(FlagRequireDigest, os.Getenv("IOT_REQUIRE_DIGEST") == "true", "Refuse iot Deployment images not pinned by digest (image@sha256:...); default true when $IOT_REQUIRE_DIGEST is true."),
+	}
+}
+
+// Options are the group's options from the parsed flags, NATS_USER and NATS_PASSWORD, with workers
+// Deployments reconciled at once.
+func (f *Flags) Options(workers int) (Options, error) {
+	fleetPolicy, err := ParseFleetPolicy(*f.fleetPolicy)
+	if err != nil {
+		return Options{}, fmt.Errorf("--%s: %w", FlagFleetPolicy, err)
+	}
+	registries, err := ParseRegistries(*f.registries)
+	if err != nil {
+		return Options{}, fmt.Errorf("--%s: %w", FlagAllowedRegistries, err)
+	}
+	opts := Options{MaxConcurrentReconciles: workers, Policy: Policy{
+		Fleet: fleetPolicy, Images: ImagePolicy{Registries: registries, RequireDigest: *f.requireDigest}}}
+	if *f.natsURL != "" {
+		// Connected in the background, retried until NATS answers: the other APIs do not wait for it.
+		opts.NATS = &NATSOptions{URL: *f.natsURL, CredentialsFile: *f.natsCreds, CAFile: *f.natsCA, CertFile: *f.natsCert, KeyFile: *f.natsKey,
+			User: os.Getenv("NATS_USER"), Password: os.Getenv("NATS_PASSWORD"), HeartbeatTTL: *f.heartbeatTTL}
+	}
+	return opts, nil
+}

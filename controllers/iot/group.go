@@ -1,0 +1,38 @@
+package iot
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/platform"
+)
+
+// Options configure the iot controllers; flags.go fills them from the command line.
+type Options struct {
+	// MaxConcurrentReconciles is how many Deployments are reconciled at once; 1 when zero.
+	MaxConcurrentReconciles int
+	// Policy is which devices each namespace may target and which images may run; the zero Policy
+	// allows no targeting.
+	Policy Policy
+	// NATS is the fleet's server, connected in the background; nil runs without NATS (every Deployment
+	// says NATSNotConfigured).
+	NATS *NATSOptions
+}
+
+// Group is the iot API group as the manager sees it.
+func Group(opts Options) manager.Group {
+	return groupOf(&DeploymentReconciler{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Policy: opts.Policy, NATS: opts.NATS})
+}
+
+// groupOf is the group's table, run by r (tests pass a reconciler they connected and watch).
+func groupOf(r *DeploymentReconciler) manager.Group {
+	return manager.NewGroup("iot",
+		manager.Controller{Name: "Deployment", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+			return r.SetupWithManager(mgr)
+		}},
+		manager.Controller{Name: "Deployment webhook", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+			return ctrl.NewWebhookManagedBy(mgr).For(&iotv1.Deployment{}).WithValidator(&DeploymentValidator{Policy: r.Policy}).Complete()
+		}},
+	)
+}

@@ -1,0 +1,73 @@
+package irc
+
+import (
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/monitoring"
+	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/soju"
+)
+
+// Options configure the irc controllers; flags.go fills them from the command line.
+type Options struct {
+	// ErgoImage is the ergo image of ErgoNetworks; ergo.DefaultImage when empty.
+	ErgoImage string
+	// SojuImage is the soju image of SojuBouncers; soju.DefaultImage when empty.
+	SojuImage string
+	// MaxConcurrentReconciles is how many objects of each kind are reconciled at once; 1 when zero.
+	MaxConcurrentReconciles int
+	// SojuAdminSecret is the operator-wide admin connection Secret of SojuBouncer databases
+	// (--soju-database-secret); zero when there is none.
+	SojuAdminSecret types.NamespacedName
+	// SojuAdminNamespaces are the namespaces besides SojuAdminSecret's own whose bouncers may use it
+	// (--soju-database-namespaces).
+	SojuAdminNamespaces []string
+}
+
+// Group is the irc API group as the manager sees it: ErgoNetworks and SojuBouncers.
+func Group(opts Options) manager.Group {
+	return groupOf(
+		ergoNetworks(&ErgoNetworkReconciler{Image: opts.ErgoImage, MaxConcurrentReconciles: opts.MaxConcurrentReconciles}),
+		sojuBouncers(&SojuBouncerReconciler{Image: opts.SojuImage, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+			DefaultAdminSecret: opts.SojuAdminSecret, DefaultAdminNamespaces: opts.SojuAdminNamespaces}),
+	)
+}
+
+// groupOf is the group's table: the cache rules both kinds share, then the given rows (tests run one
+// kind alone, with a reconciler they watch).
+func groupOf(rows ...manager.Controller) manager.Group {
+	// The SojuBouncer controller reads the same kinds as the ErgoNetwork one (its children carry the
+	// operator's labels, and Secrets are cached as metadata), so the rules are shared.
+	shared := manager.Controller{Name: "irc children", Cache: CacheRules}
+	return manager.NewGroup("irc", append([]manager.Controller{shared}, rows...)...)
+}
+
+// ergoNetworks is the ErgoNetwork row of the table, run by r.
+func ergoNetworks(r *ErgoNetworkReconciler) manager.Controller {
+	return manager.Controller{Name: "ErgoNetwork", Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+		r.Capabilities = caps
+		return r.SetupWithManager(mgr)
+	}}
+}
+
+// sojuBouncers is the SojuBouncer row of the table, run by r: besides the shared rules, the PodMonitors
+// of bouncers with metrics where the cluster serves them, only the operator's own (the default scope),
+// cut to metadata.
+func sojuBouncers(r *SojuBouncerReconciler) manager.Controller {
+	return manager.Controller{Name: "SojuBouncer",
+		Cache: func(caps platform.Capabilities) []manager.CacheRule {
+			if !caps.PodMonitors {
+				return nil
+			}
+			return []manager.CacheRule{{Object: &monitoring.PodMonitor{},
+				TransformSelector: labels.SelectorFromSet(labels.Set{manager.ManagedByLabel: manager.OperatorName, manager.NameLabel: soju.AppName}),
+				Transform:         slimPodMonitor}}
+		},
+		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+			r.Capabilities = caps
+			return r.SetupWithManager(mgr)
+		}}
+}
