@@ -77,18 +77,14 @@ func (r *PostgresConnectionReconciler) Reconcile(ctx context.Context, req ctrl.R
 		Session: &reconcile.Session{Owner: c, Conditions: &conds, Client: r.Client, Recorder: r.Recorder},
 		conn:    c, before: c.Status.Conditions, version: c.Status.ServerVersion,
 	}
-	res, err := reconcile.Run(ctx, s, r.reconcileSecret, r.reconcileServer)
-	ready := reconcile.Summary(conds, []string{homelabv1.ConditionSecret, homelabv1.ConditionServer},
-		homelabv1.ReasonReady, "the operator logs in with CREATEROLE and CREATEDB")
-	s.Set(homelabv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
-	if ready.Status == metav1.ConditionTrue && changed(s.before, homelabv1.ConditionReady, ready) {
-		r.Recorder.Event(c, corev1.EventTypeNormal, homelabv1.ReasonConnected, "Logged in to "+s.address+" with the privileges the operator needs")
-	}
-	status := homelabv1.PostgresConnectionStatus{ObservedGeneration: c.Generation, Conditions: conds, ServerVersion: s.version}
-	if werr := r.status.Write(ctx, c, &status); werr != nil {
-		err = errors.Join(err, werr)
-	}
-	return res, err
+	return reconcile.Finish(ctx, r.status, s, func() *homelabv1.PostgresConnectionStatus {
+		ready := s.Summarize([]string{homelabv1.ConditionSecret, homelabv1.ConditionServer},
+			homelabv1.ReasonReady, "the operator logs in with CREATEROLE and CREATEDB")
+		if ready.Status == metav1.ConditionTrue && changed(s.before, homelabv1.ConditionReady, ready) {
+			s.Normal(homelabv1.ReasonConnected, "Logged in to "+s.address+" with the privileges the operator needs")
+		}
+		return &homelabv1.PostgresConnectionStatus{ObservedGeneration: c.Generation, Conditions: conds, ServerVersion: s.version}
+	}, r.reconcileSecret, r.reconcileServer)
 }
 
 // connectionScope is one reconcile of one PostgresConnection.

@@ -2,7 +2,6 @@ package homelab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -114,14 +113,11 @@ func (r *redisConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		status:   status,
 		previous: conn.Status.Conditions,
 	}
-	res, err := reconcile.Run(ctx, s, r.reconcileSecret, r.reconcileServer)
-	status.ObservedGeneration = conn.Generation
-	ready := reconcile.Summary(status.Conditions, redisConnectionParts, homelabv1.ReasonReady, "the server answers PING")
-	s.Set(homelabv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
-	if werr := r.status.Write(ctx, conn, status); werr != nil {
-		err = errors.Join(err, werr)
-	}
-	return res, err
+	return reconcile.Finish(ctx, r.status, s, func() *homelabv1.RedisConnectionStatus {
+		status.ObservedGeneration = conn.Generation
+		s.Summarize(redisConnectionParts, homelabv1.ReasonReady, "the server answers PING")
+		return status
+	}, r.reconcileSecret, r.reconcileServer)
 }
 
 // reconcileSecret reads host, port, user and password from the user's Secret.
@@ -162,7 +158,7 @@ func (r *redisConnectionReconciler) reconcileServer(ctx context.Context, s *redi
 	switch outcome {
 	case redis.OK:
 		if c := meta.FindStatusCondition(s.previous, homelabv1.ConditionServer); c == nil || c.Status != metav1.ConditionTrue {
-			s.Recorder.Eventf(s.conn, corev1.EventTypeNormal, homelabv1.ReasonConnected, "Redis at %s answers PING", addr)
+			s.Normalf(homelabv1.ReasonConnected, "Redis at %s answers PING", addr)
 		}
 		s.Set(homelabv1.ConditionServer, metav1.ConditionTrue, homelabv1.ReasonConnected, fmt.Sprintf("Redis at %s answers PING", addr))
 		return ctrl.Result{RequeueAfter: redisHealthyRecheck}, nil
