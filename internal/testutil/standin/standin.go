@@ -35,7 +35,8 @@ func MarkCertificateReady(ctx context.Context, c client.Client, ns, name string)
 }
 
 // MarkDeploymentAvailable plays the Deployment controller, which envtest does not run: the Deployment's
-// current generation is rolled out and its one pod available.
+// current generation is rolled out and its one pod available, and the rollout reported complete
+// (Progressing=True, NewReplicaSetAvailable), as kstatus (reconcile.DeploymentReady) reads it.
 func MarkDeploymentAvailable(ctx context.Context, c client.Client, ns, name string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		d := &appsv1.Deployment{}
@@ -46,7 +47,9 @@ func MarkDeploymentAvailable(ctx context.Context, c client.Client, ns, name stri
 		d.Status = appsv1.DeploymentStatus{
 			ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
 			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue,
-				Reason: "MinimumReplicasAvailable", LastUpdateTime: now, LastTransitionTime: now}},
+				Reason: "MinimumReplicasAvailable", LastUpdateTime: now, LastTransitionTime: now},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue,
+					Reason: "NewReplicaSetAvailable", LastUpdateTime: now, LastTransitionTime: now}},
 		}
 		return c.Status().Update(ctx, d)
 	})
