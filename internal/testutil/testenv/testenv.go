@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -39,9 +41,10 @@ const (
 	ConsistentlyDuration = 2 * time.Second
 )
 
-// SetDefaults sets Gomega's Eventually and Consistently defaults to the suites' one default; a suite
-// calls it from init.
+// SetDefaults sets Gomega's Eventually and Consistently defaults to the suites' one default and sends
+// controller-runtime's log to GinkgoWriter (shown for failed specs); a suite calls it from init.
 func SetDefaults() {
+	logf.SetLogger(zap.New(zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)))
 	gomega.SetDefaultEventuallyTimeout(EventuallyTimeout)
 	gomega.SetDefaultEventuallyPollingInterval(PollingInterval)
 	gomega.SetDefaultConsistentlyDuration(ConsistentlyDuration)
@@ -130,9 +133,9 @@ func (e *Env) removeTmp() error {
 }
 
 // ManagerOptions are the options every suite's manager runs with: no metrics listener, controller names
-// that may repeat (a package may run more than one manager), every write counted by writes when it is
-// not nil, and, when the Env installed the webhooks, the webhook server where the API server calls them.
-func (e *Env) ManagerOptions(writes *testutil.WriteCounter) ctrl.Options {
+// that may repeat (a package may run more than one manager), and every write counted by writes when it is
+// not nil.
+func ManagerOptions(writes *testutil.WriteCounter) ctrl.Options {
 	opts := ctrl.Options{
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -140,6 +143,13 @@ func (e *Env) ManagerOptions(writes *testutil.WriteCounter) ctrl.Options {
 	if writes != nil {
 		opts.NewClient = writes.NewClient
 	}
+	return opts
+}
+
+// ManagerOptions are the package's ManagerOptions and, when the Env installed the webhooks, the webhook
+// server where the API server calls them.
+func (e *Env) ManagerOptions(writes *testutil.WriteCounter) ctrl.Options {
+	opts := ManagerOptions(writes)
 	if wio := &e.Environment.WebhookInstallOptions; len(wio.Paths) > 0 {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{
 			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
