@@ -20,6 +20,7 @@ import (
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/domain"
+	"github.com/platform-operator/platform-operator/internal/homelabtest"
 	"github.com/platform-operator/platform-operator/internal/istio"
 	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/platform"
@@ -42,8 +43,7 @@ func ensureGatewayNamespace(ctx context.Context) {
 }
 
 func newDomain(ns, name, hostname string) *homelabv1.Domain {
-	return &homelabv1.Domain{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: homelabv1.DomainSpec{Hostname: hostname, Issuer: "letsencrypt"}}
+	return homelabtest.Domain(ns, name, hostname)
 }
 
 // domainCondition is a Domain's condition of type t for its current generation (nil when absent).

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/homelabtest"
 	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
@@ -37,10 +38,7 @@ func newConnection(ns, name string, data map[string][]byte) *homelabv1.PostgresC
 	if data != nil {
 		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-admin"}, Data: data})).To(Succeed())
 	}
-	c := &homelabv1.PostgresConnection{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       homelabv1.PostgresConnectionSpec{Secret: name + "-admin"},
-	}
+	c := homelabtest.PostgresConnection(ns, name, name+"-admin")
 	Expect(k8s.Create(ctx, c)).To(Succeed())
 	return c
 }

@@ -15,16 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/homelabtest"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
 )
 
 // newDatabase creates a PostgresDatabase on connection (a "name" or "namespace/name" reference).
 func newDatabase(ns, name, connection string, edit ...func(*homelabv1.PostgresDatabase)) *homelabv1.PostgresDatabase {
-	db := &homelabv1.PostgresDatabase{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       homelabv1.PostgresDatabaseSpec{Connection: connection},
-	}
+	db := homelabtest.PostgresDatabase(ns, name, connection)
 	for _, e := range edit {
 		e(db)
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/homelabtest"
 	"github.com/platform-operator/platform-operator/internal/redis/redistest"
 )
 
@@ -45,8 +46,7 @@ func redisSecret(ns, name string, port int, password string) *corev1.Secret {
 }
 
 func newRedisConnection(ns, name, secret string) *homelabv1.RedisConnection {
-	return &homelabv1.RedisConnection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: homelabv1.RedisConnectionSpec{Secret: secret}}
+	return homelabtest.RedisConnection(ns, name, secret)
 }
 
 // startRedis runs a real redis-server for the specs of the enclosing Ordered container and stops it after
