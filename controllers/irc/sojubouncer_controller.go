@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,7 +28,6 @@ import (
 	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
-	"github.com/platform-operator/platform-operator/internal/soju"
 )
 
 // sojuSecretIndex indexes SojuBouncers by the Secrets they read, as "namespace/name": the admin
@@ -78,36 +76,6 @@ type SojuBouncerReconciler struct {
 	status        *reconcile.StatusWriter
 	// db makes and drops the bouncers' databases.
 	db *postgres.Provisioner
-}
-
-// SojuGroup is the SojuBouncer controller alone, with the irc group's cache rules: for a manager that
-// runs no ErgoNetwork controller (tests). main.go runs both through GroupWith.
-func SojuGroup(s *SojuBouncerReconciler) manager.Group {
-	return manager.Group{
-		Name:  "irc-soju",
-		Cache: sojuCacheRules,
-		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
-			s.Capabilities = caps
-			return s.SetupWithManager(mgr)
-		},
-	}
-}
-
-// GroupWith is the irc API group with both of its controllers: ErgoNetworks run by r, SojuBouncers by
-// s. The SojuBouncer controller reads the same kinds as the ErgoNetwork one (its children carry the
-// operator's labels, and Secrets are cached as metadata), so the group's cache rules are Group's.
-func GroupWith(r *ErgoNetworkReconciler, s *SojuBouncerReconciler) manager.Group {
-	g := Group(r)
-	g.Cache = sojuCacheRules
-	setupErgo := g.Setup
-	g.Setup = func(mgr ctrl.Manager, caps platform.Capabilities) error {
-		if err := setupErgo(mgr, caps); err != nil {
-			return err
-		}
-		s.Capabilities = caps
-		return s.SetupWithManager(mgr)
-	}
-	return g
 }
 
 // +kubebuilder:rbac:groups=irc.josie.cloud,resources=sojubouncers,verbs=get;list;watch;patch
@@ -203,18 +171,6 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Owns(&monitoring.PodMonitor{})
 	}
 	return b.Complete(opmetrics.Instrument(opmetrics.SojuBouncer, mgr.GetClient(), r))
-}
-
-// sojuCacheRules are the irc group's cache rules (CacheRules) and, where the cluster serves them, the
-// PodMonitors of bouncers with metrics: only the operator's own (the default scope), cut to metadata.
-func sojuCacheRules(caps platform.Capabilities) []manager.CacheRule {
-	rules := CacheRules(caps)
-	if caps.PodMonitors {
-		rules = append(rules, manager.CacheRule{Object: &monitoring.PodMonitor{},
-			TransformSelector: labels.SelectorFromSet(labels.Set{manager.ManagedByLabel: manager.OperatorName, manager.NameLabel: soju.AppName}),
-			Transform:         slimPodMonitor})
-	}
-	return rules
 }
 
 // slimPodMonitor keeps a bouncer's PodMonitor's metadata (and a digest of its spec, for the applier).
