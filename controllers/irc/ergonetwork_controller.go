@@ -2,7 +2,6 @@ package irc
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -98,7 +97,7 @@ func (r *ErgoNetworkReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 
 	s := r.newScope(n)
-	res, err := reconcile.Run(ctx, s,
+	return reconcile.Finish(ctx, r.status, s, s.summarize,
 		r.reconcileOperCredentials,
 		r.reconcileStorage,
 		r.reconcileCertificate,
@@ -107,11 +106,6 @@ func (r *ErgoNetworkReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileService,
 		r.reconcileRoute,
 	)
-	s.Announce()
-	if werr := r.status.Write(ctx, n, s.summarize()); werr != nil {
-		err = errors.Join(err, werr)
-	}
-	return res, err
 }
 
 // SetupWithManager registers the reconciler, its watches and the Secret index.

@@ -4,13 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	"golang.org/x/crypto/bcrypt"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/reconcile"
@@ -52,46 +47,8 @@ func TestKitReasons(t *testing.T) {
 	}
 }
 
-func TestDeploymentAvailable(t *testing.T) {
-	available := []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}
-	tests := []struct {
-		name string
-		d    appsv1.Deployment
-		want bool
-	}{
-		{"fresh", appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}}, false},
-		{"available", appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
-			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, UpdatedReplicas: 1, AvailableReplicas: 1, Conditions: available}}, true},
-		{"new spec not observed", appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 3},
-			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, UpdatedReplicas: 1, AvailableReplicas: 1, Conditions: available}}, false},
-		{"old pod still serving", appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2},
-			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, UpdatedReplicas: 0, AvailableReplicas: 1, Conditions: available}}, false},
-		{"available condition false", appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2},
-			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, UpdatedReplicas: 1, Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse}}}}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got, msg := deploymentAvailable(&tt.d); got != tt.want || msg == "" {
-				t.Errorf("got %v (%q), want %v with a message", got, msg, tt.want)
-			}
-		})
-	}
-}
-
-func TestCertificateReady(t *testing.T) {
-	withReady := func(s cmmeta.ConditionStatus, msg string) *cmv1.Certificate {
-		return &cmv1.Certificate{Status: cmv1.CertificateStatus{Conditions: []cmv1.CertificateCondition{{Type: cmv1.CertificateConditionReady, Status: s, Message: msg}}}}
-	}
-	if ok, _ := certificateReady(&cmv1.Certificate{}); ok {
-		t.Error("a certificate without status is ready")
-	}
-	if ok, msg := certificateReady(withReady(cmmeta.ConditionFalse, "issuer not found")); ok || !strings.Contains(msg, "issuer not found") {
-		t.Errorf("got %v %q, want false carrying cert-manager's message", ok, msg)
-	}
-	if ok, _ := certificateReady(withReady(cmmeta.ConditionTrue, "")); !ok {
-		t.Error("a Ready certificate is not ready")
-	}
-}
+// TestDeploymentAvailable and TestCertificateReady moved to internal/reconcile (readiness_test.go), with
+// the kit's DeploymentReady (kstatus) and CertificateReady that replaced ergo's own checks.
 
 func TestCheckBcryptHash(t *testing.T) {
 	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)

@@ -17,6 +17,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/ergo"
 	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
 // reconcileOperCredentials reads the oper password hash from the user's Secret. The Secret is the user's:
@@ -94,7 +95,7 @@ func (r *ErgoNetworkReconciler) reconcileStorage(ctx context.Context, s *scope) 
 		return res, err
 	}
 	if adopting {
-		s.Recorder.Eventf(s.net, corev1.EventTypeNormal, ircv1.ReasonClaimAdopted,
+		s.Normalf(ircv1.ReasonClaimAdopted,
 			"Took up PersistentVolumeClaim %s, kept from an earlier network of this name: ergo starts on its datastore", desired.Name)
 	}
 	msg := fmt.Sprintf("PersistentVolumeClaim %s requests %s", desired.Name, desired.Spec.Resources.Requests.Storage())
@@ -264,10 +265,10 @@ func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scop
 	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionDeployment); !ok {
 		return res, err
 	}
-	if ok, msg := deploymentAvailable(desired); ok {
-		s.Set(ircv1.ConditionDeployment, metav1.ConditionTrue, ircv1.ReasonReady, msg)
+	if ready := reconcile.DeploymentReady(desired); ready.Ready {
+		s.Set(ircv1.ConditionDeployment, metav1.ConditionTrue, ircv1.ReasonReady, "the ergo pod is available")
 	} else {
-		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonDeploymentPending, msg)
+		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonDeploymentPending, ready.Message)
 	}
 	return ctrl.Result{}, nil
 }

@@ -35,10 +35,10 @@ func applyCertificate(ctx context.Context, s *reconcile.Session, certManager boo
 		return res, err
 	}
 	// desired now holds the live Certificate (see apply.Applier.Apply).
-	if ok, msg := certificateReady(desired); ok {
-		s.Set(ircv1.ConditionCertificate, metav1.ConditionTrue, ircv1.ReasonReady, msg)
+	if ready := reconcile.CertificateReady(desired); ready.Ready {
+		s.Set(ircv1.ConditionCertificate, metav1.ConditionTrue, ircv1.ReasonReady, ready.Message)
 	} else {
-		s.Set(ircv1.ConditionCertificate, metav1.ConditionFalse, ircv1.ReasonCertificatePending, msg)
+		s.Set(ircv1.ConditionCertificate, metav1.ConditionFalse, ircv1.ReasonCertificatePending, ready.Message)
 	}
 	return ctrl.Result{}, nil
 }
