@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -46,17 +45,15 @@ type buildReconciler struct {
 	// Client reads from the cache and writes; APIReader reads Secrets and Jobs the cache does not hold.
 	Client    client.Client
 	APIReader client.Reader
-	// Recorder emits the build's events.
-	Recorder record.EventRecorder
 
-	status *claimingWriter
+	status *reconcile.StatusWriter
 }
 
 // newBuildReconciler makes the build reconciler of r, with a client for build pods' logs from the
 // manager's config when r has none.
 func newBuildReconciler(mgr ctrl.Manager, r *EnvironmentReconciler) (*buildReconciler, error) {
-	b := &buildReconciler{Build: r.Build, Pods: r.Pods, Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder,
-		status: newClaimingWriter(r.Client, buildFieldOwner, buildFields, buildConditions)}
+	b := &buildReconciler{Build: r.Build, Pods: r.Pods, Client: r.Client, APIReader: r.APIReader,
+		status: r.claims.writers[0]}
 	if b.Pods == nil {
 		cs, err := kubernetes.NewForConfig(mgr.GetConfig())
 		if err != nil {
@@ -204,7 +201,7 @@ func (r *buildReconciler) imageFound(ctx context.Context, s *environmentScope, p
 			job = nil
 		}
 		opmetrics.BuildFinished(true, buildDuration(job))
-		r.Recorder.Eventf(s.env, corev1.EventTypeNormal, catalystv1.EventBuildSucceeded, "Built and pushed %s with Job %s/%s",
+		s.Normalf(catalystv1.EventBuildSucceeded, "Built and pushed %s with Job %s/%s",
 			st.Image, s.project.Namespace, st.JobName)
 	}
 	s.Set(catalystv1.ConditionBuildReady, metav1.ConditionTrue, reason, msg)

@@ -75,7 +75,7 @@ func (r *buildReconciler) build(ctx context.Context, s *environmentScope, p *cat
 		st.Failure = failure
 		if known != failure {
 			opmetrics.BuildFinished(false, buildDuration(job))
-			r.Recorder.Event(s.env, corev1.EventTypeWarning, catalystv1.ReasonBuildFailed,
+			s.Warn(catalystv1.ReasonBuildFailed,
 				catalyst.FailureEvent(failure, r.buildLog(ctx, ns, name), secrets))
 		}
 		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonBuildFailed, failure+fmt.Sprintf(
@@ -129,7 +129,7 @@ func (r *buildReconciler) startBuild(ctx context.Context, s *environmentScope, p
 	}
 	st.Attempts = catalyst.AttemptOf(job)
 	st.JobName, st.Retry, st.Failure = name, retry, ""
-	r.Recorder.Eventf(s.env, corev1.EventTypeNormal, catalystv1.EventBuildStarted,
+	s.Normalf(catalystv1.EventBuildStarted,
 		"Building %s from commit %s with Job %s/%s", image, commit, job.Namespace, name)
 	s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonBuilding,
 		fmt.Sprintf("build Job %s/%s is building %s", job.Namespace, name, image))
@@ -208,7 +208,7 @@ func (r *buildReconciler) deleteSupersededBuilds(ctx context.Context, s *environ
 			ctrl.LoggerFrom(ctx).Error(err, "delete superseded build job", "job", job.Name)
 			continue
 		}
-		r.Recorder.Eventf(s.env, corev1.EventTypeNormal, reconcile.EventDeleted,
+		s.Normalf(reconcile.EventDeleted,
 			"Deleted Job %s/%s: it built commit %s, which the environment no longer runs", job.Namespace, job.Name,
 			job.Annotations[catalyst.BuildCommitAnnotation])
 	}

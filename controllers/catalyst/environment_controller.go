@@ -2,7 +2,6 @@ package catalyst
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -61,8 +59,12 @@ type EnvironmentReconciler struct {
 	// Recorder emits the events users see with kubectl describe.
 	Recorder record.EventRecorder
 
-	applier *apply.Applier
-	status  *claimingWriter
+	applier   *apply.Applier
+	finalizer reconcile.Finalizer
+	// claims hands each writer its part of a status an older operator wrote; status is its last writer,
+	// the Environment reconciler's own.
+	claims  *statusClaims
+	status  *reconcile.StatusWriter
 	builds  *buildReconciler
 	deploys *deployReconciler
 	// announced remembers, per Environment, the UID, generation and URL its last Ready event was for: a
@@ -87,9 +89,7 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	env := &catalystv1.Environment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.status.Forget(req.NamespacedName)
-			r.builds.status.Forget(req.NamespacedName)
-			r.deploys.status.Forget(req.NamespacedName)
+			r.claims.forget(req.NamespacedName)
 			r.deploys.deploy.forget(req.NamespacedName)
 			r.announced.Delete(req.NamespacedName)
 		}
@@ -98,17 +98,18 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if !env.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, env)
 	}
-	if !controllerutil.ContainsFinalizer(env, catalystv1.Finalizer) {
-		// The namespace lives outside the Environment's namespace, so only a finalizer gets it deleted.
-		if err := addFinalizer(ctx, r.Client, env); err != nil {
-			return ctrl.Result{}, err
-		}
+	// The namespace lives outside the Environment's namespace, so only a finalizer gets it deleted.
+	if err := r.finalizer.Ensure(ctx, env); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := r.claims.claim(ctx, env); err != nil {
+		return ctrl.Result{}, err
 	}
 
 	s := r.newScope(env)
 	// The build and the deploy write their parts of the status as they finish; the summary goes last, so
 	// Ready is never True before the parts it sums up are.
-	res, err := reconcile.Run(ctx, s,
+	return reconcile.Finish(ctx, r.status, s, s.summarize,
 		r.reconcileExpiry,
 		r.reconcileProject,
 		r.reconcileNamespace,
@@ -116,11 +117,6 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.builds.Reconcile,
 		r.deploys.Reconcile,
 	)
-	s.Announce()
-	if werr := r.status.Write(ctx, env, s.summarize()); werr != nil {
-		err = errors.Join(err, werr)
-	}
-	return res, err
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -135,7 +131,13 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
 	}
 	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
-	r.status = newClaimingWriter(r.Client, environmentFieldOwner, environmentFields, environmentConditions)
+	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: catalystv1.Finalizer}
+	r.claims = &statusClaims{writers: []*reconcile.StatusWriter{
+		newStatusWriter(r.Client, buildFieldOwner, buildFields, buildConditions),
+		newStatusWriter(r.Client, deployFieldOwner, deployFields, deployConditions),
+		newStatusWriter(r.Client, environmentFieldOwner, environmentFields, environmentConditions),
+	}}
+	r.status = r.claims.writers[2]
 	builds, err := newBuildReconciler(mgr, r)
 	if err != nil {
 		return err
@@ -215,20 +217,4 @@ func environmentsOf(ctx context.Context, c client.Reader, key string) []ctrl.Req
 		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return reqs
-}
-
-// addFinalizer adds the catalyst finalizer with a merge patch of the finalizer list alone, guarded by
-// resourceVersion: the operator never applies the Environment or Project itself, so the web
-// application's labels and annotations (catalyst.dev/environment-id) are never touched.
-func addFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
-	base := obj.DeepCopyObject().(client.Object)
-	controllerutil.AddFinalizer(obj, catalystv1.Finalizer)
-	return c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-}
-
-// removeFinalizer removes the catalyst finalizer the same way.
-func removeFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
-	base := obj.DeepCopyObject().(client.Object)
-	controllerutil.RemoveFinalizer(obj, catalystv1.Finalizer)
-	return client.IgnoreNotFound(c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
 }

@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
@@ -26,9 +25,10 @@ import (
 // the namespaces are found by the owner UID annotation the operator put on them. A namespace that is
 // already gone is success; one the operator did not make for this Environment is never deleted.
 func (r *EnvironmentReconciler) finalize(ctx context.Context, env *catalystv1.Environment) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(env, catalystv1.Finalizer) {
+	if !r.finalizer.Has(env) {
 		return ctrl.Result{}, nil
 	}
+	s := r.newScope(env)
 	owned, err := r.ownedNamespaces(ctx, env)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -48,21 +48,19 @@ func (r *EnvironmentReconciler) finalize(ctx context.Context, env *catalystv1.En
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("delete namespace %s: %w", ns.Name, err)
 		}
-		r.Recorder.Eventf(env, corev1.EventTypeNormal, catalystv1.EventNamespaceDeleted,
-			"Deleted namespace %s with the Environment", ns.Name)
+		s.Normalf(catalystv1.EventNamespaceDeleted, "Deleted namespace %s with the Environment", ns.Name)
 	}
 	if len(remaining) > 0 {
 		// The namespace controller empties and removes them; each one's deletion event wakes us.
-		s := r.newScope(env)
 		msg := fmt.Sprintf("the Environment is being deleted: waiting for namespace %s to be gone", strings.Join(remaining, ", "))
 		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionFalse, catalystv1.ReasonDeleting, msg)
 		s.Set(catalystv1.ConditionReady, metav1.ConditionFalse, catalystv1.ReasonDeleting, msg)
 		return ctrl.Result{}, r.status.Write(ctx, env, s.status)
 	}
-	if err := removeFinalizer(ctx, r.Client, env); err != nil {
-		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+	if err := r.finalizer.Release(ctx, env); err != nil {
+		return ctrl.Result{}, err
 	}
-	r.status.Forget(client.ObjectKeyFromObject(env))
+	r.claims.forget(client.ObjectKeyFromObject(env))
 	return ctrl.Result{}, nil
 }
 

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +27,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst/source"
 	"github.com/platform-operator/platform-operator/internal/manager"
 	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
 // DeployLabel marks every object the operator deployed from an environment's repository, with the
@@ -77,11 +77,9 @@ type deployReconciler struct {
 	// Client reads from the cache; APIReader reads the git credentials Secret.
 	Client    client.Client
 	APIReader client.Reader
-	// Recorder emits the deploy's events.
-	Recorder record.EventRecorder
 
 	deploy *deployer
-	status *claimingWriter
+	status *reconcile.StatusWriter
 }
 
 // Reconcile runs the deploy step and writes what it owns of the status.
@@ -154,8 +152,8 @@ var watchedKinds = []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, 
 
 // newDeployReconciler makes the deploy reconciler of r and its state.
 func newDeployReconciler(mgr ctrl.Manager, r *EnvironmentReconciler) *deployReconciler {
-	d := &deployReconciler{Defaults: r.Defaults, Deploy: r.Deploy, Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder,
-		status: newClaimingWriter(r.Client, deployFieldOwner, deployFields, deployConditions),
+	d := &deployReconciler{Defaults: r.Defaults, Deploy: r.Deploy, Client: r.Client, APIReader: r.APIReader,
+		status: r.claims.writers[1],
 		deploy: &deployer{
 			fetcher: &source.Fetcher{Dir: r.Deploy.CacheDir, MaxEntries: r.Deploy.CacheEntries, CABundle: r.Deploy.GitCABundle,
 				Hosts: r.Deploy.GitHosts},

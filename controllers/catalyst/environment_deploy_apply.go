@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,7 +48,7 @@ func (r *deployReconciler) deployObjects(ctx context.Context, s *environmentScop
 	}
 	r.deploy.remember(s.env, rd)
 	if changed.written > 0 || pruned > 0 {
-		r.Recorder.Eventf(s.env, corev1.EventTypeNormal, catalystv1.EventDeployed, "Deployed commit %s (%s %s): %d objects applied, %d changed, %d pruned",
+		s.Normalf(catalystv1.EventDeployed, "Deployed commit %s (%s %s): %d objects applied, %d changed, %d pruned",
 			shortCommit(in.req.Commit), in.typ, in.Path, len(objs), changed.written, pruned)
 	}
 	return r.reportReady(ctx, s, objs)
@@ -257,7 +256,7 @@ func (r *deployReconciler) prune(ctx context.Context, s *environmentScope, befor
 			return pruned, fmt.Errorf("prune %s %s: %w", o.Kind, o.Name, err)
 		}
 		pruned++
-		r.Recorder.Eventf(s.env, corev1.EventTypeNormal, catalystv1.EventPruned, "Deleted %s %s: commit %s no longer holds it",
+		s.Normalf(catalystv1.EventPruned, "Deleted %s %s: commit %s no longer holds it",
 			o.Kind, o.Name, shortCommit(s.status.Deployment.Commit))
 	}
 	return pruned, nil

@@ -11,7 +11,6 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -95,7 +94,7 @@ func (r *deployReconciler) deployHelm(ctx context.Context, s *environmentScope, 
 	}
 	st.Revision, st.Objects = int32(rel.Version), int32(len(rd.objs))
 	r.deploy.remember(s.env, rd)
-	r.Recorder.Eventf(s.env, corev1.EventTypeNormal, catalystv1.EventDeployed, "Deployed commit %s as Helm release %s revision %d",
+	s.Normalf(catalystv1.EventDeployed, "Deployed commit %s as Helm release %s revision %d",
 		shortCommit(in.req.Commit), name, rel.Version)
 	return r.reportReady(ctx, s, rd.objs)
 }
@@ -115,7 +114,7 @@ func (r *deployReconciler) rollbackHelm(cfg *action.Configuration, s *environmen
 	if rerr := rollback.Run(name); rerr != nil {
 		msg = fmt.Sprintf("; the rollback failed too: %v", rerr)
 	} else {
-		r.Recorder.Eventf(s.env, corev1.EventTypeWarning, catalystv1.EventRolledBack, "Rolled back Helm release %s after a failed upgrade", name)
+		s.Warnf(catalystv1.EventRolledBack, "Rolled back Helm release %s after a failed upgrade", name)
 	}
 	if h, herr := action.NewGet(cfg).Run(name); herr == nil {
 		st.Revision = int32(h.Version)

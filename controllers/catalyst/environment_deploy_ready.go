@@ -44,7 +44,7 @@ func (r *deployReconciler) keepDeployed(ctx context.Context, s *environmentScope
 		return res, err
 	}
 	if n.written > 0 {
-		r.Recorder.Eventf(s.env, corev1.EventTypeNormal, reconcile.EventUpdated, "Restored %d deployed objects of commit %s that had drifted",
+		s.Normalf(reconcile.EventUpdated, "Restored %d deployed objects of commit %s that had drifted",
 			n.written, shortCommit(in.req.Commit))
 	}
 	r.deploy.remember(s.env, rd)

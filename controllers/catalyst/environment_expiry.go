@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -51,7 +50,7 @@ func (r *EnvironmentReconciler) reconcileExpiry(ctx context.Context, s *environm
 		return ctrl.Result{RequeueAfter: left}, nil
 	}
 
-	r.Recorder.Eventf(s.env, corev1.EventTypeNormal, catalystv1.EventExpired,
+	s.Normalf(catalystv1.EventExpired,
 		"Environment expired at %s (spec.expireAfter %s after its last change): deleting it",
 		expires.UTC().Format(time.RFC3339), after.Duration)
 	err := r.Client.Delete(ctx, s.env, client.Preconditions{UID: &s.env.UID, ResourceVersion: &s.env.ResourceVersion})

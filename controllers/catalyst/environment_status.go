@@ -3,7 +3,6 @@ package catalyst
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,7 +77,7 @@ func (s *environmentScope) announceReady() {
 	if last, ok := s.announced.Swap(key, mark); ok && last == mark {
 		return // announced by a reconcile whose status write the cache had not shown this one yet
 	}
-	s.Recorder.Event(s.Owner, corev1.EventTypeNormal, catalystv1.EventReady, "Environment is ready at "+s.status.URL)
+	s.Normal(catalystv1.EventReady, "Environment is ready at "+s.status.URL)
 }
 
 // Phase is the phase the conditions amount to: Failed when a part waits for the user, Pending until the

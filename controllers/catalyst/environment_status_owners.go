@@ -2,6 +2,7 @@ package catalyst
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -39,50 +40,55 @@ var (
 	deployConditions      = []string{catalystv1.ConditionDeploymentReady}
 )
 
-// claimingWriter is a reconcile.StatusWriter that sends its first write of each Environment in this
-// process even when the status already shows what it owns. An Environment written by an operator from
-// before the split has its whole status owned by environmentFieldOwner; had the Environment reconciler
-// written first, dropping status.build from its apply would have removed it (no other manager owned it
-// yet), and with it the memory of a failed build or of the deployed inputs. The build and deploy
-// writers' first applies make them co-owners, after which the Environment reconciler's own first
-// apply releases what it no longer owns. An apply that changes nothing is no write at the API server.
-type claimingWriter struct {
-	*reconcile.StatusWriter
-	// claimed is, by Environment, the UID this writer has written once.
+// statusClaims moves, once per Environment and operator process, each writer's part of the status to
+// that writer's field manager, before the steps run. An Environment written by an operator from before
+// the split has its whole status owned by environmentFieldOwner: had the Environment reconciler written
+// first, dropping status.build from its apply would have removed it (no other manager owned it yet), and
+// with it the memory of a failed build or of the deployed inputs. The build and deploy writers each apply
+// their part as the Environment shows it, which makes them co-owners; the Environment reconciler's writer
+// then applies its own part, which releases the rest. On an Environment whose owners are already right,
+// these applies change nothing (no write at the API server); one without a status sends none.
+type statusClaims struct {
+	// writers are the writers in the order they claim: the Environment reconciler's last.
+	writers []*reconcile.StatusWriter
+	// claimed is, by Environment, the UID whose status was claimed.
 	claimed sync.Map
 }
 
-func newClaimingWriter(c client.Client, owner string, fields, conditions []string) *claimingWriter {
-	return &claimingWriter{StatusWriter: &reconcile.StatusWriter{Client: c, FieldOwner: owner, Fields: fields, Conditions: conditions}}
-}
-
-// Write writes what the writer owns of desired (see reconcile.StatusWriter.Write).
-func (w *claimingWriter) Write(ctx context.Context, env *catalystv1.Environment, desired *catalystv1.EnvironmentStatus) error {
+// claim claims env's status for every writer, once per UID.
+func (c *statusClaims) claim(ctx context.Context, env *catalystv1.Environment) error {
 	key := client.ObjectKeyFromObject(env)
-	var live client.Object = env
-	if uid, ok := w.claimed.Load(key); !ok || uid != env.UID {
-		unowned, err := w.withoutOwned(env)
+	if uid, ok := c.claimed.Load(key); ok && uid == env.UID {
+		return nil
+	}
+	for _, w := range c.writers {
+		unowned, err := withoutOwned(w, env)
 		if err != nil {
 			return err
 		}
-		live = unowned
+		// Compared with env without the writer's part, the part env shows is always sent.
+		if err := w.Write(ctx, unowned, &env.Status); err != nil {
+			return fmt.Errorf("claim status for %s: %w", w.FieldOwner, err)
+		}
 	}
-	if err := w.StatusWriter.Write(ctx, live, desired); err != nil {
-		return err
-	}
-	w.claimed.Store(key, env.UID)
+	c.claimed.Store(key, env.UID)
 	return nil
 }
 
-// Forget drops what the writer remembers of an Environment that is gone.
-func (w *claimingWriter) Forget(key types.NamespacedName) {
-	w.claimed.Delete(key)
-	w.StatusWriter.Forget(key)
+// forget drops what the claims remember of an Environment that is gone.
+func (c *statusClaims) forget(key types.NamespacedName) {
+	c.claimed.Delete(key)
+	for _, w := range c.writers {
+		w.Forget(key)
+	}
 }
 
-// withoutOwned is env without the status fields and conditions the writer owns: what the writer compares
-// its status with to send it whatever the Environment shows.
-func (w *claimingWriter) withoutOwned(env *catalystv1.Environment) (client.Object, error) {
+func newStatusWriter(c client.Client, owner string, fields, conditions []string) *reconcile.StatusWriter {
+	return &reconcile.StatusWriter{Client: c, FieldOwner: owner, Fields: fields, Conditions: conditions}
+}
+
+// withoutOwned is env without the status fields and conditions w owns.
+func withoutOwned(w *reconcile.StatusWriter, env *catalystv1.Environment) (client.Object, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(env)
 	if err != nil {
 		return nil, err

@@ -66,6 +66,15 @@ func legacyStatus(ctx context.Context, env *catalystv1.Environment) {
 	Expect(statusOwned(got, environmentFieldOwner)).To(ContainSubstring("f:build"))
 }
 
+// newClaims are the claims of a new operator process, with the suite's direct client.
+func newClaims() *statusClaims {
+	return &statusClaims{writers: []*reconcile.StatusWriter{
+		newStatusWriter(k8s, buildFieldOwner, buildFields, buildConditions),
+		newStatusWriter(k8s, deployFieldOwner, deployFields, deployConditions),
+		newStatusWriter(k8s, environmentFieldOwner, environmentFields, environmentConditions),
+	}}
+}
+
 var _ = Describe("Environment status writers", func() {
 	It("writes each part under its own field manager", func(ctx SpecContext) {
 		t := newTeam(ctx)
@@ -103,28 +112,28 @@ var _ = Describe("Environment status writers", func() {
 			g.Expect(statusOwned(got, deployFieldOwner)).NotTo(BeEmpty())
 		}).Should(Succeed())
 
-		// A new operator process: writers that have not written this Environment yet, build first and
-		// the Environment reconciler's summary last, as Reconcile runs them.
+		// A new operator process: its claims, which run before the first reconcile's steps.
 		legacyStatus(ctx, env)
+		Expect(newClaims().claim(ctx, getEnv(ctx, env))).To(Succeed())
 		got := getEnv(ctx, env)
-		Expect(newClaimingWriter(k8s, buildFieldOwner, buildFields, buildConditions).Write(ctx, got, &got.Status)).To(Succeed())
-		got = getEnv(ctx, env)
-		Expect(newClaimingWriter(k8s, environmentFieldOwner, environmentFields, environmentConditions).Write(ctx, got, &got.Status)).To(Succeed())
-		got = getEnv(ctx, env)
-		Expect(got.Status.Build).NotTo(BeNil(), "status.build survives the summary's first write")
+		Expect(got.Status.Build).NotTo(BeNil(), "status.build survives the Environment writer's claim")
 		Expect(got.Status.Build.Failure).To(Equal("Job x failed: exit 1"))
 		Expect(statusOwned(got, buildFieldOwner)).To(ContainSubstring("f:build"))
+		Expect(statusOwned(got, buildFieldOwner)).To(ContainSubstring(`k:{"type":"BuildReady"}`))
 		Expect(statusOwned(got, environmentFieldOwner)).NotTo(ContainSubstring("f:build"))
 		Expect(statusOwned(got, environmentFieldOwner)).NotTo(ContainSubstring("BuildReady"))
+		Expect(statusOwned(got, environmentFieldOwner)).To(ContainSubstring("f:phase"))
+		// Once claimed, the claims send nothing more for the same Environment.
+		before := got.ResourceVersion
+		claims := newClaims()
+		Expect(claims.claim(ctx, got)).To(Succeed())
+		Expect(claims.claim(ctx, getEnv(ctx, env))).To(Succeed())
+		Expect(getEnv(ctx, env).ResourceVersion).To(Equal(before), "a claim of what the writers already own writes nothing")
 
-		// Control: a build writer that does not claim (a plain StatusWriter, which writes only what
-		// differs) leaves the legacy owner alone, and the summary's write then removes status.build.
+		// Control: without the build writer's claim, the Environment writer's apply removes status.build.
 		legacyStatus(ctx, env)
-		got = getEnv(ctx, env)
-		plain := &reconcile.StatusWriter{Client: k8s, FieldOwner: buildFieldOwner, Fields: buildFields, Conditions: buildConditions}
-		Expect(plain.Write(ctx, got, &got.Status)).To(Succeed())
-		got = getEnv(ctx, env)
-		Expect(newClaimingWriter(k8s, environmentFieldOwner, environmentFields, environmentConditions).Write(ctx, got, &got.Status)).To(Succeed())
+		onlyMain := &statusClaims{writers: newClaims().writers[2:]}
+		Expect(onlyMain.claim(ctx, getEnv(ctx, env))).To(Succeed())
 		Expect(getEnv(ctx, env).Status.Build).To(BeNil())
 	})
 })

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -190,7 +189,7 @@ func (r *EnvironmentReconciler) createNamespace(ctx context.Context, s *environm
 		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionUnknown, catalystv1.ReasonApplyFailed, err.Error())
 		return ctrl.Result{}, fmt.Errorf("create namespace %s: %w", ns.GetName(), err)
 	}
-	r.Recorder.Eventf(s.env, corev1.EventTypeNormal, reconcile.EventCreated, "Created Namespace %s", ns.GetName())
+	s.Normalf(reconcile.EventCreated, "Created Namespace %s", ns.GetName())
 	return ctrl.Result{}, nil
 }
 
@@ -226,9 +225,9 @@ func (r *EnvironmentReconciler) reconcileIngress(ctx context.Context, s *environ
 			"Ingress %s serves %s over plain http: issuer %s needs cert-manager, which this cluster does not serve",
 			catalyst.IngressName, host, s.settings.Issuer.Name))
 	case tls:
-		if ok, msg := certificateReady(cert); !ok {
+		if ready := reconcile.CertificateReady(cert); !ready.Ready {
 			s.Set(catalystv1.ConditionIngressReady, metav1.ConditionFalse, catalystv1.ReasonCertificatePending,
-				fmt.Sprintf("Certificate %s for %s: %s", catalyst.CertificateName, host, msg))
+				fmt.Sprintf("Certificate %s for %s: %s", catalyst.CertificateName, host, ready.Message))
 			return ctrl.Result{}, nil
 		}
 		s.status.URL = catalyst.URL(host, true)
@@ -240,17 +239,4 @@ func (r *EnvironmentReconciler) reconcileIngress(ctx context.Context, s *environ
 			fmt.Sprintf("Ingress %s serves %s over plain http: no issuer is configured", catalyst.IngressName, host))
 	}
 	return ctrl.Result{}, nil
-}
-
-// certificateReady reads cert-manager's Ready condition.
-func certificateReady(c *cmv1.Certificate) (bool, string) {
-	for _, cond := range c.Status.Conditions {
-		if cond.Type == cmv1.CertificateConditionReady {
-			if cond.Status == cmmeta.ConditionTrue {
-				return true, "issued"
-			}
-			return false, "cert-manager: " + cond.Message
-		}
-	}
-	return false, "waiting for cert-manager to issue it"
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -43,7 +41,8 @@ type ProjectReconciler struct {
 	// Recorder emits the events users see with kubectl describe.
 	Recorder record.EventRecorder
 
-	status *reconcile.StatusWriter
+	status    *reconcile.StatusWriter
+	finalizer reconcile.Finalizer
 }
 
 // +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=projects,verbs=get;list;watch;patch
@@ -74,10 +73,8 @@ func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, fmt.Errorf("list environments: %w", err)
 	}
 	envs.Items = allowedEnvironments(p, envs.Items)
-	if !controllerutil.ContainsFinalizer(p, catalystv1.Finalizer) {
-		if err := addFinalizer(ctx, r.Client, p); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := r.finalizer.Ensure(ctx, p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	status := p.Status.DeepCopy()
 	status.ObservedGeneration = p.Generation
@@ -106,12 +103,12 @@ func allowedEnvironments(p *catalystv1.Project, envs []catalystv1.Environment) [
 // deletion (without catalyst.dev/allow-deletion: "true") is not deleted: the Project waits, naming it,
 // until it carries the annotation (which wakes the Project) or is deleted otherwise.
 func (r *ProjectReconciler) finalize(ctx context.Context, p *catalystv1.Project, envs []catalystv1.Environment) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(p, catalystv1.Finalizer) {
+	if !r.finalizer.Has(p) {
 		return ctrl.Result{}, nil
 	}
 	if len(envs) == 0 {
-		if err := removeFinalizer(ctx, r.Client, p); err != nil {
-			return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+		if err := r.finalizer.Release(ctx, p); err != nil {
+			return ctrl.Result{}, err
 		}
 		r.status.Forget(client.ObjectKeyFromObject(p))
 		return ctrl.Result{}, nil
@@ -133,22 +130,21 @@ func (r *ProjectReconciler) finalize(ctx context.Context, p *catalystv1.Project,
 		}
 		deleted = append(deleted, e.Namespace+"/"+e.Name)
 	}
+	status := p.Status.DeepCopy()
+	s := &reconcile.Session{Owner: p, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder}
 	if len(deleted) > 0 {
-		r.Recorder.Eventf(p, corev1.EventTypeNormal, catalystv1.EventEnvironmentsDeleted,
-			"Deleted %d Environment(s) with the Project: %v", len(deleted), deleted)
+		s.Normalf(catalystv1.EventEnvironmentsDeleted, "Deleted %d Environment(s) with the Project: %v", len(deleted), deleted)
 	}
 	msg := fmt.Sprintf("the Project is being deleted: waiting for %d environment(s) to be gone", len(envs))
 	if len(protected) > 0 {
 		msg += fmt.Sprintf("; protected from deletion, deleted only once they carry the annotation %s: \"true\": %s",
 			catalystv1.AnnotationAllowDeletion, strings.Join(protected, ", "))
 		if prev := meta.FindStatusCondition(p.Status.Conditions, catalystv1.ConditionReady); prev == nil || prev.Message != msg {
-			r.Recorder.Event(p, corev1.EventTypeWarning, catalystv1.EventEnvironmentsProtected, msg)
+			s.Warn(catalystv1.EventEnvironmentsProtected, msg)
 		}
 	}
-	status := p.Status.DeepCopy()
 	status.Environments = int32(len(envs))
-	reconcile.Set(&status.Conditions, metav1.Condition{Type: catalystv1.ConditionReady, Status: metav1.ConditionFalse,
-		Reason: catalystv1.ReasonDeleting, ObservedGeneration: p.Generation, Message: msg})
+	s.Set(catalystv1.ConditionReady, metav1.ConditionFalse, catalystv1.ReasonDeleting, msg)
 	if err := r.status.Write(ctx, p, status); err != nil {
 		errs = append(errs, err)
 	}
@@ -167,6 +163,7 @@ func (r *ProjectReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Client: r.Client, FieldOwner: projectFieldOwner,
 		Fields: []string{"observedGeneration", "environments"}, Conditions: []string{catalystv1.ConditionReady},
 	}
+	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: catalystv1.Finalizer}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("project").
 		For(&catalystv1.Project{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted))).
