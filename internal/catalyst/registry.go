@@ -23,6 +23,15 @@ import (
 // {"identitytoken"} or {"registrytoken"}}}). Registry keys may carry a scheme and a path
 // (https://index.docker.io/v1/): only the host (and port) counts. A registry without an entry is asked
 // anonymously.
+//
+// It stays hand-written on go-containerregistry's authn.AuthConfig and authn.FromConfig rather than
+// using its pkg/authn/kubernetes keychain (NewFromPullSecrets, the kubelet's keyring), which does not
+// behave the same: it compares hosts case-sensitively as globs (a key Registry.Example.com, or
+// *.example.com, is matched differently), keeps a key's path as a prefix the image must start with, reads
+// a Secret only when its type is kubernetes.io/dockerconfigjson and silently ignores one without the key
+// (here a condition tells the user), and is a module of its own. authn.DefaultKeychain reads Docker's
+// config files from disk through the process-wide $DOCKER_CONFIG, which suits one user, not a Secret per
+// Project.
 func Keychain(data map[string][]byte) (authn.Keychain, error) {
 	raw, ok := data[corev1.DockerConfigJsonKey]
 	if !ok {
