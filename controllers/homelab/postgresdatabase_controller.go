@@ -2,7 +2,6 @@ package homelab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -64,6 +62,8 @@ type PostgresDatabaseReconciler struct {
 	secrets apply.ReadThrough
 	// db makes and drops the databases.
 	db *postgres.Provisioner
+	// finalizer holds a PostgresDatabase until its database is dropped or let go.
+	finalizer reconcile.Finalizer
 }
 
 // +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=postgresdatabases,verbs=get;list;watch;patch
@@ -87,12 +87,11 @@ func (r *PostgresDatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if !db.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	res, err := reconcile.Run(ctx, s, r.reconcileConnection, r.reconcileDatabase, r.reconcileSecret)
-	s.Drop(homelabv1.ConditionCleanup)
-	s.Announce()
-	if werr := r.status.Write(ctx, db, s.summarize()); werr != nil {
-		err = errors.Join(err, werr)
+	status := func() *homelabv1.PostgresDatabaseStatus {
+		s.Drop(homelabv1.ConditionCleanup) // a deleted object's part only
+		return s.summarize()
 	}
+	res, err := reconcile.Finish(ctx, r.status, s, status, r.reconcileConnection, r.reconcileDatabase, r.reconcileSecret)
 	if err == nil && meta.IsStatusConditionTrue(*s.Conditions, homelabv1.ConditionReady) {
 		res = reconcile.Soonest(res, ctrl.Result{RequeueAfter: PostgresRecheck})
 	}
@@ -148,9 +147,8 @@ func (s *databaseScope) wait(condType, msg string) {
 
 // summarize is the status this reconcile found.
 func (s *databaseScope) summarize() *homelabv1.PostgresDatabaseStatus {
-	ready := reconcile.Summary(*s.Conditions, postgresDatabaseParts, homelabv1.ReasonReady,
+	s.Summarize(postgresDatabaseParts, homelabv1.ReasonReady,
 		fmt.Sprintf("database %s and its role are ready; credentials in Secret %s", s.name, s.secretName))
-	s.Set(homelabv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
 	return &homelabv1.PostgresDatabaseStatus{
 		ObservedGeneration: s.db.Generation, Conditions: *s.Conditions,
 		DatabaseName: s.name, SecretName: s.secretName,
@@ -245,15 +243,11 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *d
 		s.secretLive = live
 	}
 
-	if !controllerutil.ContainsFinalizer(s.db, homelabv1.PostgresDatabaseFinalizer) {
-		// Before anything exists on the server, and only then: a database whose connection never became
-		// Ready made nothing there, and is deleted without waiting for a server.
-		patch := client.MergeFromWithOptions(s.db.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(s.db, homelabv1.PostgresDatabaseFinalizer)
-		if err := r.Client.Patch(ctx, s.db, patch); err != nil {
-			s.wait(homelabv1.ConditionDatabase, "the finalizer could not be added: "+err.Error())
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
+	// Before anything exists on the server, and only then: a database whose connection never became
+	// Ready made nothing there, and is deleted without waiting for a server.
+	if err := r.finalizer.Ensure(ctx, s.db); err != nil {
+		s.wait(homelabv1.ConditionDatabase, "the finalizer could not be added: "+err.Error())
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	res, err := r.db.Ensure(ctx, postgres.Request{UID: s.db.UID, Admin: *s.settings, SessionOwner: sessionOwner(s.conn.Namespace, s.conn.Name),
 		Name: s.name, Owner: s.owner, Live: s.secretLive, Rotation: s.rotation})
@@ -261,7 +255,7 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *d
 		return ctrl.Result{}, err
 	}
 	if res.Updated != "" {
-		r.Recorder.Event(s.db, corev1.EventTypeNormal, reconcile.EventUpdated, res.Updated)
+		s.Normal(reconcile.EventUpdated, res.Updated)
 	}
 	if !res.Ready() {
 		s.fail(homelabv1.ConditionDatabase, metav1.ConditionFalse, res.Reason, res.Message)
@@ -303,7 +297,7 @@ func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *dat
 	}
 	s.secretName = desired.Name
 	if s.newPassword && s.secretLive != nil {
-		r.Recorder.Eventf(s.db, corev1.EventTypeNormal, EventPasswordRotated, "Set a new password on role %s and in Secret %s", s.name, desired.Name)
+		s.Normalf(EventPasswordRotated, "Set a new password on role %s and in Secret %s", s.name, desired.Name)
 	}
 	s.Set(homelabv1.ConditionCredentials, metav1.ConditionTrue, homelabv1.ReasonReady,
 		fmt.Sprintf("Secret %s holds host, port, user, password, database and url", desired.Name))
@@ -316,6 +310,7 @@ func setupPostgresDatabase(mgr ctrl.Manager, _ platform.Capabilities, opts Optio
 		CleanupTimeout: opts.PostgresCleanupTimeout,
 	}
 	r.db = newDatabaseProvisioner(r.CleanupTimeout)
+	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: homelabv1.PostgresDatabaseFinalizer}
 	// The applier reads Secrets from the API server: a typed read through the cache would start an
 	// informer holding every Secret's data.
 	r.secrets = apply.ReadThrough{Client: r.Client, Reader: r.APIReader}

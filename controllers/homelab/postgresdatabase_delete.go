@@ -5,11 +5,8 @@ import (
 	"errors"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/postgres"
@@ -37,17 +34,17 @@ func newDatabaseProvisioner(cleanupTimeout time.Duration) *postgres.Provisioner 
 // namespace waits forever. The Secret goes with the object (owner reference).
 func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
 	db := s.db
-	if !controllerutil.ContainsFinalizer(db, homelabv1.PostgresDatabaseFinalizer) {
+	if !r.finalizer.Has(db) {
 		return ctrl.Result{}, nil
 	}
 	switch {
 	case db.Annotations[homelabv1.AnnotationReleaseFinalizer] == "true":
-		r.Recorder.Eventf(db, corev1.EventTypeWarning, homelabv1.ReasonCleanupAbandoned,
+		s.Warnf(homelabv1.ReasonCleanupAbandoned,
 			"Released by the %s annotation: database and role %s are left on the server untouched", homelabv1.AnnotationReleaseFinalizer, s.name)
-		return ctrl.Result{}, r.releaseFinalizer(ctx, db)
+		return ctrl.Result{}, r.finalizer.Release(ctx, db)
 	case db.Spec.ReclaimPolicy == homelabv1.DatabaseReclaimRetain:
-		r.Recorder.Eventf(db, corev1.EventTypeNormal, EventRetained, "reclaimPolicy Retain: database and role %s stay on the server", s.name)
-		return ctrl.Result{}, r.releaseFinalizer(ctx, db)
+		s.Normalf(EventRetained, "reclaimPolicy Retain: database and role %s stay on the server", s.name)
+		return ctrl.Result{}, r.finalizer.Release(ctx, db)
 	}
 
 	// A connection that is missing, not Ready or not allowed blocks the cleanup like an unreachable server.
@@ -62,7 +59,7 @@ func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *dat
 	}
 	cleaned := r.db.Drop(ctx, c)
 	if cleaned.Event.Reason != "" {
-		r.Recorder.Event(db, cleaned.Event.Type, cleaned.Event.Reason, cleaned.Event.Message)
+		s.Event(cleaned.Event.Type, cleaned.Event.Reason, cleaned.Event.Message)
 	}
 	if !cleaned.Done {
 		s.fail(homelabv1.ConditionCleanup, metav1.ConditionFalse, homelabv1.ReasonCleanupBlocked, cleaned.Blocked)
@@ -70,12 +67,5 @@ func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *dat
 		werr := r.status.Write(ctx, db, s.summarize())
 		return ctrl.Result{RequeueAfter: cleaned.RequeueAfter}, werr
 	}
-	return ctrl.Result{}, r.releaseFinalizer(ctx, db)
-}
-
-// releaseFinalizer removes the operator's finalizer; an object already gone is success.
-func (r *PostgresDatabaseReconciler) releaseFinalizer(ctx context.Context, db *homelabv1.PostgresDatabase) error {
-	patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(db, homelabv1.PostgresDatabaseFinalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, db, patch))
+	return ctrl.Result{}, r.finalizer.Release(ctx, db)
 }

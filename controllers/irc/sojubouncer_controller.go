@@ -2,7 +2,6 @@ package irc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -76,6 +75,8 @@ type SojuBouncerReconciler struct {
 	status        *reconcile.StatusWriter
 	// db makes and drops the bouncers' databases.
 	db *postgres.Provisioner
+	// finalizer holds a bouncer until its database is dropped or let go.
+	finalizer reconcile.Finalizer
 }
 
 // +kubebuilder:rbac:groups=irc.josie.cloud,resources=sojubouncers,verbs=get;list;watch;patch
@@ -106,7 +107,11 @@ func (r *SojuBouncerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if !b.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	res, err := reconcile.Run(ctx, s,
+	status := func() *ircv1.SojuBouncerStatus {
+		s.Drop(ircv1.ConditionCleanup) // a deleted bouncer's part only
+		return s.summarize()
+	}
+	return reconcile.Finish(ctx, r.status, s, status,
 		r.reconcileDatabase,
 		r.reconcileAdminUser,
 		r.reconcileCertificate,
@@ -116,12 +121,6 @@ func (r *SojuBouncerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileRoute,
 		r.reconcileMetrics,
 	)
-	s.Drop(ircv1.ConditionCleanup)
-	s.Announce()
-	if werr := r.status.Write(ctx, b, s.summarize()); werr != nil {
-		err = errors.Join(err, werr)
-	}
-	return res, err
 }
 
 // SetupWithManager registers the reconciler, its watches and the Secret index.
@@ -140,6 +139,7 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// informer holding every Secret's data.
 	r.secretApplier = &apply.Applier{Client: apply.ReadThrough{Client: r.Client, Reader: r.APIReader}, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
 	r.db = newSojuProvisioner(r.CleanupTimeout)
+	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: ircv1.SojuDatabaseFinalizer}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: sojuStatusFieldOwner,

@@ -13,7 +13,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/postgres"
@@ -56,15 +55,15 @@ func decideDelete(b *ircv1.SojuBouncer) (decision deleteDecision, eventType, rea
 // The other children go with the bouncer (owner references).
 func (r *SojuBouncerReconciler) reconcileDelete(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
 	b := s.b
-	if !controllerutil.ContainsFinalizer(b, ircv1.SojuDatabaseFinalizer) {
+	if !r.finalizer.Has(b) {
 		return ctrl.Result{}, nil
 	}
 	if decision, eventType, reason, msg := decideDelete(b); decision == releaseNow {
-		r.Recorder.Event(b, eventType, reason, msg)
-		return ctrl.Result{}, r.releaseFinalizer(ctx, b)
+		s.Event(eventType, reason, msg)
+		return ctrl.Result{}, r.finalizer.Release(ctx, b)
 	}
 
-	gone, err := r.deleteDeployment(ctx, b)
+	gone, err := r.deleteDeployment(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -82,19 +81,20 @@ func (r *SojuBouncerReconciler) reconcileDelete(ctx context.Context, s *sojuScop
 	cleaned := r.db.Drop(ctx, postgres.Cleanup{UID: b.UID, Admin: admin, Unusable: err,
 		Name: soju.DatabaseName(b), Owner: soju.DatabaseOwner(b), Deleting: time.Since(b.DeletionTimestamp.Time)})
 	if cleaned.Event.Reason != "" {
-		r.Recorder.Event(b, cleaned.Event.Type, cleaned.Event.Reason, cleaned.Event.Message)
+		s.Event(cleaned.Event.Type, cleaned.Event.Reason, cleaned.Event.Message)
 	}
 	if !cleaned.Done {
 		s.fail(ircv1.ConditionCleanup, ircv1.ReasonCleanupBlocked, cleaned.Blocked)
 		werr := r.status.Write(ctx, b, s.summarize())
 		return ctrl.Result{RequeueAfter: cleaned.RequeueAfter}, werr
 	}
-	return ctrl.Result{}, r.releaseFinalizer(ctx, b)
+	return ctrl.Result{}, r.finalizer.Release(ctx, b)
 }
 
 // deleteDeployment deletes soju's Deployment when the bouncer controls it, in the foreground, and says
 // whether it is gone. A Deployment of that name the bouncer does not control is not soju's: gone.
-func (r *SojuBouncerReconciler) deleteDeployment(ctx context.Context, b *ircv1.SojuBouncer) (bool, error) {
+func (r *SojuBouncerReconciler) deleteDeployment(ctx context.Context, s *sojuScope) (bool, error) {
+	b := s.b
 	d := &appsv1.Deployment{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: soju.DeploymentName(b)}, d)
 	switch {
@@ -114,13 +114,6 @@ func (r *SojuBouncerReconciler) deleteDeployment(ctx context.Context, b *ircv1.S
 	if err != nil {
 		return false, err
 	}
-	r.Recorder.Eventf(b, corev1.EventTypeNormal, reconcile.EventDeleted, "Deleted Deployment %s: its database is dropped once its pod is gone", d.Name)
+	s.Normalf(reconcile.EventDeleted, "Deleted Deployment %s: its database is dropped once its pod is gone", d.Name)
 	return false, nil
-}
-
-// releaseFinalizer removes the operator's finalizer; a bouncer already gone is success.
-func (r *SojuBouncerReconciler) releaseFinalizer(ctx context.Context, b *ircv1.SojuBouncer) error {
-	patch := client.MergeFromWithOptions(b.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(b, ircv1.SojuDatabaseFinalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, b, patch))
 }

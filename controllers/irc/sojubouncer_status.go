@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
@@ -58,27 +59,17 @@ func (r *SojuBouncerReconciler) newScope(b *ircv1.SojuBouncer) *sojuScope {
 // fail records a part that is not ready because of something the user or the database server must
 // fix, with a Warning event when the part's state changed (not on every retry).
 func (s *sojuScope) fail(condType, reason, msg string) {
-	if c := findCondition(s.before, condType); c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason {
+	if c := meta.FindStatusCondition(s.before, condType); c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason {
 		s.Warn(reason, msg)
 	}
 	s.Set(condType, metav1.ConditionFalse, reason, msg)
-}
-
-func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 // summarize fills Ready, observedGeneration and the database's names from what the steps found.
 func (s *sojuScope) summarize() *ircv1.SojuBouncerStatus {
 	s.status.ObservedGeneration = s.b.Generation
 	s.status.DatabaseName = soju.DatabaseName(s.b)
-	ready := reconcile.Summary(s.status.Conditions, sojuParts, ircv1.ReasonReady, "the bouncer is running")
-	s.Set(ircv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
+	s.Summarize(sojuParts, ircv1.ReasonReady, "the bouncer is running")
 	return s.status
 }
 

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/apply"
@@ -90,22 +89,18 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuSc
 		}
 	}
 
-	if !controllerutil.ContainsFinalizer(s.b, ircv1.SojuDatabaseFinalizer) {
-		// Before anything exists on the server, and only then: a bouncer that never reached a server
-		// made nothing there, and is deleted without waiting for one.
-		patch := client.MergeFromWithOptions(s.b.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(s.b, ircv1.SojuDatabaseFinalizer)
-		if err := r.Client.Patch(ctx, s.b, patch); err != nil {
-			s.Set(ircv1.ConditionDatabase, metav1.ConditionUnknown, ircv1.ReasonWaiting, "the finalizer could not be added: "+err.Error())
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
+	// Before anything exists on the server, and only then: a bouncer that never reached a server made
+	// nothing there, and is deleted without waiting for one.
+	if err := r.finalizer.Ensure(ctx, s.b); err != nil {
+		s.Set(ircv1.ConditionDatabase, metav1.ConditionUnknown, ircv1.ReasonWaiting, "the finalizer could not be added: "+err.Error())
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	db, err := r.db.Ensure(ctx, postgres.Request{UID: s.b.UID, Admin: *admin, Name: name, Owner: soju.DatabaseOwner(s.b), Live: live})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if db.Updated != "" {
-		r.Recorder.Event(s.b, corev1.EventTypeNormal, reconcile.EventUpdated, db.Updated)
+		s.Normal(reconcile.EventUpdated, db.Updated)
 	}
 	s.transport = db.Transport
 	if !db.Ready() {
