@@ -52,7 +52,8 @@ func (r *deployReconciler) keepDeployed(ctx context.Context, s *environmentScope
 }
 
 // reportReady sets DeploymentReady from the deployed Deployments and StatefulSets: True when every one
-// is available with its current spec; ReplicaFailure, naming the workload and quoting the API server,
+// has rolled out its current spec, every replica ready and available (kstatus Current, through
+// reconcile.DeploymentReady and StatefulSetReady); ReplicaFailure, naming the workload and quoting the API server,
 // when a workload's pods are refused (Pod Security, quota), which no amount of waiting fixes.
 func (r *deployReconciler) reportReady(ctx context.Context, s *environmentScope, objs []*unstructured.Unstructured) (ctrl.Result, error) {
 	var waiting, refused []string
@@ -67,14 +68,16 @@ func (r *deployReconciler) reportReady(ctx context.Context, s *environmentScope,
 			if err := r.readTyped(ctx, s, key, d); err != nil {
 				return ctrl.Result{}, err
 			}
-			ok, msg = deploymentAvailable(d)
+			ready := reconcile.DeploymentReady(d)
+			ok, msg = ready.Ready, ready.Message
 			failure = deploymentFailure(d)
 		case appsv1.SchemeGroupVersion.WithKind("StatefulSet"):
 			ss := &appsv1.StatefulSet{}
 			if err := r.readTyped(ctx, s, key, ss); err != nil {
 				return ctrl.Result{}, err
 			}
-			ok, msg = statefulSetAvailable(ss)
+			ready := reconcile.StatefulSetReady(ss)
+			ok, msg = ready.Ready, ready.Message
 		default:
 			continue
 		}
@@ -122,11 +125,6 @@ func (r *deployReconciler) readTyped(ctx context.Context, s *environmentScope, k
 	return err
 }
 
-func deploymentAvailable(d *appsv1.Deployment) (bool, string) {
-	st := d.Status
-	return rolledOut(d.Spec.Replicas, d.Generation, st.ObservedGeneration, st.UpdatedReplicas, st.AvailableReplicas)
-}
-
 // deploymentFailure is why the cluster refuses a Deployment's pods, empty when it does not: the
 // Deployment controller copies its ReplicaSet's ReplicaFailure condition (reason FailedCreate, the API
 // server's refusal as message: a Pod Security violation, an exceeded quota) onto the Deployment.
@@ -137,27 +135,4 @@ func deploymentFailure(d *appsv1.Deployment) string {
 		}
 	}
 	return ""
-}
-
-func statefulSetAvailable(ss *appsv1.StatefulSet) (bool, string) {
-	st := ss.Status
-	return rolledOut(ss.Spec.Replicas, ss.Generation, st.ObservedGeneration, st.UpdatedReplicas, st.AvailableReplicas)
-}
-
-// rolledOut is whether a workload's controller has rolled out its current spec to every replica (one when
-// replicas is unset) and each is available, or what it still waits for.
-func rolledOut(replicas *int32, generation, observed int64, updated, available int32) (bool, string) {
-	want := int32(1)
-	if replicas != nil {
-		want = *replicas
-	}
-	switch {
-	case observed < generation:
-		return false, "its controller has not seen the new spec yet"
-	case updated < want:
-		return false, fmt.Sprintf("%d of %d replicas updated", updated, want)
-	case available < want:
-		return false, fmt.Sprintf("%d of %d replicas available", available, want)
-	}
-	return true, ""
 }

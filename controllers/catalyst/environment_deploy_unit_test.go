@@ -9,10 +9,12 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
 func TestReleaseName(t *testing.T) {
@@ -52,10 +54,25 @@ func TestDeployConfigFromFlags(t *testing.T) {
 	}
 }
 
-func TestDeploymentAvailable(t *testing.T) {
+// TestDeploymentReadiness: the rollout states the deploy reports on, read as reconcile.DeploymentReady
+// reads them (kstatus), each as the Deployment controller writes it.
+func TestDeploymentReadiness(t *testing.T) {
+	complete := []appsv1.DeploymentCondition{
+		{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+		{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+	}
 	dep := func(gen, observed int64, replicas *int32, updated, available int32) *appsv1.Deployment {
+		want := int32(1)
+		if replicas != nil {
+			want = *replicas
+		}
+		conds := complete
+		if updated < want || available < want {
+			conds = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated"}}
+		}
 		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: gen}, Spec: appsv1.DeploymentSpec{Replicas: replicas},
-			Status: appsv1.DeploymentStatus{ObservedGeneration: observed, UpdatedReplicas: updated, AvailableReplicas: available}}
+			Status: appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: want, UpdatedReplicas: updated, ReadyReplicas: available,
+				AvailableReplicas: available, Conditions: conds}}
 	}
 	tests := []struct {
 		name string
@@ -63,16 +80,16 @@ func TestDeploymentAvailable(t *testing.T) {
 		ok   bool
 		msg  string
 	}{
-		{"available, default one replica", dep(2, 2, nil, 1, 1), true, ""},
-		{"new spec not seen", dep(3, 2, nil, 1, 1), false, "has not seen the new spec"},
-		{"rolling out", dep(2, 2, ptr.To[int32](3), 1, 3), false, "1 of 3 replicas updated"},
-		{"not available", dep(2, 2, ptr.To[int32](2), 2, 1), false, "1 of 2 replicas available"},
-		{"scaled to zero", dep(1, 1, ptr.To[int32](0), 0, 0), true, ""},
+		{"available, default one replica", dep(2, 2, nil, 1, 1), true, "Deployment is available"},
+		{"new spec not seen", dep(3, 2, nil, 1, 1), false, "generation is 3, but latest observed generation is 2"},
+		{"rolling out", dep(2, 2, ptr.To[int32](3), 1, 3), false, "Updated: 1/3"},
+		{"not available", dep(2, 2, ptr.To[int32](2), 2, 1), false, "Available: 1/2"},
+		{"scaled to zero", dep(1, 1, ptr.To[int32](0), 0, 0), true, "Deployment is available"},
 	}
 	for _, tt := range tests {
-		ok, msg := deploymentAvailable(tt.d)
-		if ok != tt.ok || !strings.Contains(msg, tt.msg) {
-			t.Errorf("%s: got %v %q, want %v %q", tt.name, ok, msg, tt.ok, tt.msg)
+		got := reconcile.DeploymentReady(tt.d)
+		if got.Ready != tt.ok || !strings.Contains(got.Message, tt.msg) {
+			t.Errorf("%s: got %v %q, want %v %q", tt.name, got.Ready, got.Message, tt.ok, tt.msg)
 		}
 	}
 }
