@@ -1,10 +1,6 @@
 package irc
 
 import (
-	"fmt"
-
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -71,23 +67,4 @@ func (s *sojuScope) summarize() *ircv1.SojuBouncerStatus {
 	s.status.DatabaseName = soju.DatabaseName(s.b)
 	s.Summarize(sojuParts, ircv1.ReasonReady, "the bouncer is running")
 	return s.status
-}
-
-// sojuDeploymentAvailable says whether the Deployment runs its current spec with an available pod.
-func sojuDeploymentAvailable(d *appsv1.Deployment) (bool, string) {
-	if d.Status.ObservedGeneration < d.Generation {
-		return false, "the Deployment controller has not seen the latest spec yet"
-	}
-	if d.Status.UpdatedReplicas < 1 {
-		return false, "the soju pod does not run the latest spec yet"
-	}
-	for _, c := range d.Status.Conditions {
-		if c.Type == appsv1.DeploymentAvailable {
-			if c.Status == corev1.ConditionTrue && d.Status.AvailableReplicas >= 1 {
-				return true, "the soju pod is available; its init container made the admin user, if any"
-			}
-			return false, fmt.Sprintf("not available: %s", c.Message)
-		}
-	}
-	return false, "waiting for the soju pod to become available"
 }

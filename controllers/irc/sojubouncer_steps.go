@@ -229,10 +229,11 @@ func (r *SojuBouncerReconciler) reconcileDeployment(ctx context.Context, s *soju
 	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionDeployment); !ok {
 		return res, err
 	}
-	if ok, msg := sojuDeploymentAvailable(desired); ok {
-		s.Set(ircv1.ConditionDeployment, metav1.ConditionTrue, ircv1.ReasonReady, msg)
+	if ready := reconcile.DeploymentReady(desired); ready.Ready {
+		s.Set(ircv1.ConditionDeployment, metav1.ConditionTrue, ircv1.ReasonReady,
+			"the soju pod is available; its init container made the admin user, if any")
 	} else {
-		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonDeploymentPending, msg)
+		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonDeploymentPending, ready.Message)
 	}
 	return ctrl.Result{}, nil
 }
