@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"runtime"
@@ -17,7 +18,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/platform-operator/platform-operator/internal/fleet"
@@ -52,7 +53,8 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	client := auth.Client{CredentialsFile: *creds, CAFile: *caFile, CertFile: *certFile, KeyFile: *keyFile}
+	client := auth.Client{CredentialsFile: *creds, CAFile: *caFile, CertFile: *certFile, KeyFile: *keyFile,
+		User: os.Getenv("NATS_USER"), Password: os.Getenv("NATS_PASSWORD")}
 	if err := run(ctx, log, *url, client, fleet.DeviceInfo{ID: *id, Labels: labels, Inventory: inventory(hostname)}, *rt); err != nil {
 		log.Error(err, "agent stopped")
 		os.Exit(1)
@@ -68,37 +70,24 @@ func run(ctx context.Context, log logr.Logger, url string, client auth.Client, d
 			}
 		}
 	}
-	opts, err := client.Options()
-	if err != nil {
-		return err
-	}
-	opts = append(opts, nats.Name("fleet-agent "+device.ID), nats.MaxReconnects(-1), nats.ReconnectWait(2*time.Second),
+	nc, js, err := client.Dial(url, nats.Name("fleet-agent "+device.ID), nats.MaxReconnects(-1), nats.ReconnectWait(2*time.Second),
 		nats.RetryOnFailedConnect(true))
-	if u := os.Getenv("NATS_USER"); u != "" {
-		opts = append(opts, nats.UserInfo(u, os.Getenv("NATS_PASSWORD")))
-	}
-	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	// The operator creates the buckets; wait for them (and for the server) as long as it takes.
+	// The operator creates the buckets; wait for them (and for the server) as long as it takes: tried at
+	// once, then every 5 seconds.
 	var st *store.Store
-	for {
-		st, err = store.Bind(ctx, js)
-		if err == nil {
-			break
+	if err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 5 * time.Second, Steps: math.MaxInt}, func(ctx context.Context) (bool, error) {
+		var err error
+		if st, err = store.Bind(ctx, js); err != nil {
+			log.Info("waiting for the fleet's buckets", "reason", err.Error())
+			return false, nil
 		}
-		log.Info("waiting for the fleet's buckets", "reason", err.Error())
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(5 * time.Second):
-		}
+		return true, nil
+	}); err != nil {
+		return nil // ctx ended
 	}
 	a := &agent.Agent{Device: device, Store: st, Log: log, ReconcileInterval: rt.ReconcileInterval,
 		Runtime: &agent.Podman{OCIRuntime: rt.OCIRuntime, Ulimits: rt.Ulimits}}

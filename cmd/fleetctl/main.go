@@ -157,16 +157,12 @@ func (o *options) connect(ctx context.Context) (*session, error) {
 		}),
 	}
 	// The credentials' role and name choose the inbox prefix their permissions let us subscribe to.
-	authOpts, err := auth.Client{CredentialsFile: o.creds, CAFile: o.caFile}.Options()
-	if err != nil {
+	client := auth.Client{CredentialsFile: o.creds, CAFile: o.caFile, User: os.Getenv("NATS_USER"), Password: os.Getenv("NATS_PASSWORD")}
+	if _, err := client.Options(); err != nil {
 		cancel(nil)
 		return nil, usageError{err}
 	}
-	opts = append(opts, authOpts...)
-	if u := os.Getenv("NATS_USER"); u != "" {
-		opts = append(opts, nats.UserInfo(u, os.Getenv("NATS_PASSWORD")))
-	}
-	nc, err := nats.Connect(o.natsURL, opts...)
+	nc, js, err := client.Dial(o.natsURL, opts...)
 	if err != nil {
 		cancel(nil)
 		if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) {
@@ -174,11 +170,7 @@ func (o *options) connect(ctx context.Context) (*session, error) {
 		}
 		return nil, fmt.Errorf("connect to %s: %w", o.natsURL, err)
 	}
-	s.nc = nc
-	if s.js, err = jetstream.New(nc); err != nil {
-		s.close()
-		return nil, err
-	}
+	s.nc, s.js = nc, js
 	return s, nil
 }
 

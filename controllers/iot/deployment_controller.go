@@ -71,7 +71,9 @@ type DeploymentReconciler struct {
 	index    fleet.Index
 	plans    plans
 	status   *reconcile.StatusWriter
-	wake     chan event.TypedGenericEvent[*iotv1.Deployment]
+	// finalizer holds a Deployment until its desired state is purged from NATS.
+	finalizer reconcile.Finalizer
+	wake      chan event.TypedGenericEvent[*iotv1.Deployment]
 	// devicesChanged is set by the device watch and cleared by the ticker that wakes every Deployment.
 	devicesChanged atomic.Bool
 	// reconciles counts finished reconciles (tests wait on it).
@@ -109,37 +111,33 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		// Deployment again. A status from half the records would be wrong.
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-	if st != nil && !controllerutilContainsFinalizer(d) {
-		patch := client.MergeFrom(d.DeepCopy())
-		d.Finalizers = append(d.Finalizers, Finalizer)
-		if err := r.Client.Patch(ctx, d, patch); err != nil {
-			return ctrl.Result{}, err
+	if st != nil {
+		// Held from the first publish on: what is published lives in NATS, outside Kubernetes.
+		if err := r.finalizer.Ensure(ctx, d); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 	}
 
 	s := r.newScope(d, st)
-	res, err = reconcile.Run(ctx, s, r.reconcileDesiredState)
-	if s.counting {
-		return res, err // no status from half a count
+	status := func() *iotv1.DeploymentStatus {
+		if s.counting {
+			return &d.Status // no status from half a count: the live one, which writes nothing
+		}
+		return s.summarize(r.clock())
 	}
-	if werr := r.status.Write(ctx, d, s.summarize(r.clock())); werr != nil {
-		err = errors.Join(err, werr)
-	}
+	res, err = reconcile.Finish(ctx, r.status, s, status, r.reconcileDesiredState)
 	return reconcile.Soonest(res, s.requeue), err
 }
 
-func controllerutilContainsFinalizer(d *iotv1.Deployment) bool {
-	for _, f := range d.Finalizers {
-		if f == Finalizer {
-			return true
-		}
-	}
-	return false
+// session is a reconcile session about d alone, for the events of a Deployment outside a reconcile's
+// steps (its deletion, the fleet's bad input).
+func (r *DeploymentReconciler) session(d *iotv1.Deployment) *reconcile.Session {
+	return &reconcile.Session{Owner: d, Conditions: &d.Status.Conditions, Client: r.Client, Recorder: r.Recorder}
 }
 
 // finalize purges a deleted Deployment's desired state and state records from NATS, then lets it go.
 func (r *DeploymentReconciler) finalize(ctx context.Context, d *iotv1.Deployment) (ctrl.Result, error) {
-	if !controllerutilContainsFinalizer(d) {
+	if !r.finalizer.Has(d) {
 		return ctrl.Result{}, nil
 	}
 	key := fleet.DeploymentKey{Namespace: d.Namespace, Name: d.Name}
@@ -155,21 +153,13 @@ func (r *DeploymentReconciler) finalize(ctx context.Context, d *iotv1.Deployment
 			if r.clock().Sub(d.DeletionTimestamp.Time) < purgeGiveUp {
 				return ctrl.Result{RequeueAfter: natsRetry}, nil
 			}
-			r.Recorder.Eventf(d, "Warning", iotv1.ReasonNATSUnavailable,
+			r.session(d).Warnf(iotv1.ReasonNATSUnavailable,
 				"gave up purging the desired state from NATS after %s: %v; devices keep running it until an operator purges %s", purgeGiveUp, err, fleet.DesiredDeploymentFilter(key))
 		} else if n > 0 {
-			r.Recorder.Eventf(d, "Normal", iotv1.EventWithdrawn, "purged %d desired-state and state records from NATS", n)
+			r.session(d).Normalf(iotv1.EventWithdrawn, "purged %d desired-state and state records from NATS", n)
 		}
 	}
-	patch := client.MergeFrom(d.DeepCopy())
-	var kept []string
-	for _, f := range d.Finalizers {
-		if f != Finalizer {
-			kept = append(kept, f)
-		}
-	}
-	d.Finalizers = kept
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, d, patch))
+	return ctrl.Result{}, r.finalizer.Release(ctx, d)
 }
 
 func (r *DeploymentReconciler) clock() time.Time {
@@ -188,6 +178,7 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
 	}
+	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: Finalizer}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: statusFieldOwner,

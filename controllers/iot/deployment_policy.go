@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -286,12 +287,12 @@ func (p ImagePolicy) Check(image string) string {
 func (r *DeploymentReconciler) refusePolicy(ctx context.Context, d *iotv1.Deployment, st *store.Store, msgs []string) (ctrl.Result, error) {
 	s := r.newScope(d, st)
 	msg := "outside the operator's policy, nothing is published (devices keep what they were given): " + strings.Join(msgs, "; ")
-	if c := s.find(iotv1.ConditionReady); c == nil || c.Reason != iotv1.ReasonPolicyViolation || c.Message != msg {
+	if c := meta.FindStatusCondition(s.status.Conditions, iotv1.ConditionReady); c == nil || c.Reason != iotv1.ReasonPolicyViolation || c.Message != msg {
 		s.Warn(iotv1.ReasonPolicyViolation, msg)
 	}
 	s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonPolicyViolation, msg)
 	s.Set(iotv1.ConditionReady, metav1.ConditionFalse, iotv1.ReasonPolicyViolation, msg)
-	if c := s.find(iotv1.ConditionAvailable); c == nil {
+	if c := meta.FindStatusCondition(s.status.Conditions, iotv1.ConditionAvailable); c == nil {
 		s.Set(iotv1.ConditionAvailable, metav1.ConditionUnknown, iotv1.ReasonPolicyViolation, "nothing was published for this Deployment")
 	}
 	s.setPaused()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -134,7 +135,7 @@ func (s *scope) setAvailable() {
 	a := s.status.Aggregate
 	switch {
 	case s.invalidSelector != "" || s.natsError != "":
-		if c := s.find(iotv1.ConditionAvailable); c == nil {
+		if c := meta.FindStatusCondition(s.status.Conditions, iotv1.ConditionAvailable); c == nil {
 			reason := iotv1.ReasonNATSUnavailable
 			if s.invalidSelector != "" {
 				reason = iotv1.ReasonInvalidSelector
@@ -154,17 +155,12 @@ func (s *scope) setAvailable() {
 	}
 }
 
-func (s *scope) find(t string) *metav1.Condition {
-	for i := range s.status.Conditions {
-		if s.status.Conditions[i].Type == t {
-			return &s.status.Conditions[i]
-		}
-	}
-	return nil
-}
-
+// setReady sums the rollout up. It is not the kit's Summarize (Ready when every part is True): an iot
+// Deployment is Ready only once its rollout is complete, and a rollout under way is Progressing True and
+// may be Available True while Ready stays False, with Progressing's reason and message alone.
 func (s *scope) setReady() {
-	prog, avail := s.find(iotv1.ConditionProgressing), s.find(iotv1.ConditionAvailable)
+	prog := meta.FindStatusCondition(s.status.Conditions, iotv1.ConditionProgressing)
+	avail := meta.FindStatusCondition(s.status.Conditions, iotv1.ConditionAvailable)
 	if prog != nil && prog.Reason == iotv1.ReasonRolloutComplete && !s.d.Spec.Paused {
 		s.Set(iotv1.ConditionReady, metav1.ConditionTrue, iotv1.ReasonReady, prog.Message)
 		return

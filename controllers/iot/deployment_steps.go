@@ -106,7 +106,7 @@ func (r *DeploymentReconciler) publish(ctx context.Context, s *scope, st *store.
 		withdrawn++
 	}
 	if withdrawn > 0 {
-		s.Recorder.Eventf(s.d, "Normal", iotv1.EventWithdrawn, "withdrew the deployment from %d devices the selector no longer selects", withdrawn)
+		s.Normalf(iotv1.EventWithdrawn, "withdrew the deployment from %d devices the selector no longer selects", withdrawn)
 	}
 
 	gen := s.d.Generation
@@ -150,7 +150,7 @@ func (r *DeploymentReconciler) publish(ctx context.Context, s *scope, st *store.
 	published := len(give)
 	s.progress.Published += published
 	if published > 0 {
-		s.Recorder.Eventf(s.d, "Normal", iotv1.EventPublished, "published generation %d to %d devices (%d of %d selected)",
+		s.Normalf(iotv1.EventPublished, "published generation %d to %d devices (%d of %d selected)",
 			gen, published, s.progress.Published, len(matched))
 	}
 	return s.progress.Published, nil

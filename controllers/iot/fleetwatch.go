@@ -2,9 +2,11 @@ package iot
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
@@ -34,7 +36,7 @@ func (w *fleetWatch) reportRejected(ctx context.Context, rej *fleet.Rejection) {
 		return
 	}
 	if d := r.deploymentOf(ctx, rej.Deployment); d != nil {
-		r.Recorder.Eventf(d, "Warning", EventRejectedRecord, "device %s: %s; it counts nowhere (further refusals of this device are not reported for %s)", who, rej.Error(), reportWindow)
+		r.session(d).Warnf(EventRejectedRecord, "device %s: %s; it counts nowhere (further refusals of this device are not reported for %s)", who, rej.Error(), reportWindow)
 		return
 	}
 	ctrl.LoggerFrom(ctx).WithName("fleet").Info("refused a device record", "device", who, "bucket", rej.Records, "reason", rej.Reason, "error", rej.Error())
@@ -50,7 +52,7 @@ func (w *fleetWatch) reportOffender(ctx context.Context, ke *fleet.KeyError) {
 		return
 	}
 	if d := r.deploymentOf(ctx, ke.Deployment); d != nil {
-		r.Recorder.Eventf(d, "Warning", EventDeviceQuarantined,
+		r.session(d).Warnf(EventDeviceQuarantined,
 			"device %s keeps writing state records that do not follow its previous one (%v); its records count nowhere until it writes %d consistent ones",
 			ke.Device, ke.Err, fleet.ReleaseAfter)
 	}
@@ -187,19 +189,27 @@ func (c *natsConnector) NeedLeaderElection() bool { return true }
 func (c *natsConnector) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("fleet")
 	fleetGauges.reader.Store(&readerBox{c.r.Client}) // the Deployments' gauges, while connecting too
-	for {
-		st, closeNATS, err := Connect(ctx, *c.r.NATS, 10*time.Second)
-		if err == nil {
-			defer closeNATS()
-			c.r.store.Store(st)
-			log.Info("connected to NATS", "url", c.r.NATS.URL)
-			return (&fleetWatch{r: c.r}).Start(ctx)
+	var closeNATS func()
+	// Tried at once, then natsRetry after each failure, until it connects or ctx ends.
+	err := wait.ExponentialBackoffWithContext(ctx, retryForever(natsRetry), func(ctx context.Context) (bool, error) {
+		st, closeConn, err := Connect(ctx, *c.r.NATS, 10*time.Second)
+		if err != nil {
+			log.Error(err, "connect to NATS; retrying", "url", c.r.NATS.URL)
+			return false, nil
 		}
-		log.Error(err, "connect to NATS; retrying", "url", c.r.NATS.URL)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(natsRetry):
-		}
+		closeNATS = closeConn
+		c.r.store.Store(st)
+		return true, nil
+	})
+	if err != nil {
+		return nil // ctx ended
 	}
+	defer closeNATS()
+	log.Info("connected to NATS", "url", c.r.NATS.URL)
+	return (&fleetWatch{r: c.r}).Start(ctx)
+}
+
+// retryForever is a wait.Backoff that waits every between two tries, as often as it takes.
+func retryForever(every time.Duration) wait.Backoff {
+	return wait.Backoff{Duration: every, Steps: math.MaxInt}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/platform-operator/platform-operator/internal/fleet/auth"
 	"github.com/platform-operator/platform-operator/internal/fleet/store"
@@ -31,22 +30,10 @@ type NATSOptions struct {
 // up after timeout. The returned function closes the connection.
 func Connect(ctx context.Context, o NATSOptions, timeout time.Duration) (*store.Store, func(), error) {
 	// The credentials' role picks the inbox prefix their permissions allow (docs/fleet.md).
-	opts, err := auth.Client{CredentialsFile: o.CredentialsFile, CAFile: o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile}.Options()
-	if err != nil {
-		return nil, nil, err
-	}
-	opts = append(opts, nats.Name("platform-operator"), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second), nats.Timeout(timeout))
-	if o.User != "" {
-		opts = append(opts, nats.UserInfo(o.User, o.Password))
-	}
-	nc, err := nats.Connect(o.URL, opts...)
+	c := auth.Client{CredentialsFile: o.CredentialsFile, CAFile: o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile, User: o.User, Password: o.Password}
+	nc, js, err := c.Dial(o.URL, nats.Name("platform-operator"), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second), nats.Timeout(timeout))
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to NATS at %s: %w", o.URL, err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -18,6 +18,9 @@ type Client struct {
 	CAFile string
 	// CertFile and KeyFile are a client certificate and its key, for a server that verifies clients.
 	CertFile, KeyFile string
+	// User and Password authenticate with a user and password instead of credentials (NATS_USER and
+	// NATS_PASSWORD in the environment of each fleet process); Dial sends them when User is set.
+	User, Password string
 }
 
 // Options are the nats.Options that authenticate as c says: the credentials with the inbox prefix
