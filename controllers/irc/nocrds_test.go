@@ -9,12 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/platform"
-	"github.com/platform-operator/platform-operator/internal/scheme"
 	"github.com/platform-operator/platform-operator/internal/testutil"
+	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
 // A plain Kubernetes cluster without cert-manager or OpenShift: the operator must start, run networks
@@ -23,19 +22,18 @@ var _ = Describe("on a cluster without cert-manager and Routes", Ordered, func()
 	var (
 		ctx    context.Context
 		cancel context.CancelFunc
-		env    *envtest.Environment
+		env    *testenv.Env
 		c      client.Client
 		r      *ErgoNetworkReconciler
 		count  = &testutil.WriteCounter{}
 	)
 	BeforeAll(func() {
 		ctx, cancel = context.WithCancel(context.Background())
-		env = &envtest.Environment{CRDDirectoryPaths: crdPaths(false), ErrorIfCRDPathMissing: true}
-		cfg, err := env.Start()
+		var err error
+		env, err = testenv.Start(testenv.Options{})
 		Expect(err).NotTo(HaveOccurred())
-		c, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
-		Expect(err).NotTo(HaveOccurred())
-		r = startManager(ctx, cfg, count)
+		c = env.Client
+		r = startManager(ctx, env.Config, count)
 	})
 	AfterAll(func() {
 		cancel()

@@ -9,22 +9,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	"github.com/platform-operator/platform-operator/internal/platform"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
-	"github.com/platform-operator/platform-operator/internal/scheme"
 	"github.com/platform-operator/platform-operator/internal/soju"
 	"github.com/platform-operator/platform-operator/internal/soju/sojutest"
 	"github.com/platform-operator/platform-operator/internal/testutil"
+	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
 // A cluster without the Prometheus Operator: a bouncer that enables metrics still gets its listener and
@@ -36,16 +29,14 @@ var _ = Describe("SojuBouncer metrics on a cluster without PodMonitors", Ordered
 		ns  string
 	)
 	BeforeAll(func() {
-		env := &envtest.Environment{CRDDirectoryPaths: crdPaths(false), ErrorIfCRDPathMissing: true}
-		cfg, err := env.Start()
+		env, err := testenv.Start(testenv.Options{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
 		// Cleanups run last-registered first: the manager stops before its API server does.
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(suiteCtx)
 		DeferCleanup(cancel)
-		c, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
-		Expect(err).NotTo(HaveOccurred())
+		c = env.Client
 
 		pg, err := postgrestest.Start(ctx)
 		Expect(err).NotTo(HaveOccurred())
@@ -57,20 +48,11 @@ var _ = Describe("SojuBouncer metrics on a cluster without PodMonitors", Ordered
 		ns = n.Name
 		Expect(c.Create(ctx, sojutest.ConnectionSecret(ns, "pg-admin", pg.Host, pg.Port, "soju_operator", "operator-pw"))).To(Succeed())
 
-		caps, err := platform.Discover(cfg)
+		caps, err := env.Discover()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(caps.PodMonitors).To(BeFalse())
 		r := &SojuBouncerReconciler{Image: "registry.example/soju:test"}
-		mgr, err := manager.New(cfg, ctrl.Options{
-			Metrics:    metricsserver.Options{BindAddress: "0"},
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-			NewClient:  (&testutil.WriteCounter{}).NewClient,
-		}, caps, groupOf(sojuBouncers(r)))
-		Expect(err).NotTo(HaveOccurred())
-		go func() {
-			defer GinkgoRecover()
-			Expect(mgr.Start(ctx)).To(Succeed())
-		}()
+		testenv.RunManager(ctx, env.Config, testenv.ManagerOptions(&testutil.WriteCounter{}), caps, groupOf(sojuBouncers(r)))
 	})
 
 	It("serves the port, reports APINotAvailable outside Ready, and is Ready", func() {

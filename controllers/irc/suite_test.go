@@ -16,8 +16,8 @@ import (
 )
 
 // The suite runs the reconciler in a manager against a real kube-apiserver and etcd (envtest, through the
-// shared harness testenv) that serves our CRD plus cert-manager's and OpenShift's, and asserts through a
-// direct, uncached client.
+// shared harness testenv) that serves our CRD plus cert-manager's, OpenShift's and the Prometheus Operator's
+// PodMonitor (a fixture in testdata/crds), and asserts through a direct, uncached client.
 var (
 	cfg        *rest.Config
 	k8s        client.Client // direct: no cache between the test and the API server
@@ -31,16 +31,6 @@ var (
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "ErgoNetwork controller")
-}
-
-// crdPaths are the CRDs a cluster with cert-manager, OpenShift Routes and the Prometheus Operator's
-// PodMonitor (a fixture in testdata/crds) serves.
-func crdPaths(external bool) []string {
-	paths := testenv.CRDPaths(filepath.Join("..", ".."), external)
-	if external {
-		paths = append(paths, filepath.Join("testdata", "crds"))
-	}
-	return paths
 }
 
 // startManager runs the irc group in a manager built by internal/manager, as main.go does, with its
