@@ -168,16 +168,11 @@ func (r *PostgresConnectionReconciler) reconcileServer(ctx context.Context, s *c
 }
 
 // connectFailure is the condition reason for a failed login, and how soon to try again: an unreachable
-// server soon, a refused login (which a Secret change retries at once) later.
+// server soon, a refused login (which a Secret change retries at once) later. It is the PostgresDatabase
+// provisioner's mapping (postgres.Provisioner.LoginFailure), so a connection and its databases name a
+// failed login alike.
 func connectFailure(err error) (string, time.Duration) {
-	switch postgres.Classify(err) {
-	case postgres.FailureAuthentication:
-		return homelabv1.ReasonAuthenticationFailed, reconcile.RefusedRetry
-	case postgres.FailureUnreachable:
-		return homelabv1.ReasonUnreachable, PostgresUnreachableRetry
-	default:
-		return homelabv1.ReasonServerError, reconcile.RefusedRetry
-	}
+	return newDatabaseProvisioner(0).LoginFailure(err)
 }
 
 // readConnectionSecret reads a connection's Secret from the API server and its settings.
