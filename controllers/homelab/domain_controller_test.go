@@ -12,11 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/domain"
@@ -24,7 +20,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/istio"
 	"github.com/platform-operator/platform-operator/internal/manager"
 	"github.com/platform-operator/platform-operator/internal/platform"
-	"github.com/platform-operator/platform-operator/internal/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
 // testGatewayNamespace is the suite's gateway namespace (Options.GatewayNamespace).
@@ -180,33 +176,24 @@ var _ = Describe("Domain", func() {
 // goes when deleted.
 var _ = Describe("Domain on a cluster without cert-manager and Istio", Ordered, func() {
 	var (
-		env    *envtest.Environment
+		env    *testenv.Env
 		c      client.Client
 		cancel context.CancelFunc
 	)
 	BeforeAll(func() {
 		var ctx context.Context
 		ctx, cancel = context.WithCancel(context.Background())
-		env = &envtest.Environment{CRDDirectoryPaths: crdPaths()[:1], ErrorIfCRDPathMissing: true}
-		plainCfg, err := env.Start()
+		var err error
+		env, err = testenv.Start(testenv.Options{})
 		Expect(err).NotTo(HaveOccurred())
-		c, err = client.New(plainCfg, client.Options{Scheme: scheme.Scheme})
-		Expect(err).NotTo(HaveOccurred())
-		plainCaps, err := platform.Discover(plainCfg)
+		c = env.Client
+		plainCaps, err := env.Discover()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(plainCaps).To(Equal(platform.Capabilities{}))
-		mgr, err := manager.New(plainCfg, ctrl.Options{
-			Metrics: metricsserver.Options{BindAddress: "0"},
-			// The suite's manager registered the same controller names in this process.
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-			// This API server calls no webhook.
-			WebhookServer: &manager.DisabledWebhookServer{},
-		}, plainCaps, Group(suiteOptions()))
-		Expect(err).NotTo(HaveOccurred())
-		go func() {
-			defer GinkgoRecover()
-			Expect(mgr.Start(ctx)).To(Succeed())
-		}()
+		opts := testenv.ManagerOptions(nil)
+		// This API server calls no webhook.
+		opts.WebhookServer = &manager.DisabledWebhookServer{}
+		testenv.RunManager(ctx, env.Config, opts, plainCaps, Group(suiteOptions()))
 		DeferCleanup(func() {
 			cancel()
 			Expect(env.Stop()).To(Succeed())

@@ -2,7 +2,6 @@ package homelab
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -57,10 +56,6 @@ func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "homelab controllers")
 }
-
-// crdPaths are our CRDs and the external ones (cert-manager, Routes, Istio), for specs that start a
-// control plane of their own.
-func crdPaths() []string { return testenv.CRDPaths(filepath.Join("..", ".."), true) }
 
 var _ = BeforeSuite(func() {
 	suiteCtx, cancelSuite = context.WithCancel(context.Background())
