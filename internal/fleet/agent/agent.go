@@ -8,11 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/fleet"
@@ -65,15 +67,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.mu.Lock()
 	a.desired = map[fleet.DeploymentKey]*drift{}
 	a.mu.Unlock()
-	for {
-		err := a.Store.RegisterDevice(ctx, a.Device)
-		if err == nil {
-			break
+	// Tried at once, then every RetryAfter, until registered or ctx ends.
+	if err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: a.retryAfter(), Steps: math.MaxInt}, func(ctx context.Context) (bool, error) {
+		if err := a.Store.RegisterDevice(ctx, a.Device); err != nil {
+			a.Log.Error(err, "register device")
+			return false, nil
 		}
-		a.Log.Error(err, "register device")
-		if !a.wait(ctx) {
-			return nil
-		}
+		return true, nil
+	}); err != nil {
+		return nil // ctx ended
 	}
 	var workers sync.WaitGroup
 	defer workers.Wait()
@@ -110,16 +112,21 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 func (a *Agent) wait(ctx context.Context) bool {
-	d := a.RetryAfter
-	if d <= 0 {
-		d = time.Second
-	}
 	select {
 	case <-ctx.Done():
 		return false
-	case <-time.After(d):
+	case <-time.After(a.retryAfter()):
 		return true
 	}
+}
+
+// retryAfter is how long the agent waits before it tries a failed request again: RetryAfter, a second
+// when zero.
+func (a *Agent) retryAfter() time.Duration {
+	if a.RetryAfter <= 0 {
+		return time.Second
+	}
+	return a.RetryAfter
 }
 
 func (a *Agent) heartbeats(ctx context.Context) {
