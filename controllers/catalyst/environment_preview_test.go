@@ -24,16 +24,17 @@ import (
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
+	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
 // Specs of references across namespaces (tenants are hostile: a reference they write must not reach
 // another team's Project uninvited), expiring previews, protected deployments, and a webhook that is down.
 
-// newNamespace makes a namespace of a fresh name with prefix.
+// newNamespace makes a namespace of a fresh name with prefix (testenv.CreateNamespace).
 func newNamespace(ctx context.Context, prefix string) string {
 	GinkgoHelper()
-	name := prefix + rand.String(6)
-	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	name, err := testenv.CreateNamespace(ctx, k8s, prefix)
+	Expect(err).NotTo(HaveOccurred())
 	return name
 }
 
