@@ -257,6 +257,7 @@ func fleetPointRun(ctx context.Context, c *config, o fleetOptions, logDir string
 			p.Mem = m
 		}
 	}
+	c.logf("fleet N=%d: %s", n, op.metricsSize(ctx))
 	if err := op.saveHeapProfile(ctx, filepath.Join(logDir, fmt.Sprintf("heap-%d.pb.gz", n))); err != nil {
 		return p, err
 	}

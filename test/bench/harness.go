@@ -643,7 +643,8 @@ func (r *workloadRun) memoryRun(ctx context.Context) ([]memPoint, error) {
 			return err
 		}
 		points = append(points, memPoint{Label: label, Objects: n, Unrelated: unrelated, Mem: mem, Converged: took})
-		r.logf("%s memory %s: heap %.1f MiB, RSS %.1f MiB", r.info.Name, label, mem.HeapInuse/(1<<20), mem.RSS/(1<<20))
+		r.logf("%s memory %s: heap %.1f MiB, RSS %.1f MiB; %s", r.info.Name, label, mem.HeapInuse/(1<<20), mem.RSS/(1<<20),
+			o.metricsSize(ctx))
 		return nil
 	}
 	have := 0
