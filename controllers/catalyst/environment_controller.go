@@ -71,6 +71,10 @@ type EnvironmentReconciler struct {
 	// reconcile that reads the Environment from the cache before the status write that made it Ready has
 	// reached it must not announce it twice.
 	announced sync.Map
+	// expiries remembers, per Environment, the expiry computed for its UID and generation (expiryMark):
+	// a reconcile that reads the Environment before the status write recording it reached the cache
+	// must not compute it again, a second later.
+	expiries sync.Map
 }
 
 // +kubebuilder:rbac:groups=catalyst.catalyst.dev,resources=environments,verbs=get;list;watch;patch
@@ -92,6 +96,7 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			r.claims.forget(req.NamespacedName)
 			r.deploys.deploy.forget(req.NamespacedName)
 			r.announced.Delete(req.NamespacedName)
+			r.expiries.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

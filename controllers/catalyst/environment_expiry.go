@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,6 +19,13 @@ import (
 // expiryConflictRetry is how soon an expired environment whose deletion lost a race with a change is
 // looked at again (the change's own event usually comes first).
 const expiryConflictRetry = time.Second
+
+// expiryMark is the expiry computed for one generation of an Environment.
+type expiryMark struct {
+	uid        types.UID
+	generation int64
+	expires    metav1.Time
+}
 
 // now is the reconciler's clock: Now, else time.Now.
 func (r *EnvironmentReconciler) now() time.Time {
@@ -44,6 +52,14 @@ func (r *EnvironmentReconciler) reconcileExpiry(ctx context.Context, s *environm
 		// Whole seconds, as the API server keeps it: the requeue then matches what status shows.
 		t := metav1.NewTime(now.Add(after.Duration)).Rfc3339Copy()
 		expires = &t
+		key := client.ObjectKeyFromObject(s.env)
+		mark := expiryMark{uid: s.env.UID, generation: s.env.Generation, expires: t}
+		if last, ok := r.expiries.Load(key); ok && last.(expiryMark).uid == mark.uid && last.(expiryMark).generation == mark.generation {
+			// Computed by a reconcile whose status write the cache has not shown this one yet.
+			t = last.(expiryMark).expires
+		} else {
+			r.expiries.Store(key, mark)
+		}
 	}
 	s.status.ExpiresAt = expires
 	if left := expires.Sub(now); left > 0 {
