@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -61,6 +62,12 @@ func (c *statusClaims) claim(ctx context.Context, env *catalystv1.Environment) e
 	if uid, ok := c.claimed.Load(key); ok && uid == env.UID {
 		return nil
 	}
+	if !c.legacy(env) {
+		// Each part already has its writer (or there is no status yet): nothing to move, and no request,
+		// so an operator restart sends no status write for an Environment that did not change.
+		c.claimed.Store(key, env.UID)
+		return nil
+	}
 	for _, w := range c.writers {
 		unowned, err := withoutOwned(w, env)
 		if err != nil {
@@ -73,6 +80,32 @@ func (c *statusClaims) claim(ctx context.Context, env *catalystv1.Environment) e
 	}
 	c.claimed.Store(key, env.UID)
 	return nil
+}
+
+// legacy reports whether the last writer (the Environment reconciler's field manager, which wrote the
+// whole status before the split) owns any field or condition of another writer on env: only then is
+// there something to move.
+func (c *statusClaims) legacy(env *catalystv1.Environment) bool {
+	last := c.writers[len(c.writers)-1]
+	for _, e := range env.ManagedFields {
+		if e.Manager != last.FieldOwner || e.Subresource != "status" || e.FieldsV1 == nil {
+			continue
+		}
+		raw := string(e.FieldsV1.Raw)
+		for _, w := range c.writers[:len(c.writers)-1] {
+			for _, f := range w.Fields {
+				if strings.Contains(raw, `"f:`+f+`"`) {
+					return true
+				}
+			}
+			for _, t := range w.Conditions {
+				if strings.Contains(raw, `\"type\":\"`+t+`\"`) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // forget drops what the claims remember of an Environment that is gone.

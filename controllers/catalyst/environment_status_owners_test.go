@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
@@ -130,10 +131,38 @@ var _ = Describe("Environment status writers", func() {
 		Expect(claims.claim(ctx, getEnv(ctx, env))).To(Succeed())
 		Expect(getEnv(ctx, env).ResourceVersion).To(Equal(before), "a claim of what the writers already own writes nothing")
 
+		// A restart sends no request for an Environment whose parts already have their writers; the
+		// legacy status (control) gets its claims.
+		var patches int
+		direct, err := client.NewWithWatch(testEnv.Config, client.Options{Scheme: k8s.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		counting := interceptor.NewClient(direct, interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, o ...client.SubResourcePatchOption) error {
+				patches++
+				return c.SubResource(sub).Patch(ctx, obj, p, o...)
+			},
+		})
+		countingClaims := func() *statusClaims {
+			return &statusClaims{writers: []*reconcile.StatusWriter{
+				newStatusWriter(counting, buildFieldOwner, buildFields, buildConditions),
+				newStatusWriter(counting, deployFieldOwner, deployFields, deployConditions),
+				newStatusWriter(counting, environmentFieldOwner, environmentFields, environmentConditions),
+			}}
+		}
+		Expect(countingClaims().claim(ctx, getEnv(ctx, env))).To(Succeed())
+		Expect(patches).To(BeZero(), "claims of an Environment whose parts have their writers")
+		legacyStatus(ctx, env)
+		Expect(countingClaims().claim(ctx, getEnv(ctx, env))).To(Succeed())
+		Expect(patches).To(Equal(3), "claims of a legacy status: one apply per writer")
+		Expect(getEnv(ctx, env).Status.Build).NotTo(BeNil())
+
 		// Control: without the build writer's claim, the Environment writer's apply removes status.build.
 		legacyStatus(ctx, env)
-		onlyMain := &statusClaims{writers: newClaims().writers[2:]}
-		Expect(onlyMain.claim(ctx, getEnv(ctx, env))).To(Succeed())
+		legacy := getEnv(ctx, env)
+		main := newClaims().writers[2]
+		unowned, err := withoutOwned(main, legacy)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(main.Write(ctx, unowned, &legacy.Status)).To(Succeed())
 		Expect(getEnv(ctx, env).Status.Build).To(BeNil())
 	})
 })
