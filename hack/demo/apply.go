@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -115,4 +116,27 @@ func objectName(o client.Object) string {
 		return o.GetName()
 	}
 	return o.GetNamespace() + "/" + o.GetName()
+}
+
+// applyFile applies every object of path, after edit, server-side as the cluster's admin of kubeconfig.
+func applyFile(ctx context.Context, kubeconfig, path string, edit func(*unstructured.Unstructured)) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	objs, err := readObjects(path)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		edit(o)
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return nil
 }

@@ -26,8 +26,10 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/localcluster"
 )
 
@@ -361,6 +363,16 @@ func startOperator(ctx context.Context, p Printer, o options, kubeconfig string,
 		StopTimeout: operatorStopTimeout,
 		// The admission webhooks, called by the API server as in a deployed operator (docs/webhooks.md).
 		WebhookManifests: filepath.Join(o.root, "config", "webhook", "manifests.yaml"),
+	}
+	if !o.asCSV {
+		// What config/default (make deploy) installs beside the operator's own role and the bundle ships:
+		// the ClusterRole the operator binds to each environment namespace's tenant ServiceAccount. -as-csv
+		// installs it with the bundle's RBAC.
+		// The file's name is config/default's before its namePrefix, which gives the operator's default.
+		rename := func(u *unstructured.Unstructured) { u.SetName(catalyst.DefaultTenantClusterRole) }
+		if err := applyFile(ctx, kubeconfig, filepath.Join(o.root, "config", "rbac", "catalyst_tenant_role.yaml"), rename); err != nil {
+			return nil, fmt.Errorf("install the Catalyst tenant ClusterRole: %w", err)
+		}
 	}
 	if o.asCSV {
 		csv, err := localcluster.FindCSV(o.root)
