@@ -73,6 +73,11 @@ var _ = Describe("Pod Security", func() {
 					Expect(err).NotTo(HaveOccurred())
 				}
 			}
+			// config/default's namespace is the one the cluster-wide operators of the other scenarios are
+			// installed into (clusterOperatorNamespace): the next scenario must not find it terminating.
+			Eventually(ctx, func() bool {
+				return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: nsName}, &corev1.Namespace{}))
+			}).WithTimeout(2*time.Minute).Should(BeTrue(), "namespace %s is still there after its deletion", nsName)
 		})
 		Expect(warnings.all()).To(BeEmpty(), "warnings while applying config/default")
 
