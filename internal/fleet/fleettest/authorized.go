@@ -112,33 +112,18 @@ func (a *Authorized) Creds(r auth.Role, name string) (string, error) {
 	return path, auth.WriteCreds(path, creds)
 }
 
-// ConnectAs opens a client connection authenticated as c says, reconnecting forever.
+// ConnectAs opens a client connection authenticated as c says (auth.Client.Dial, as the fleet's
+// processes connect), reconnecting forever unless extra says otherwise.
 func ConnectAs(url string, c auth.Client, extra ...nats.Option) (*nats.Conn, error) {
-	opts, err := c.Options()
-	if err != nil {
-		return nil, err
-	}
-	opts = append(opts, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	return nats.Connect(url, append(opts, extra...)...)
+	nc, _, err := c.Dial(url, append(reconnecting(), extra...)...)
+	return nc, err
 }
 
 // ConnectOperator is Connect with the operator's credentials: it opens (creates) the buckets.
 func (a *Authorized) ConnectOperator(ctx context.Context, ttl time.Duration) (*nats.Conn, *store.Store, error) {
-	nc, err := ConnectAs(a.ClientURL(), auth.Client{CredentialsFile: a.OperatorCreds})
-	if err != nil {
-		return nil, nil, err
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	st, err := store.Open(ctx, js, ttl)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return nc, st, nil
+	return connect(a.ClientURL(), auth.Client{CredentialsFile: a.OperatorCreds}, func(js jetstream.JetStream) (*store.Store, error) {
+		return store.Open(ctx, js, ttl)
+	})
 }
 
 // ConnectDevice issues a device's credentials and binds to the buckets with them, as the agent does.
@@ -147,21 +132,9 @@ func (a *Authorized) ConnectDevice(ctx context.Context, id string) (*nats.Conn, 
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := ConnectAs(a.ClientURL(), auth.Client{CredentialsFile: creds})
-	if err != nil {
-		return nil, nil, err
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	st, err := store.Bind(ctx, js)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return nc, st, nil
+	return connect(a.ClientURL(), auth.Client{CredentialsFile: creds}, func(js jetstream.JetStream) (*store.Store, error) {
+		return store.Bind(ctx, js)
+	})
 }
 
 // StartDevice runs a simulated device (StartDevice: the real agent, a fake runtime) on a connection of

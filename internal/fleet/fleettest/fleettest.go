@@ -22,6 +22,7 @@ import (
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/fleet"
 	"github.com/platform-operator/platform-operator/internal/fleet/agent"
+	"github.com/platform-operator/platform-operator/internal/fleet/auth"
 	"github.com/platform-operator/platform-operator/internal/fleet/store"
 )
 
@@ -111,16 +112,24 @@ func StartConnected(tb testing.TB) Connected {
 
 // Connect opens a client connection and the fleet's buckets (heartbeat TTL ttl, the default when zero).
 func Connect(ctx context.Context, url string, ttl time.Duration) (*nats.Conn, *store.Store, error) {
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	return connect(url, auth.Client{}, func(js jetstream.JetStream) (*store.Store, error) {
+		return store.Open(ctx, js, ttl)
+	})
+}
+
+// reconnecting are the test connections' options: reconnect forever, quickly.
+func reconnecting() []nats.Option {
+	return []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}
+}
+
+// connect dials url as c says (reconnecting) and opens the fleet's buckets with open (the operator's
+// store.Open, or a device's store.Bind); the connection is closed when that fails.
+func connect(url string, c auth.Client, open func(jetstream.JetStream) (*store.Store, error)) (*nats.Conn, *store.Store, error) {
+	nc, js, err := c.Dial(url, reconnecting()...)
 	if err != nil {
 		return nil, nil, err
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	st, err := store.Open(ctx, js, ttl)
+	st, err := open(js)
 	if err != nil {
 		nc.Close()
 		return nil, nil, err
