@@ -224,7 +224,7 @@ endef
 demo: controlplane-full build postgres ## Run the demo (hack/demo) on a local cluster until Ctrl-C (DEMO_ARGS adds flags, e.g. -exit-after=10s).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./hack/demo $(DEMO_ARGS)
 
-# The homelab tests run a real Redis server on 127.0.0.1 (internal/redis/redistest): Debian's redis-server.
+# The homelab tests run a real Redis server on 127.0.0.1 (internal/homelab/redis/redistest): Debian's redis-server.
 # The package's post-install starts a system-wide server where no policy-rc.d forbids it; the tests need
 # none, so a server this target's install started is stopped again.
 REDIS_SERVER ?= /usr/bin/redis-server

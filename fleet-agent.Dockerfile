@@ -17,7 +17,7 @@ RUN go mod download
 # Only the packages the agent is built from.
 COPY cmd/fleet-agent/ cmd/fleet-agent/
 COPY api/iot/ api/iot/
-COPY internal/fleet/ internal/fleet/
+COPY internal/iot/fleet/ internal/iot/fleet/
 
 # The builder runs natively and cross-compiles for the target (docker buildx --platform linux/arm64 for a
 # Raspberry Pi), so multi-arch images need no emulation.

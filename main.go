@@ -1,6 +1,6 @@
 // Command platform-operator is the manager of every platform-operator API: it binds the manager's flags
 // and each group's (controllers/<group>/flags.go), sets the manager's options and hands each API group to
-// internal/manager, and holds no logic of its own.
+// internal/kit/manager, and holds no logic of its own.
 package main
 
 import (
@@ -30,10 +30,10 @@ import (
 	homelabctrl "github.com/platform-operator/platform-operator/controllers/homelab"
 	iotctrl "github.com/platform-operator/platform-operator/controllers/iot"
 	ircctrl "github.com/platform-operator/platform-operator/controllers/irc"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	"github.com/platform-operator/platform-operator/internal/memlimit"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	"github.com/platform-operator/platform-operator/internal/kit/memlimit"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
 )
 
 // eventCorrelatorObjects is how many objects' recent events client-go's event correlator remembers (to

@@ -8,9 +8,9 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/platform-operator/platform-operator/internal/fleet"
-	"github.com/platform-operator/platform-operator/internal/fleet/auth"
-	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
 )
 
 func TestParseLabels(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/platform-operator/platform-operator/internal/fleet/agent"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/agent"
 )
 
 // runtimeOptions are how the agent drives podman and repairs drift (docs/iot.md, "The agent").

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/platform-operator/platform-operator/internal/fleet/agent"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/agent"
 )
 
 func TestValidUlimit(t *testing.T) {

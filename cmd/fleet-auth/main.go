@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/platform-operator/platform-operator/internal/fleet/auth"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
 )
 
 const usage = `fleet-auth issues the IoT fleet's NATS credentials (docs/fleet.md).

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/platform-operator/platform-operator/internal/fleet/auth"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
 )
 
 // TestCommands runs every subcommand in order, as an administrator would: init writes the authority

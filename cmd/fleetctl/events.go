@@ -7,8 +7,8 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/platform-operator/platform-operator/internal/fleet"
-	"github.com/platform-operator/platform-operator/internal/fleet/agent"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/agent"
 )
 
 // runEvents prints a device's newest events (those of one deployment with --namespace and --name), as

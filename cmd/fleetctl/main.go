@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/platform-operator/platform-operator/internal/fleet/auth"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
 )
 
 // Exit codes: a usage mistake is told apart from a failure to read the fleet.

@@ -15,11 +15,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/fleet"
-	"github.com/platform-operator/platform-operator/internal/fleet/agent"
-	"github.com/platform-operator/platform-operator/internal/fleet/auth"
-	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
-	"github.com/platform-operator/platform-operator/internal/fleet/store"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/agent"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
 )
 
 // The package's tests run fleetctl's run (what main runs) against one NATS server that enforces the

@@ -18,9 +18,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/platform-operator/platform-operator/internal/fleet/auth"
-	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
-	"github.com/platform-operator/platform-operator/internal/fleet/store"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
 )
 
 // writePEM writes one PEM block to dir/name and returns its path.

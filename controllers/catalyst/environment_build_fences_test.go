@@ -22,7 +22,7 @@ import (
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 // setCommit changes an environment's spec.source.commitSha.
@@ -80,10 +80,10 @@ var _ = Describe("Environment builds' fences", func() {
 		By("the NetworkPolicy: build pods only, nothing in, DNS and the registry's and Git host's ports out")
 		np := &networkingv1.NetworkPolicy{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: t.projectNS, Name: catalyst.BuildNetworkPolicyName}, np)).To(Succeed())
-		Expect(np.Labels).To(HaveKeyWithValue(manager.ManagedByLabel, manager.OperatorName))
+		Expect(np.Labels).To(HaveKeyWithValue(oplabels.ManagedByLabel, oplabels.OperatorName))
 		Expect(np.OwnerReferences).To(BeEmpty(), "the namespace's Projects share it")
 		Expect(np.Spec.PodSelector.MatchLabels).To(Equal(map[string]string{
-			manager.NameLabel: catalyst.BuildApp, manager.ManagedByLabel: manager.OperatorName}))
+			oplabels.NameLabel: catalyst.BuildApp, oplabels.ManagedByLabel: oplabels.OperatorName}))
 		for k, v := range np.Spec.PodSelector.MatchLabels {
 			Expect(job.Spec.Template.Labels).To(HaveKeyWithValue(k, v), "the policy selects the build pods")
 		}
@@ -97,7 +97,7 @@ var _ = Describe("Environment builds' fences", func() {
 		cm := &corev1.ConfigMap{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: t.projectNS, Name: catalyst.GitCAConfigMapName}, cm)).To(Succeed())
 		Expect(cm.Data).To(Equal(map[string]string{catalyst.GitCAKey: testGitCA}))
-		Expect(cm.Labels).To(HaveKeyWithValue(manager.ManagedByLabel, manager.OperatorName))
+		Expect(cm.Labels).To(HaveKeyWithValue(oplabels.ManagedByLabel, oplabels.OperatorName))
 		c := job.Spec.Template.Spec.Containers[0]
 		Expect(c.VolumeMounts).To(ContainElement(And(
 			HaveField("MountPath", "/kaniko/ssl/certs/"+catalyst.GitCAFile), HaveField("SubPath", catalyst.GitCAFile))))

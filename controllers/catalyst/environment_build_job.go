@@ -17,9 +17,9 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // The build Job: made when the registry lacks the image, followed until it pushes it, reported when it
@@ -112,7 +112,7 @@ func (r *buildReconciler) startBuild(ctx context.Context, s *environmentScope, p
 	}
 	job := catalyst.BuildJob(catalyst.BuildInput{Env: s.env, Project: p, Name: name, Commit: commit,
 		Image: image, Attempt: st.Attempts + 1, Config: r.Build})
-	err := r.Client.Create(ctx, job, client.FieldOwner(manager.FieldOwner))
+	err := r.Client.Create(ctx, job, client.FieldOwner(oplabels.FieldOwner))
 	var status apierrors.APIStatus
 	switch {
 	case apierrors.IsAlreadyExists(err):
@@ -178,7 +178,7 @@ func buildDuration(job *batchv1.Job) time.Duration {
 
 // ownBuild says whether job is a build Job the operator made for env: its managed-by label and env's UID.
 func ownBuild(job *batchv1.Job, env *catalystv1.Environment) bool {
-	return manager.IsManaged(job.Labels) && env.UID != "" && job.Labels[catalyst.BuildOwnerUIDLabel] == string(env.UID)
+	return oplabels.IsManaged(job.Labels) && env.UID != "" && job.Labels[catalyst.BuildOwnerUIDLabel] == string(env.UID)
 }
 
 // deleteSupersededBuilds deletes the environment's build Jobs that still run for another commit or an
@@ -190,7 +190,7 @@ func (r *buildReconciler) deleteSupersededBuilds(ctx context.Context, s *environ
 	current := catalyst.BuildJobName(s.env, st.CommitSHA, s.env.Annotations[catalystv1.AnnotationRetryBuild])
 	var jobs batchv1.JobList
 	if err := r.Client.List(ctx, &jobs, client.InNamespace(s.project.Namespace),
-		client.MatchingLabels{catalyst.BuildOwnerUIDLabel: string(s.env.UID), manager.ManagedByLabel: manager.OperatorName}); err != nil {
+		client.MatchingLabels{catalyst.BuildOwnerUIDLabel: string(s.env.UID), oplabels.ManagedByLabel: oplabels.OperatorName}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list build jobs")
 		return
 	}

@@ -24,12 +24,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/platform"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // EnvironmentReconciler gives each Environment a namespace of its own, locked down with a quota, limits and
@@ -133,9 +133,9 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
+		r.Recorder = mgr.GetEventRecorderFor(oplabels.OperatorName)
 	}
-	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
+	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: catalystv1.Finalizer}
 	r.claims = &statusClaims{writers: []*reconcile.StatusWriter{
 		newStatusWriter(r.Client, buildFieldOwner, buildFields, buildConditions),
@@ -182,7 +182,7 @@ var deletionStarted = predicate.Funcs{
 
 // environmentForNamespace maps a namespace the operator made to its Environment, by its owner annotation.
 func environmentForNamespace(_ context.Context, o client.Object) []ctrl.Request {
-	if !manager.IsManaged(o.GetLabels()) {
+	if !oplabels.IsManaged(o.GetLabels()) {
 		return nil
 	}
 	ns, name, ok := strings.Cut(o.GetAnnotations()[catalyst.OwnerAnnotation], "/")
@@ -195,7 +195,7 @@ func environmentForNamespace(_ context.Context, o client.Object) []ctrl.Request 
 // environmentForChild maps an object in an environment's namespace to the Environment, through the
 // namespace's owner annotation.
 func (r *EnvironmentReconciler) environmentForChild(ctx context.Context, o client.Object) []ctrl.Request {
-	if !manager.IsManaged(o.GetLabels()) {
+	if !oplabels.IsManaged(o.GetLabels()) {
 		return nil
 	}
 	ns := &corev1.Namespace{}

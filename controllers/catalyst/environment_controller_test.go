@@ -22,7 +22,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render/rendertest"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 // team is one spec's team: its namespace holds the Project, a second namespace the Environments, which
@@ -132,7 +132,7 @@ var _ = Describe("Environment", func() {
 		Expect(n.Labels).To(HaveKeyWithValue(catalystv1.LabelEnvironment, "pr-123"))
 		Expect(n.Labels).To(HaveKeyWithValue(catalystv1.LabelBranch, "feature-login"))
 		Expect(n.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
-		Expect(n.Labels).To(HaveKeyWithValue(manager.ManagedByLabel, manager.OperatorName))
+		Expect(n.Labels).To(HaveKeyWithValue(oplabels.ManagedByLabel, oplabels.OperatorName))
 		Expect(n.Annotations).To(HaveKeyWithValue(catalystv1.AnnotationBranch, "feature/login"))
 		Expect(n.Annotations).To(HaveKeyWithValue(catalystv1.AnnotationPRNumber, "123"))
 		Expect(n.Annotations).To(HaveKeyWithValue(catalyst.OwnerUIDAnnotation, string(getEnv(ctx, env).UID)))
@@ -221,7 +221,7 @@ var _ = Describe("Environment", func() {
 		t := newTeam(ctx)
 		ns := t.namespaceOf("twin")
 		other := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-			Labels:      map[string]string{manager.ManagedByLabel: manager.OperatorName},
+			Labels:      map[string]string{oplabels.ManagedByLabel: oplabels.OperatorName},
 			Annotations: map[string]string{catalyst.OwnerAnnotation: "elsewhere/twin", catalyst.OwnerUIDAnnotation: "another-uid"}}}
 		Expect(k8s.Create(ctx, other)).To(Succeed())
 		env := t.environment("twin")

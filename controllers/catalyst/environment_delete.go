@@ -17,7 +17,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 // finalize deletes the namespaces the operator made for a deleted Environment and releases the
@@ -68,7 +68,7 @@ func (r *EnvironmentReconciler) finalize(ctx context.Context, env *catalystv1.En
 // (read from the API server, should the cache lag) its status.namespace and derived name when they do.
 func (r *EnvironmentReconciler) ownedNamespaces(ctx context.Context, env *catalystv1.Environment) ([]corev1.Namespace, error) {
 	var list corev1.NamespaceList
-	if err := r.Client.List(ctx, &list, client.MatchingLabels{manager.ManagedByLabel: manager.OperatorName}); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingLabels{oplabels.ManagedByLabel: oplabels.OperatorName}); err != nil {
 		return nil, fmt.Errorf("list namespaces: %w", err)
 	}
 	var out []corev1.Namespace

@@ -16,12 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // deployObjects applies manifest and kustomize objects as the tenant, then prunes what the previous
@@ -160,7 +160,7 @@ func (r *deployReconciler) applyObject(ctx context.Context, s *environmentScope,
 			return apply.Unchanged, nil
 		}
 	}
-	opts := []client.ApplyOption{client.FieldOwner(manager.FieldOwner), client.ForceOwnership}
+	opts := []client.ApplyOption{client.FieldOwner(oplabels.FieldOwner), client.ForceOwnership}
 	switch {
 	case dryRun:
 		opts = append(opts, client.DryRunAll)
@@ -248,7 +248,7 @@ func (r *deployReconciler) prune(ctx context.Context, s *environmentScope, befor
 		case err != nil:
 			return pruned, fmt.Errorf("read %s %s to prune it: %w", o.Kind, o.Name, err)
 		}
-		if !manager.IsManaged(live.GetLabels()) || live.GetLabels()[DeployLabel] != s.env.Name {
+		if !oplabels.IsManaged(live.GetLabels()) || live.GetLabels()[DeployLabel] != s.env.Name {
 			continue
 		}
 		err = s.tenant.Delete(ctx, live, client.Preconditions{UID: ptrUID(live.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))

@@ -22,7 +22,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 )
 
 // helmTimeout bounds one Helm install, upgrade or rollback, hooks included.

@@ -17,7 +17,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // keepDeployed keeps an unchanged deploy in place: manifest and kustomize objects that drifted are

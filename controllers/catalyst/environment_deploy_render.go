@@ -23,8 +23,8 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 	"github.com/platform-operator/platform-operator/internal/catalyst/source"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 )
 
 // What a deploy is made of (the commit, the Project's deployment, the image, the environment's settings)
@@ -137,9 +137,9 @@ func (r *deployReconciler) deployInput(ctx context.Context, s *environmentScope)
 // deployLabels are the labels on every deployed object.
 func deployLabels(env *catalystv1.Environment) map[string]string {
 	return map[string]string{
-		manager.ManagedByLabel: manager.OperatorName,
-		manager.PartOfLabel:    manager.OperatorName,
-		DeployLabel:            env.Name,
+		oplabels.ManagedByLabel: oplabels.OperatorName,
+		oplabels.PartOfLabel:    oplabels.OperatorName,
+		DeployLabel:             env.Name,
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst/render/rendertest"
 	"github.com/platform-operator/platform-operator/internal/catalyst/source"
 	"github.com/platform-operator/platform-operator/internal/catalyst/source/sourcetest"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 // The suite's Git server: https on 127.0.0.1, serving the repositories the specs make under gitRoot,
@@ -204,7 +204,7 @@ var _ = Describe("Environment deploys", func() {
 		extra := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rendertest.Extra}}
 		Expect(exists(ctx, extra)()).To(BeTrue())
 		Expect(extra.Labels).To(HaveKeyWithValue(DeployLabel, env.Name))
-		Expect(extra.Labels).To(HaveKeyWithValue(manager.ManagedByLabel, manager.OperatorName))
+		Expect(extra.Labels).To(HaveKeyWithValue(oplabels.ManagedByLabel, oplabels.OperatorName))
 		Eventually(func(g Gomega) {
 			cond, st := deployment(ctx, g, env)
 			g.Expect(cond.Reason).To(Equal(catalystv1.ReasonProgressing))

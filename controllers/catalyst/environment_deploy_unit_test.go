@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 func TestReleaseName(t *testing.T) {

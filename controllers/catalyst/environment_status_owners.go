@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // The Environment's status has three writers, each applying its own fields and conditions under a field
@@ -24,11 +24,11 @@ import (
 const (
 	// environmentFieldOwner is the field manager of the Environment reconciler's part of the status. It
 	// is also the manager that wrote the whole status before the build and the deploy had their own.
-	environmentFieldOwner = manager.FieldOwner + "/environment"
+	environmentFieldOwner = oplabels.FieldOwner + "/environment"
 	// buildFieldOwner is the field manager of the build's part of the status.
-	buildFieldOwner = manager.FieldOwner + "/environment-build"
+	buildFieldOwner = oplabels.FieldOwner + "/environment-build"
 	// deployFieldOwner is the field manager of the deploy's part of the status.
-	deployFieldOwner = manager.FieldOwner + "/environment-deploy"
+	deployFieldOwner = oplabels.FieldOwner + "/environment-deploy"
 )
 
 // What each writer owns of the status: top-level fields by JSON name, and condition types.

@@ -15,10 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // environmentScope carries one reconcile's working state from step to step.
@@ -178,7 +178,7 @@ func (r *EnvironmentReconciler) createNamespace(ctx context.Context, s *environm
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	err = r.Client.Create(ctx, u, client.FieldOwner(manager.FieldOwner))
+	err = r.Client.Create(ctx, u, client.FieldOwner(oplabels.FieldOwner))
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// Made by someone else a moment ago: the next reconcile reads whose it is.

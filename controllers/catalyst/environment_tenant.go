@@ -8,9 +8,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 // The operator acts as the tenant for everything that comes from a tenant's repository: it needs to
@@ -62,12 +62,12 @@ func (r *EnvironmentReconciler) tenantClusterRole() string {
 
 // The slim transforms of the tenant identity's objects: they are only ever applied.
 var (
-	slimServiceAccount = apply.Slim(manager.FieldOwner, func(sa *corev1.ServiceAccount) any { return &sa.AutomountServiceAccountToken },
+	slimServiceAccount = apply.Slim(oplabels.FieldOwner, func(sa *corev1.ServiceAccount) any { return &sa.AutomountServiceAccountToken },
 		func(sa *corev1.ServiceAccount) {
 			sa.AutomountServiceAccountToken = nil
 			sa.Secrets = nil
 			sa.ImagePullSecrets = nil
 		})
-	slimRoleBinding = apply.Slim(manager.FieldOwner, func(rb *rbacv1.RoleBinding) any { return []any{&rb.RoleRef, &rb.Subjects} },
+	slimRoleBinding = apply.Slim(oplabels.FieldOwner, func(rb *rbacv1.RoleBinding) any { return []any{&rb.RoleRef, &rb.Subjects} },
 		func(rb *rbacv1.RoleBinding) { rb.RoleRef = rbacv1.RoleRef{}; rb.Subjects = nil })
 )

@@ -14,10 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/apply"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
 )
 
 // Options configure the catalyst controllers; flags.go fills them from the command line.
@@ -78,7 +79,7 @@ func Group(opts Options) manager.Group {
 // operator made (namespaces and their contents carry its managed-by label). A namespace the operator did
 // not make is read from the API server, once, when an environment's name leads to it.
 func CacheRules(caps platform.Capabilities) []manager.CacheRule {
-	children := labels.SelectorFromSet(labels.Set{manager.ManagedByLabel: manager.OperatorName, manager.NameLabel: catalyst.AppName})
+	children := labels.SelectorFromSet(labels.Set{oplabels.ManagedByLabel: oplabels.OperatorName, oplabels.NameLabel: catalyst.AppName})
 	rules := []manager.CacheRule{
 		{Object: &corev1.Namespace{}},
 		// What an environment's namespace holds is only applied, never read but by the applier: cached
@@ -100,13 +101,13 @@ func CacheRules(caps platform.Capabilities) []manager.CacheRule {
 
 // The slim transforms of an environment namespace's children: their specs are only ever applied.
 var (
-	slimQuota = apply.Slim(manager.FieldOwner, func(q *corev1.ResourceQuota) any { return &q.Spec },
+	slimQuota = apply.Slim(oplabels.FieldOwner, func(q *corev1.ResourceQuota) any { return &q.Spec },
 		func(q *corev1.ResourceQuota) { q.Spec = corev1.ResourceQuotaSpec{} })
-	slimLimitRange = apply.Slim(manager.FieldOwner, func(l *corev1.LimitRange) any { return &l.Spec },
+	slimLimitRange = apply.Slim(oplabels.FieldOwner, func(l *corev1.LimitRange) any { return &l.Spec },
 		func(l *corev1.LimitRange) { l.Spec = corev1.LimitRangeSpec{} })
-	slimNetworkPolicy = apply.Slim(manager.FieldOwner, func(p *networkingv1.NetworkPolicy) any { return &p.Spec },
+	slimNetworkPolicy = apply.Slim(oplabels.FieldOwner, func(p *networkingv1.NetworkPolicy) any { return &p.Spec },
 		func(p *networkingv1.NetworkPolicy) { p.Spec = networkingv1.NetworkPolicySpec{} })
-	slimIngress = apply.Slim(manager.FieldOwner, func(i *networkingv1.Ingress) any { return &i.Spec },
+	slimIngress = apply.Slim(oplabels.FieldOwner, func(i *networkingv1.Ingress) any { return &i.Spec },
 		func(i *networkingv1.Ingress) { i.Spec = networkingv1.IngressSpec{} })
 )
 

@@ -22,13 +22,13 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // projectFieldOwner is the field manager of the status the Project controller writes.
-const projectFieldOwner = manager.FieldOwner + "/project"
+const projectFieldOwner = oplabels.FieldOwner + "/project"
 
 // ProjectReconciler counts each Project's Environments and, when the Project is deleted, deletes them
 // and holds the Project until they are gone.
@@ -157,7 +157,7 @@ func (r *ProjectReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Client = mgr.GetClient()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
+		r.Recorder = mgr.GetEventRecorderFor(oplabels.OperatorName)
 	}
 	r.status = &reconcile.StatusWriter{
 		Client: r.Client, FieldOwner: projectFieldOwner,

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
 )
 
 // An operator limited to some namespaces caches nothing for the group (a Namespace informer would need

@@ -23,7 +23,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
-// The suite runs the catalyst group in a manager built by internal/manager, as main.go does, against a
+// The suite runs the catalyst group in a manager built by internal/kit/manager, as main.go does, against a
 // real kube-apiserver and etcd (envtest, through the shared harness testenv) that serves our CRDs and
 // cert-manager's and calls the Environment webhook as config/webhook declares it (its kustomize output,
 // matchConditions included: what ships). It asserts through a direct, uncached client. envtest runs no

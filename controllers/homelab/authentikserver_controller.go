@@ -22,13 +22,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/apply"
-	"github.com/platform-operator/platform-operator/internal/authentik"
-	"github.com/platform-operator/platform-operator/internal/istio"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/platform"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/homelab/authentik"
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	"github.com/platform-operator/platform-operator/internal/kit/istio"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // Indexes of AuthentikServers by the namespace/name of each dependency they reference.
@@ -84,9 +85,9 @@ func dependencyKey(ref, ns string) types.NamespacedName {
 func setupAuthentikServer(mgr ctrl.Manager, caps platform.Capabilities, opts Options) error {
 	r := &authentikServerReconciler{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
-		recorder: mgr.GetEventRecorderFor(manager.OperatorName), caps: caps,
-		applier: &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: manager.FieldOwner},
-		status: &reconcile.StatusWriter{Client: mgr.GetClient(), FieldOwner: manager.FieldOwner + "/authentikserver",
+		recorder: mgr.GetEventRecorderFor(oplabels.OperatorName), caps: caps,
+		applier: &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: oplabels.FieldOwner},
+		status: &reconcile.StatusWriter{Client: mgr.GetClient(), FieldOwner: oplabels.FieldOwner + "/authentikserver",
 			Fields: []string{"observedGeneration", "url", "secretName"},
 			Conditions: append(append([]string{homelabv1.ConditionReady}, authentikDependencies...),
 				authentikParts...)},
@@ -145,10 +146,10 @@ func (r *authentikServerReconciler) dependents(index string) handler.MapFunc {
 // no AuthentikServer or one whose reconcile then finds nothing to do.
 func authentikForSecret(_ context.Context, o client.Object) []ctrl.Request {
 	l := o.GetLabels()
-	if !manager.IsManaged(l) || l[manager.InstanceLabel] == "" {
+	if !oplabels.IsManaged(l) || l[oplabels.InstanceLabel] == "" {
 		return nil
 	}
-	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[manager.InstanceLabel]}}}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[oplabels.InstanceLabel]}}}
 }
 
 // +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=authentikservers,verbs=get;list;watch

@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/authentik"
-	"github.com/platform-operator/platform-operator/internal/domain"
-	"github.com/platform-operator/platform-operator/internal/istio"
-	"github.com/platform-operator/platform-operator/internal/redis/redistest"
+	"github.com/platform-operator/platform-operator/internal/homelab/authentik"
+	"github.com/platform-operator/platform-operator/internal/homelab/domain"
+	"github.com/platform-operator/platform-operator/internal/homelab/redis/redistest"
+	"github.com/platform-operator/platform-operator/internal/kit/istio"
 )
 
 // authentikCondition is an AuthentikServer's condition of type t for its current generation.

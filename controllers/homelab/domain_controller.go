@@ -19,13 +19,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/apply"
-	"github.com/platform-operator/platform-operator/internal/domain"
-	"github.com/platform-operator/platform-operator/internal/istio"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/platform"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/homelab/domain"
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	"github.com/platform-operator/platform-operator/internal/kit/istio"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // domainParts are the Domain's part conditions in the order Ready reports them.
@@ -42,7 +43,7 @@ type domainReconciler struct {
 	status    *reconcile.StatusWriter
 	// finalizer holds a Domain until its objects in the gateway namespace are gone.
 	finalizer reconcile.Finalizer
-	// gatewayNamespace and gatewaySelector come from Options (defaults in internal/domain).
+	// gatewayNamespace and gatewaySelector come from Options (defaults in internal/homelab/domain).
 	gatewayNamespace string
 	gatewaySelector  map[string]string
 	// policy is --homelab-domain-policy: what each namespace may claim.
@@ -73,9 +74,9 @@ func setupDomain(mgr ctrl.Manager, caps platform.Capabilities, opts Options) err
 	}
 	r := &domainReconciler{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
-		recorder: mgr.GetEventRecorderFor(manager.OperatorName), caps: caps,
-		applier: &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: manager.FieldOwner},
-		status: &reconcile.StatusWriter{Client: mgr.GetClient(), FieldOwner: manager.FieldOwner + "/domain",
+		recorder: mgr.GetEventRecorderFor(oplabels.OperatorName), caps: caps,
+		applier: &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: oplabels.FieldOwner},
+		status: &reconcile.StatusWriter{Client: mgr.GetClient(), FieldOwner: oplabels.FieldOwner + "/domain",
 			Fields:     []string{"observedGeneration", "gateway", "certificateSecret"},
 			Conditions: append([]string{homelabv1.ConditionReady}, domainParts...)},
 		finalizer:        reconcile.Finalizer{Client: mgr.GetClient(), Name: homelabv1.DomainFinalizer},
@@ -309,7 +310,7 @@ func (r *domainReconciler) notOurs(ctx context.Context, s *domainScope, live, de
 		s.Set(condType, metav1.ConditionUnknown, homelabv1.ReasonApplyFailed, err.Error())
 		return ctrl.Result{}, false, err
 	}
-	if l := live.GetLabels(); manager.IsManaged(l) && !domain.BelongsTo(l, s.domain) {
+	if l := live.GetLabels(); oplabels.IsManaged(l) && !domain.BelongsTo(l, s.domain) {
 		msg := fmt.Sprintf("%s %s/%s already exists for Domain %s/%s; it is left untouched",
 			desired.GetObjectKind().GroupVersionKind().Kind, desired.GetNamespace(), desired.GetName(),
 			l[domain.NamespaceLabel], l[domain.NameLabel])

@@ -15,11 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/domain"
-	"github.com/platform-operator/platform-operator/internal/homelabtest"
-	"github.com/platform-operator/platform-operator/internal/istio"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/homelab/domain"
+	"github.com/platform-operator/platform-operator/internal/homelab/homelabtest"
+	"github.com/platform-operator/platform-operator/internal/kit/istio"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/domain"
-	"github.com/platform-operator/platform-operator/internal/istio"
+	"github.com/platform-operator/platform-operator/internal/homelab/domain"
+	"github.com/platform-operator/platform-operator/internal/kit/istio"
 )
 
 // finalize removes what the Domain made in the gateway namespace (the Gateway, the Certificate and the

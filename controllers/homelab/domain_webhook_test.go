@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/domain"
-	"github.com/platform-operator/platform-operator/internal/istio"
+	"github.com/platform-operator/platform-operator/internal/homelab/domain"
+	"github.com/platform-operator/platform-operator/internal/kit/istio"
 )
 
 // teamANamespace is the one namespace the suite's policy lets claim names under team-a.test, and only

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"os"
 
-	"github.com/platform-operator/platform-operator/internal/domain"
+	"github.com/platform-operator/platform-operator/internal/homelab/domain"
 )
 
 // Flags are the homelab group's command-line flags (docs/homelab-services.md); BindFlags binds them and

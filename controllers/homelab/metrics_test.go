@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 )
 
 // namespacedReader lists only one namespace: the spec's collector counts the spec's objects alone, whatever
@@ -56,7 +56,7 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 	return found == len(want)
 }
 
-// The metrics of internal/metrics as the operator registers them (opmetrics.Register), computed from the
+// The metrics of internal/kit/metrics as the operator registers them (opmetrics.Register), computed from the
 // suite's real reconciles: the suite's manager runs the homelab controllers wrapped by opmetrics.Instrument.
 var _ = Describe("metrics", Ordered, func() {
 	var reg *prometheus.Registry

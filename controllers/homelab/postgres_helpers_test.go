@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 func TestConnectFailure(t *testing.T) {

@@ -21,11 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/platform"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 	"github.com/platform-operator/platform-operator/internal/postgres"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
 // connectionSecretIndex indexes PostgresConnections by the name of their Secret.
@@ -186,11 +187,11 @@ func readConnectionSecret(ctx context.Context, reader client.Reader, c *homelabv
 
 func setupPostgresConnection(mgr ctrl.Manager, _ platform.Capabilities, opts Options) error {
 	r := &PostgresConnectionReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(manager.OperatorName),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(oplabels.OperatorName),
 	}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
-		FieldOwner: manager.FieldOwner + "/postgresconnection",
+		FieldOwner: oplabels.FieldOwner + "/postgresconnection",
 		Fields:     []string{"observedGeneration", "serverVersion"},
 		Conditions: []string{homelabv1.ConditionReady, homelabv1.ConditionSecret, homelabv1.ConditionServer},
 	}

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/homelabtest"
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/homelab/homelabtest"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 // loginCount numbers the operator logins specs make, so each spec's sessions carry a user name of their own

@@ -20,12 +20,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/apply"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 	"github.com/platform-operator/platform-operator/internal/postgres"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
 // databaseConnectionIndex indexes PostgresDatabases by their connection, as "namespace/name".
@@ -274,7 +274,7 @@ func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *dat
 		name := postgres.SecretName(s.db.Name)
 		live := &metav1.PartialObjectMetadata{}
 		live.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.db.Namespace, Name: name}, live); err == nil && manager.IsManaged(live.Labels) && live.Labels[manager.InstanceLabel] == s.db.Name {
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.db.Namespace, Name: name}, live); err == nil && oplabels.IsManaged(live.Labels) && live.Labels[oplabels.InstanceLabel] == s.db.Name {
 			s.secretName = name
 		}
 		if c := meta.FindStatusCondition(*s.Conditions, homelabv1.ConditionCredentials); c == nil || c.Reason != reconcile.ReasonNameConflict {
@@ -306,7 +306,7 @@ func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *dat
 
 func setupPostgresDatabase(mgr ctrl.Manager, _ platform.Capabilities, opts Options) error {
 	r := &PostgresDatabaseReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(manager.OperatorName),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(oplabels.OperatorName),
 		CleanupTimeout: opts.PostgresCleanupTimeout,
 	}
 	r.db = newDatabaseProvisioner(r.CleanupTimeout)
@@ -314,10 +314,10 @@ func setupPostgresDatabase(mgr ctrl.Manager, _ platform.Capabilities, opts Optio
 	// The applier reads Secrets from the API server: a typed read through the cache would start an
 	// informer holding every Secret's data.
 	r.secrets = apply.ReadThrough{Client: r.Client, Reader: r.APIReader}
-	r.applier = &apply.Applier{Client: r.secrets, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
+	r.applier = &apply.Applier{Client: r.secrets, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
-		FieldOwner: manager.FieldOwner + "/postgresdatabase",
+		FieldOwner: oplabels.FieldOwner + "/postgresdatabase",
 		Fields:     []string{"observedGeneration", "databaseName", "secretName"},
 		Conditions: append([]string{homelabv1.ConditionReady}, postgresDatabaseParts...),
 	}
@@ -354,9 +354,9 @@ func (r *PostgresDatabaseReconciler) databasesForConnection(ctx context.Context,
 // databasesForSecret maps a database's own Secret (labelled, since the Secret cache may keep no owner
 // references) to the database, and a connection's Secret to the databases using that connection.
 func (r *PostgresDatabaseReconciler) databasesForSecret(ctx context.Context, o client.Object) []ctrl.Request {
-	if l := o.GetLabels(); manager.IsManaged(l) && l[manager.InstanceLabel] != "" {
-		if o.GetName() == postgres.SecretName(l[manager.InstanceLabel]) {
-			return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[manager.InstanceLabel]}}}
+	if l := o.GetLabels(); oplabels.IsManaged(l) && l[oplabels.InstanceLabel] != "" {
+		if o.GetName() == postgres.SecretName(l[oplabels.InstanceLabel]) {
+			return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[oplabels.InstanceLabel]}}}
 		}
 		return nil
 	}

@@ -19,11 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/platform"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
-	"github.com/platform-operator/platform-operator/internal/redis"
+	"github.com/platform-operator/platform-operator/internal/homelab/redis"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // redisSecretIndex indexes RedisConnections by the name of their Secret.
@@ -62,8 +63,8 @@ func redisConnectionCache(platform.Capabilities) []manager.CacheRule {
 func setupRedisConnection(mgr ctrl.Manager, _ platform.Capabilities, opts Options) error {
 	r := &redisConnectionReconciler{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
-		recorder: mgr.GetEventRecorderFor(manager.OperatorName),
-		status: &reconcile.StatusWriter{Client: mgr.GetClient(), FieldOwner: manager.FieldOwner + "/redisconnection",
+		recorder: mgr.GetEventRecorderFor(oplabels.OperatorName),
+		status: &reconcile.StatusWriter{Client: mgr.GetClient(), FieldOwner: oplabels.FieldOwner + "/redisconnection",
 			Fields:     []string{"observedGeneration", "address"},
 			Conditions: append([]string{homelabv1.ConditionReady}, redisConnectionParts...)},
 		ping: redis.Ping,

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/homelabtest"
-	"github.com/platform-operator/platform-operator/internal/redis/redistest"
+	"github.com/platform-operator/platform-operator/internal/homelab/homelabtest"
+	"github.com/platform-operator/platform-operator/internal/homelab/redis/redistest"
 )
 
 // redisCondition is a RedisConnection's condition of type t as the API server has it (nil when absent).

@@ -9,13 +9,13 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
 	"github.com/platform-operator/platform-operator/internal/testutil"
 	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
-// The suite runs the homelab group in a manager built by internal/manager (as main.go does) against a real
+// The suite runs the homelab group in a manager built by internal/kit/manager (as main.go does) against a real
 // kube-apiserver and etcd (envtest, through the shared harness testenv) that serves our CRDs plus the
 // external ones (cert-manager, OpenShift Routes, Istio) and calls the webhooks config/webhook ships (the
 // Domain and AuthentikServer ones are served by the suite's manager; the catalyst ones are installed and

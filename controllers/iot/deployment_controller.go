@@ -19,15 +19,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/fleet"
-	"github.com/platform-operator/platform-operator/internal/fleet/store"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // statusFieldOwner is the field manager of the status the Deployment controller writes.
-const statusFieldOwner = manager.FieldOwner + "/iotdeployment"
+const statusFieldOwner = oplabels.FieldOwner + "/iotdeployment"
 
 // Finalizer holds a Deployment until its desired state is purged from NATS, which lives outside
 // Kubernetes.
@@ -176,7 +176,7 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Client = mgr.GetClient()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
+		r.Recorder = mgr.GetEventRecorderFor(oplabels.OperatorName)
 	}
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: Finalizer}
 	r.status = &reconcile.StatusWriter{

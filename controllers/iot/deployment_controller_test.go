@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/fleet"
-	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
 )
 
 func get(ctx context.Context, d *iotv1.Deployment) *iotv1.Deployment {

@@ -13,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/fleet/store"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
 )
 
 // The operator flags of the iot tenancy and image policy (docs/iot.md, "Tenancy and image policy").

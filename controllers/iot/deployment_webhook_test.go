@@ -23,10 +23,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
-	"github.com/platform-operator/platform-operator/internal/localcluster"
-	"github.com/platform-operator/platform-operator/internal/scheme"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
+	"github.com/platform-operator/platform-operator/internal/kit/scheme"
 	"github.com/platform-operator/platform-operator/internal/testutil"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 // The namespaces of the policy specs. The suite's webhook configurations see only them (the other specs'

@@ -4,8 +4,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
 )
 
 // Options configure the iot controllers; flags.go fills them from the command line.

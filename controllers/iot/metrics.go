@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/fleet"
-	"github.com/platform-operator/platform-operator/internal/fleet/store"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
 )
 
 // The fleet's metrics (docs/metrics.md, "Fleet"), on controller-runtime's registry. Label values are

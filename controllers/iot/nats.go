@@ -7,8 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/platform-operator/platform-operator/internal/fleet/auth"
-	"github.com/platform-operator/platform-operator/internal/fleet/store"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
 )
 
 // NATSOptions are how the operator reaches the fleet's NATS server.

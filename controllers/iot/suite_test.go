@@ -12,9 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
-	"github.com/platform-operator/platform-operator/internal/fleet/store"
-	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/testutil"
 	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
@@ -43,7 +43,7 @@ func TestControllers(t *testing.T) {
 	RunSpecs(t, "iot Deployment controller")
 }
 
-// startManager runs the iot group in a manager built by internal/manager, as main.go does.
+// startManager runs the iot group in a manager built by internal/kit/manager, as main.go does.
 func startManager(ctx context.Context, cfg *rest.Config, r *DeploymentReconciler, counter *testutil.WriteCounter) {
 	opts := testenv.ManagerOptions(counter)
 	// The group's webhook, served as in the operator; the API server calls it only for the namespaces

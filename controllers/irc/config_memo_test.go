@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/apply"
-	"github.com/platform-operator/platform-operator/internal/ergo"
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 // renders counts, per namespace, how often the suite's reconciler rendered an ircd.yaml.
@@ -110,7 +110,7 @@ var _ = Describe("the config of an unchanged network", func() {
 		old, err := apply.ToUnstructured(ergo.ConfigMap(n, rendered))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(old),
-			client.FieldOwner(manager.FieldOwner), client.ForceOwnership)).To(Succeed())
+			client.FieldOwner(oplabels.FieldOwner), client.ForceOwnership)).To(Succeed())
 		// The running operator sees the change too, and leaves a ConfigMap that holds the config.
 		Eventually(func(g Gomega) {
 			live := &corev1.ConfigMap{}

@@ -11,8 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // The cache holds only what the operator labelled, so a user's object with a child's name is invisible

@@ -21,19 +21,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/apply"
-	"github.com/platform-operator/platform-operator/internal/ergo"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/platform"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo"
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // secretNameIndex indexes ErgoNetworks by the name of the oper Secret they reference.
 const secretNameIndex = "spec.operCredentials.secretName"
 
 // statusFieldOwner is the field manager of the status the ErgoNetwork controller writes.
-const statusFieldOwner = manager.FieldOwner + "/ergonetwork"
+const statusFieldOwner = oplabels.FieldOwner + "/ergonetwork"
 
 // DefaultResync is how often every network is reconciled even when nothing changed: a safety net for
 // missed events, cheap because an unchanged network costs no write.
@@ -117,17 +118,17 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
+		r.Recorder = mgr.GetEventRecorderFor(oplabels.OperatorName)
 	}
 	r.started = time.Now()
-	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
+	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: statusFieldOwner,
 		Fields:     []string{"observedGeneration", "networkName", "serviceHost", "ports", "routeHost"},
 		Conditions: append([]string{ircv1.ConditionReady}, partConditions...),
 		// Versions before the status writer patched status under the binary's name.
-		LegacyManagers: []string{manager.OperatorName},
+		LegacyManagers: []string{oplabels.OperatorName},
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &ircv1.ErgoNetwork{}, secretNameIndex,
 		func(o client.Object) []string {
@@ -166,8 +167,8 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // and a TLS Secret cert-manager wrote for a network (labelled through the Certificate's secretTemplate)
 // to that network.
 func (r *ErgoNetworkReconciler) networksForSecret(ctx context.Context, o client.Object) []ctrl.Request {
-	if l := o.GetLabels(); manager.IsManaged(l) && l[manager.InstanceLabel] != "" {
-		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[manager.InstanceLabel]}}}
+	if l := o.GetLabels(); oplabels.IsManaged(l) && l[oplabels.InstanceLabel] != "" {
+		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[oplabels.InstanceLabel]}}}
 	}
 	var list ircv1.ErgoNetworkList
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
@@ -187,10 +188,10 @@ func (r *ErgoNetworkReconciler) networksForSecret(ctx context.Context, o client.
 // reference, which a claim kept under reclaimPolicy Retain does not have.
 func networkForClaim(_ context.Context, o client.Object) []ctrl.Request {
 	l := o.GetLabels()
-	if !manager.IsManaged(l) || l[manager.NameLabel] != ergo.AppName || l[manager.InstanceLabel] == "" {
+	if !oplabels.IsManaged(l) || l[oplabels.NameLabel] != ergo.AppName || l[oplabels.InstanceLabel] == "" {
 		return nil
 	}
-	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[manager.InstanceLabel]}}}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[oplabels.InstanceLabel]}}}
 }
 
 // CacheRules are the kinds the ErgoNetwork controller reads: only the children the operator made, so a
@@ -204,7 +205,7 @@ func networkForClaim(_ context.Context, o client.Object) []ctrl.Request {
 // spec, the Service's, Certificate's and Route's specs. The applier tells drift from their content digest
 // and what it remembers of its own applies. The claim is cached whole: reconcileStorage reads its spec.
 func CacheRules(caps platform.Capabilities) []manager.CacheRule {
-	children := labels.SelectorFromSet(labels.Set{manager.ManagedByLabel: manager.OperatorName, manager.NameLabel: ergo.AppName})
+	children := labels.SelectorFromSet(labels.Set{oplabels.ManagedByLabel: oplabels.OperatorName, oplabels.NameLabel: ergo.AppName})
 	rules := []manager.CacheRule{
 		{Object: &corev1.Secret{}, Scope: manager.All, Transform: secretIdentity,
 			Why: "the oper Secret is the user's; only its identity is cached, and its data read when it changes"},
@@ -226,7 +227,7 @@ func CacheRules(caps platform.Capabilities) []manager.CacheRule {
 // what a step reads from the cache (the pod template's legacy config digest, for legacyDigestKey, on the
 // Deployments of networks that have not changed since an upgrade).
 var (
-	slimDeployment = apply.Slim(manager.FieldOwner, func(d *appsv1.Deployment) any { return &d.Spec },
+	slimDeployment = apply.Slim(oplabels.FieldOwner, func(d *appsv1.Deployment) any { return &d.Spec },
 		func(d *appsv1.Deployment) {
 			var kept map[string]string
 			if v, ok := d.Spec.Template.Annotations[ergo.LegacyConfigDigestAnnotation]; ok {
@@ -235,14 +236,14 @@ var (
 			d.Spec = appsv1.DeploymentSpec{Replicas: d.Spec.Replicas,
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: kept}}}
 		})
-	slimConfigMap = apply.SlimKeeping(manager.FieldOwner, []string{ergo.ConfigSourceAnnotation, ergo.ConfigStateAnnotation},
+	slimConfigMap = apply.SlimKeeping(oplabels.FieldOwner, []string{ergo.ConfigSourceAnnotation, ergo.ConfigStateAnnotation},
 		func(c *corev1.ConfigMap) any { return []any{c.Data, c.BinaryData, c.Immutable} },
 		func(c *corev1.ConfigMap) { c.Data, c.BinaryData = nil, nil })
-	slimService = apply.Slim(manager.FieldOwner, func(s *corev1.Service) any { return &s.Spec },
+	slimService = apply.Slim(oplabels.FieldOwner, func(s *corev1.Service) any { return &s.Spec },
 		func(s *corev1.Service) { s.Spec = corev1.ServiceSpec{} })
-	slimCertificate = apply.Slim(manager.FieldOwner, func(c *cmv1.Certificate) any { return &c.Spec },
+	slimCertificate = apply.Slim(oplabels.FieldOwner, func(c *cmv1.Certificate) any { return &c.Spec },
 		func(c *cmv1.Certificate) { c.Spec = cmv1.CertificateSpec{} })
-	slimRoute = apply.Slim(manager.FieldOwner, func(r *routev1.Route) any { return &r.Spec },
+	slimRoute = apply.Slim(oplabels.FieldOwner, func(r *routev1.Route) any { return &r.Spec },
 		func(r *routev1.Route) { r.Spec = routev1.RouteSpec{} })
 )
 
@@ -262,7 +263,7 @@ func secretIdentity(in any) (any, error) {
 			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 		},
 	}
-	for _, k := range []string{manager.ManagedByLabel, manager.InstanceLabel} {
+	for _, k := range []string{oplabels.ManagedByLabel, oplabels.InstanceLabel} {
 		if v, ok := m.Labels[k]; ok {
 			if out.Labels == nil {
 				out.Labels = map[string]string{}

@@ -2,7 +2,7 @@ package irc
 
 import (
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // partConditions are the per-part condition types in the order Ready reports them.

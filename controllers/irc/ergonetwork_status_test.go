@@ -8,11 +8,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // TestReadyOrder: Ready names the parts in the order the reconcile applies them, so its reason is the
-// first part that holds the network back (the kit's Summary is tested in internal/reconcile).
+// first part that holds the network back (the kit's Summary is tested in internal/kit/reconcile).
 func TestReadyOrder(t *testing.T) {
 	n := &ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
 	r := &ErgoNetworkReconciler{}
@@ -47,7 +47,7 @@ func TestKitReasons(t *testing.T) {
 	}
 }
 
-// TestDeploymentAvailable and TestCertificateReady moved to internal/reconcile (readiness_test.go), with
+// TestDeploymentAvailable and TestCertificateReady moved to internal/kit/reconcile (readiness_test.go), with
 // the kit's DeploymentReady (kstatus) and CertificateReady that replaced ergo's own checks.
 
 func TestCheckBcryptHash(t *testing.T) {

@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/apply"
-	"github.com/platform-operator/platform-operator/internal/ergo"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo"
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // reconcileOperCredentials reads the oper password hash from the user's Secret. The Secret is the user's:

@@ -11,11 +11,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // The steps below are the parts ErgoNetwork and SojuBouncer share (the builders behind them are shared in
-// internal/ircnet): each kind's step builds its object and calls one of these.
+// internal/irc/ircnet): each kind's step builds its object and calls one of these.
 
 // applyCertificate asks cert-manager for desired, or deletes the Certificate named name that the operator
 // made when desired is nil (spec.tls removed). Without cert-manager a wanted Certificate is MissingAPI.

@@ -5,10 +5,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/platform-operator/platform-operator/internal/manager"
-	"github.com/platform-operator/platform-operator/internal/monitoring"
-	"github.com/platform-operator/platform-operator/internal/platform"
-	"github.com/platform-operator/platform-operator/internal/soju"
+	"github.com/platform-operator/platform-operator/internal/irc/soju"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	"github.com/platform-operator/platform-operator/internal/kit/monitoring"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
 )
 
 // Options configure the irc controllers; flags.go fills them from the command line.
@@ -63,7 +64,7 @@ func sojuBouncers(r *SojuBouncerReconciler) manager.Controller {
 				return nil
 			}
 			return []manager.CacheRule{{Object: &monitoring.PodMonitor{},
-				TransformSelector: labels.SelectorFromSet(labels.Set{manager.ManagedByLabel: manager.OperatorName, manager.NameLabel: soju.AppName}),
+				TransformSelector: labels.SelectorFromSet(labels.Set{oplabels.ManagedByLabel: oplabels.OperatorName, oplabels.NameLabel: soju.AppName}),
 				Transform:         slimPodMonitor}}
 		},
 		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo"
 )
 
 // primeTTL is how long the Secrets one list read stay at hand for the networks of their namespace.

@@ -12,10 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo"
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	"github.com/platform-operator/platform-operator/internal/scheme"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/scheme"
 )
 
 // countingReader counts the reads that would go to the API server.
@@ -88,7 +88,7 @@ func TestSecretIdentity(t *testing.T) {
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "s", Namespace: "ns", UID: "u", ResourceVersion: "9",
-			Labels:          map[string]string{manager.ManagedByLabel: manager.OperatorName, manager.InstanceLabel: "net", "team": "a"},
+			Labels:          map[string]string{oplabels.ManagedByLabel: oplabels.OperatorName, oplabels.InstanceLabel: "net", "team": "a"},
 			Annotations:     map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"c2VjcmV0"}}`},
 			OwnerReferences: []metav1.OwnerReference{{Name: "o"}},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
@@ -101,9 +101,9 @@ func TestSecretIdentity(t *testing.T) {
 	}
 	m := out.(*metav1.PartialObjectMetadata)
 	want := metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "u", ResourceVersion: "9",
-		Labels: map[string]string{manager.ManagedByLabel: manager.OperatorName, manager.InstanceLabel: "net"}}
+		Labels: map[string]string{oplabels.ManagedByLabel: oplabels.OperatorName, oplabels.InstanceLabel: "net"}}
 	if m.Name != want.Name || m.Namespace != want.Namespace || m.UID != want.UID || m.ResourceVersion != want.ResourceVersion ||
-		len(m.Labels) != 2 || m.Labels[manager.InstanceLabel] != "net" || m.Annotations != nil || m.OwnerReferences != nil ||
+		len(m.Labels) != 2 || m.Labels[oplabels.InstanceLabel] != "net" || m.Annotations != nil || m.OwnerReferences != nil ||
 		m.ManagedFields != nil || m.Finalizers != nil || m.Kind != "Secret" {
 		t.Errorf("secretIdentity kept %+v, want %+v", m.ObjectMeta, want)
 	}

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 )
 
 // errNotYet is a condition not written for the object's generation yet.

@@ -20,13 +20,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/apply"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
-	"github.com/platform-operator/platform-operator/internal/monitoring"
-	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/monitoring"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 	"github.com/platform-operator/platform-operator/internal/postgres"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
 )
 
 // sojuSecretIndex indexes SojuBouncers by the Secrets they read, as "namespace/name": the admin
@@ -34,7 +34,7 @@ import (
 const sojuSecretIndex = "irc.sojubouncer.secrets"
 
 // sojuStatusFieldOwner is the field manager of the status the SojuBouncer controller writes.
-const sojuStatusFieldOwner = manager.FieldOwner + "/sojubouncer"
+const sojuStatusFieldOwner = oplabels.FieldOwner + "/sojubouncer"
 
 // DefaultCleanupTimeout is how long a deleted SojuBouncer waits for its database to be dropped before
 // the operator gives up, leaves the database on the server and lets the bouncer go.
@@ -132,12 +132,12 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(manager.OperatorName)
+		r.Recorder = mgr.GetEventRecorderFor(oplabels.OperatorName)
 	}
-	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
+	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
 	// The database Secret is read from the API server: a typed read through the cache would start an
 	// informer holding every Secret's data.
-	r.secretApplier = &apply.Applier{Client: apply.ReadThrough{Client: r.Client, Reader: r.APIReader}, Reader: r.APIReader, FieldOwner: manager.FieldOwner}
+	r.secretApplier = &apply.Applier{Client: apply.ReadThrough{Client: r.Client, Reader: r.APIReader}, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
 	r.db = newSojuProvisioner(r.CleanupTimeout)
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: ircv1.SojuDatabaseFinalizer}
 	r.status = &reconcile.StatusWriter{
@@ -174,7 +174,7 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // slimPodMonitor keeps a bouncer's PodMonitor's metadata (and a digest of its spec, for the applier).
-var slimPodMonitor = apply.Slim(manager.FieldOwner, func(p *monitoring.PodMonitor) any { return &p.Spec },
+var slimPodMonitor = apply.Slim(oplabels.FieldOwner, func(p *monitoring.PodMonitor) any { return &p.Spec },
 	func(p *monitoring.PodMonitor) { p.Spec = monitoring.PodMonitorSpec{} })
 
 // adminSecretKey is the admin connection Secret b uses; zero when it has none.
@@ -201,8 +201,8 @@ func (r *SojuBouncerReconciler) secretsOf(b *ircv1.SojuBouncer) []string {
 // cert-manager writes with our labels) to that bouncer, and a user's Secret to the bouncers that read it.
 func (r *SojuBouncerReconciler) bouncersForSecret(ctx context.Context, o client.Object) []ctrl.Request {
 	var reqs []ctrl.Request
-	if l := o.GetLabels(); manager.IsManaged(l) && l[manager.InstanceLabel] != "" {
-		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[manager.InstanceLabel]}})
+	if l := o.GetLabels(); oplabels.IsManaged(l) && l[oplabels.InstanceLabel] != "" {
+		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[oplabels.InstanceLabel]}})
 	}
 	var list ircv1.SojuBouncerList
 	if err := r.Client.List(ctx, &list, client.MatchingFields{sojuSecretIndex: client.ObjectKeyFromObject(o).String()}); err != nil {

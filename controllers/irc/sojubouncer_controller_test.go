@@ -25,20 +25,20 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
-	"github.com/platform-operator/platform-operator/internal/localcluster"
-	"github.com/platform-operator/platform-operator/internal/manager"
-	"github.com/platform-operator/platform-operator/internal/monitoring"
-	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/irc/soju"
+	"github.com/platform-operator/platform-operator/internal/irc/soju/sojutest"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	"github.com/platform-operator/platform-operator/internal/kit/monitoring"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
-	"github.com/platform-operator/platform-operator/internal/soju"
-	"github.com/platform-operator/platform-operator/internal/soju/sojutest"
 	"github.com/platform-operator/platform-operator/internal/testutil"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 // The SojuBouncer specs run the SojuBouncer controller in a manager of its own (its row of the group, built by
-// internal/manager as main.go builds Group) against the suite's API server, and one real PostgreSQL
+// internal/kit/manager as main.go builds Group) against the suite's API server, and one real PostgreSQL
 // server for all of them, started by the first spec and stopped after the last.
 var _ = Describe("SojuBouncer controller", Ordered, func() {
 	var (

@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/irc/soju"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 	"github.com/platform-operator/platform-operator/internal/postgres"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
-	"github.com/platform-operator/platform-operator/internal/soju"
 )
 
 // deleteDecision is what a deleted bouncer's cleanup does next, before any request is sent.

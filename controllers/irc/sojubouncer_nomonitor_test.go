@@ -12,10 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/irc/soju"
+	"github.com/platform-operator/platform-operator/internal/irc/soju/sojutest"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
-	"github.com/platform-operator/platform-operator/internal/soju"
-	"github.com/platform-operator/platform-operator/internal/soju/sojutest"
 	"github.com/platform-operator/platform-operator/internal/testutil"
 	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )

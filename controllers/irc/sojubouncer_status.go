@@ -5,9 +5,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/irc/soju"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 	"github.com/platform-operator/platform-operator/internal/postgres"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
-	"github.com/platform-operator/platform-operator/internal/soju"
 )
 
 // sojuParts are a SojuBouncer's part conditions in the order Ready reports them. Cleanup, present only

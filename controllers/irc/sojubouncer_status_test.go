@@ -6,10 +6,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
-// TestSojuDeploymentAvailable's cases are in internal/reconcile/readiness_test.go (TestDeploymentReady), with
+// TestSojuDeploymentAvailable's cases are in internal/kit/reconcile/readiness_test.go (TestDeploymentReady), with
 // the kit's DeploymentReady (kstatus) that replaced sojuDeploymentAvailable.
 
 // TestSojuReadyOrder checks that Ready names the part the user must look at first: the cleanup of a

@@ -15,11 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/apply"
-	"github.com/platform-operator/platform-operator/internal/monitoring"
+	"github.com/platform-operator/platform-operator/internal/irc/soju"
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	"github.com/platform-operator/platform-operator/internal/kit/monitoring"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 	"github.com/platform-operator/platform-operator/internal/postgres"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
-	"github.com/platform-operator/platform-operator/internal/soju"
 )
 
 // adminSettings reads the admin connection b uses. It returns the condition reason and message of a

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/platform-operator/platform-operator/internal/platform"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/testutil"
 	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
@@ -33,7 +33,7 @@ func TestControllers(t *testing.T) {
 	RunSpecs(t, "ErgoNetwork controller")
 }
 
-// startManager runs the irc group in a manager built by internal/manager, as main.go does, with its
+// startManager runs the irc group in a manager built by internal/kit/manager, as main.go does, with its
 // client's writes counted.
 func startManager(ctx context.Context, cfg *rest.Config, counter *testutil.WriteCounter) *ErgoNetworkReconciler {
 	caps, err := platform.Discover(cfg)

@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/apply"
-	"github.com/platform-operator/platform-operator/internal/ergo"
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 // What an earlier operator version left behind must keep running untouched: its annotations move to the one
@@ -48,7 +48,7 @@ var _ = Describe("a network an earlier version made", func() {
 		delete(annotations, apply.DigestAnnotation)
 		old.SetAnnotations(annotations)
 		Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(old),
-			client.FieldOwner(manager.FieldOwner), client.ForceOwnership)).To(Succeed())
+			client.FieldOwner(oplabels.FieldOwner), client.ForceOwnership)).To(Succeed())
 		legacy := &appsv1.Deployment{}
 		Expect(get(ctx, legacy, ns, "old")()).To(Succeed())
 		Expect(legacy.Spec.Template.Annotations).To(Equal(map[string]string{ergo.LegacyConfigDigestAnnotation: digest}))

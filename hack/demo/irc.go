@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo"
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 // The ErgoNetwork scenario: the sample network and its oper Secret are applied; kube-controller-manager,

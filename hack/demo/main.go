@@ -1,4 +1,4 @@
-// Command demo is `make demo`: it starts the local cluster (internal/localcluster: etcd, kube-apiserver,
+// Command demo is `make demo`: it starts the local cluster (internal/testutil/localcluster: etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler and kwok), runs the operator as its real binary against it,
 // then plays every registered scenario (one per API: scenario.go, irc.go, ...): it applies the API's
 // samples, follows them to Ready (playing the controllers the local cluster lacks, such as cert-manager),
@@ -30,7 +30,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/platform-operator/platform-operator/internal/catalyst"
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 // operatorPrefix is the prefix of the operator's own metric names (the metric catalog's).

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 func TestOperatorMetricsRows(t *testing.T) {

@@ -25,8 +25,8 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render"
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
-	"github.com/platform-operator/platform-operator/internal/scheme"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/kit/scheme"
 	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 

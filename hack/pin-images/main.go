@@ -17,9 +17,9 @@ import (
 
 // goDefaults are the Go sources whose constants name the same images as the manager's env.
 var goDefaults = []string{
-	"internal/ergo/names.go",
-	"internal/soju/names.go",
-	"internal/authentik/names.go",
+	"internal/irc/ergo/names.go",
+	"internal/irc/soju/names.go",
+	"internal/homelab/authentik/names.go",
 	"internal/catalyst/build.go",
 }
 

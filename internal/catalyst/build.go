@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	oplabels "github.com/platform-operator/platform-operator/internal/labels"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 // DefaultBuilderImage is the Kaniko executor the build Jobs run when neither --catalyst-builder-image nor

@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/platform-operator/platform-operator/internal/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 // GitCAConfigMapName names the ConfigMap, in a Project's namespace, that carries the operator's Git CA

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 // BuildNetworkPolicyName names the NetworkPolicy, in a Project's namespace, that fences the build pods.

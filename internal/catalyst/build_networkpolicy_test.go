@@ -11,7 +11,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
-	oplabels "github.com/platform-operator/platform-operator/internal/labels"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 func TestBuildNetworkPolicy(t *testing.T) {

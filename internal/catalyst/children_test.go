@@ -11,7 +11,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
-	"github.com/platform-operator/platform-operator/internal/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 func fixture() (*catalystv1.Environment, *catalystv1.Project) {

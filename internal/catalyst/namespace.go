@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	oplabels "github.com/platform-operator/platform-operator/internal/labels"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 // AppName is the app.kubernetes.io/name of everything the operator makes for an environment.

@@ -5,7 +5,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/platform-operator/platform-operator/internal/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 func TestTenantIdentity(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 )
 
 // Failure classifies why talking to a server failed, for a condition's reason.

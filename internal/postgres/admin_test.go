@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/platform-operator/platform-operator/internal/localcluster"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 // server is the package's PostgreSQL server: these tests run the real statements.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 )
 
 // Pool bounds and defaults.

@@ -14,7 +14,7 @@ import (
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/reconcile"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // The API groups' reasons are what users match on; the provisioner returns its own constants, which

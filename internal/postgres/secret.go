@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 // AppName is the app.kubernetes.io/name of the Secrets made here.

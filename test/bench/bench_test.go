@@ -13,8 +13,8 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/platform-operator/platform-operator/internal/localcluster"
 	"github.com/platform-operator/platform-operator/internal/testutil"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 // TestTinyRun runs the whole bench at a tiny N for every registered workload: it proves the bench works

@@ -15,7 +15,7 @@ import (
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 // The Catalyst workload: pull-request Environments of one Project, each converging to a namespace of its
@@ -181,7 +181,7 @@ type catalystState struct {
 }
 
 func (o *catalystObserver) Watches() []Watch {
-	managed := manager.ManagedSelector()
+	managed := oplabels.ManagedSelector()
 	return []Watch{
 		{Object: &catalystv1.Environment{}},
 		{Object: &corev1.Namespace{}, Selector: managed},
@@ -214,10 +214,10 @@ func (o *catalystObserver) Observe(obj client.Object) Progress {
 	default:
 		// The children carry the environment's name; the bench's objects are all in one namespace, so
 		// the name alone tells the environment.
-		if obj.GetLabels()[manager.NameLabel] != catalyst.AppName || obj.GetLabels()[manager.InstanceLabel] == "" {
+		if obj.GetLabels()[oplabels.NameLabel] != catalyst.AppName || obj.GetLabels()[oplabels.InstanceLabel] == "" {
 			return Progress{}
 		}
-		name = obj.GetLabels()[manager.InstanceLabel]
+		name = obj.GetLabels()[oplabels.InstanceLabel]
 		s = o.state(name)
 		switch obj := obj.(type) {
 		case *corev1.Namespace:

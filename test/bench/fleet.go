@@ -22,11 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/fleet"
-	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
-	"github.com/platform-operator/platform-operator/internal/fleet/store"
-	"github.com/platform-operator/platform-operator/internal/localcluster"
-	"github.com/platform-operator/platform-operator/internal/scheme"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
+	"github.com/platform-operator/platform-operator/internal/kit/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 // The fleet workload (-workloads=fleet) is not a Workload: its objects are devices in NATS, not

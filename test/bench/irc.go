@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo"
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
 // The ErgoNetwork workload: networks of the sample's shape, each with six children.
@@ -196,7 +196,7 @@ type ircState struct {
 }
 
 func (o *ircObserver) Watches() []Watch {
-	managed := manager.ManagedSelector()
+	managed := oplabels.ManagedSelector()
 	return []Watch{
 		{Object: &ircv1.ErgoNetwork{}},
 		{Object: &corev1.ConfigMap{}, Selector: managed},
@@ -224,7 +224,7 @@ func (o *ircObserver) Observe(obj client.Object) Progress {
 		s = o.state(name)
 		s.generation, s.observed = n.Generation, n.Status.ObservedGeneration
 	} else {
-		if name = obj.GetLabels()[manager.InstanceLabel]; name == "" {
+		if name = obj.GetLabels()[oplabels.InstanceLabel]; name == "" {
 			return Progress{}
 		}
 		s = o.state(name)

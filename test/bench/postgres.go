@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
 )
@@ -360,7 +360,7 @@ type postgresState struct {
 func (o *postgresObserver) Watches() []Watch {
 	return []Watch{
 		{Object: &homelabv1.PostgresDatabase{}},
-		{Object: &corev1.Secret{}, Selector: manager.ManagedSelector()},
+		{Object: &corev1.Secret{}, Selector: oplabels.ManagedSelector()},
 	}
 }
 
@@ -382,10 +382,10 @@ func (o *postgresObserver) Observe(obj client.Object) Progress {
 		s.generation, s.observed = obj.Generation, obj.Status.ObservedGeneration
 		s.ready = meta.IsStatusConditionTrue(obj.Status.Conditions, homelabv1.ConditionReady)
 	case *corev1.Secret:
-		if obj.Labels[manager.NameLabel] != postgres.AppName || obj.Labels[manager.InstanceLabel] == "" {
+		if obj.Labels[oplabels.NameLabel] != postgres.AppName || obj.Labels[oplabels.InstanceLabel] == "" {
 			return Progress{}
 		}
-		name = obj.Labels[manager.InstanceLabel]
+		name = obj.Labels[oplabels.InstanceLabel]
 		s = o.state(name)
 		s.secret = true
 		s.rotation = obj.Annotations[postgres.AnnotationRotation]

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 // The generated part of docs/performance.md lies between these markers; the rest of the file (the

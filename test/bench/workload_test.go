@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo"
-	"github.com/platform-operator/platform-operator/internal/scheme"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo"
+	"github.com/platform-operator/platform-operator/internal/kit/scheme"
 )
 
 // namedWorkload is a Workload that only has a name, for the selection tests.

@@ -10,10 +10,10 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/platform-operator/platform-operator/internal/authentik"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
-	"github.com/platform-operator/platform-operator/internal/ergo"
-	"github.com/platform-operator/platform-operator/internal/soju"
+	"github.com/platform-operator/platform-operator/internal/homelab/authentik"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo"
+	"github.com/platform-operator/platform-operator/internal/irc/soju"
 )
 
 // defaultImages are the operator's Go defaults by relatedImages name; RELATED_IMAGE_<NAME> overrides each.

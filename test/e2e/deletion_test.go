@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
 )
 
 var _ = Describe("ErgoNetwork", func() {

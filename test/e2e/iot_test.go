@@ -11,14 +11,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/fleet"
-	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
-	"github.com/platform-operator/platform-operator/internal/fleet/store"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
 )
 
 // The iot scenario runs the operator binary against an in-process NATS server with JetStream (127.0.0.1,
 // started and stopped by the scenario) and three simulated devices: the real agent with a fake container
-// runtime (internal/fleet/fleettest). The server enforces the fleet's permissions as shipped: the
+// runtime (internal/iot/fleet/fleettest). The server enforces the fleet's permissions as shipped: the
 // operator runs with the operator's credentials, each device on its own connection with its own.
 var _ = Describe("iot Deployment", func() {
 	It("reaches Ready across its devices through NATS, and its deletion clears their desired state", func(ctx SpecContext) {

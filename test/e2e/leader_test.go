@@ -12,9 +12,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
-	"github.com/platform-operator/platform-operator/internal/localcluster"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 // Short lease timings keep the scenario quick; the ratios are the defaults' (15s/10s/2s).

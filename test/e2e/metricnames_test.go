@@ -13,7 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
 	"github.com/platform-operator/platform-operator/test/alerts"
 )
 

@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 // The metrics endpoint as the Deployment serves it (--metrics-secure, the default): HTTPS, every request

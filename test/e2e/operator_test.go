@@ -15,8 +15,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/platform-operator/platform-operator/internal/localcluster"
-	"github.com/platform-operator/platform-operator/internal/manager"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 // ergoImage is what the suite sets RELATED_IMAGE_ERGO to; the Deployments must carry it. kwok never

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
 )
 
 const restartNetworks = 50

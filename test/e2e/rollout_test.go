@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
 )
 
 var _ = Describe("ErgoNetwork", func() {

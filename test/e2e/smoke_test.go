@@ -25,9 +25,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo"
-	"github.com/platform-operator/platform-operator/internal/ergo/ergotest"
-	"github.com/platform-operator/platform-operator/internal/localcluster"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
+	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 var _ = Describe("ErgoNetwork", func() {
@@ -52,7 +52,7 @@ var _ = Describe("ErgoNetwork", func() {
 			controlledBy(g, cm, n)
 		}).Should(Succeed())
 		ircd := cm.Data["ircd.yaml"]
-		Expect(ircd).To(Equal(string(golden)), "ConfigMap my-network-config differs from internal/ergo/testdata/reference.golden.yaml")
+		Expect(ircd).To(Equal(string(golden)), "ConfigMap my-network-config differs from internal/irc/ergo/testdata/reference.golden.yaml")
 		Expect(ircd).NotTo(ContainSubstring(hash))
 		var conf struct {
 			Network struct{ Name string } `json:"network"`

@@ -1,5 +1,5 @@
 // Package olm is the OLM install and upgrade end-to-end test (`make test-olm`). On the local cluster
-// (internal/localcluster with kube-controller-manager, kube-scheduler and kwok) it runs OLM's `olm` and
+// (internal/testutil/localcluster with kube-controller-manager, kube-scheduler and kwok) it runs OLM's `olm` and
 // `catalog` operators as local processes (bin/olm-<version>, built by `make olm` from hack/tools/olm), serves
 // a file-based catalog with `opm serve` on 127.0.0.1, and installs platform-operator with an OperatorGroup and
 // a Subscription. The first install is the previous release (test/olm/previous-release): its own bundle and

@@ -17,9 +17,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/fleet"
-	"github.com/platform-operator/platform-operator/internal/fleet/agent"
-	"github.com/platform-operator/platform-operator/internal/fleet/fleettest"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/agent"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
 )
 
 // The podman settings this machine needs (docs/iot.md): crun fails here, and runc needs explicit ulimits.

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo"
 )
 
 // admissionInput is one fuzzed ErgoNetwork spec, in the order FuzzAdmission takes its arguments.

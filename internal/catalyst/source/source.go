@@ -23,7 +23,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	opmetrics "github.com/platform-operator/platform-operator/internal/metrics"
+	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 )
 
 // Limits on what one checkout may hold: a repository beyond them is refused rather than filling the

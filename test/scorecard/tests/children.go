@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/ergo"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo"
 )
 
 // ergoImageEnv is the operator's environment variable for the ergo image; OLM and mirrors rewrite

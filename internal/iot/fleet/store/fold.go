@@ -1,0 +1,192 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/platform-operator/platform-operator/internal/iot/fleet"
+)
+
+// Fold keeps c equal to the state bucket until ctx ends: a first pass over every record, then every
+// change, and a recount from scratch whenever the counters cannot fold a change (a gap in revisions, an
+// impossible transition, a record deleted without being withdrawn, a refused record replacing a counted
+// one) or the watch breaks (the NATS server restarted). Recounts caused by the fleet's records back off
+// (RecountBackoffMin doubling to RecountBackoffMax). synced is called after each (re)count, when the
+// counts are the bucket's. Refused records and offending keys go to s.Hooks.
+func (s *Store) Fold(ctx context.Context, c *fleet.Counters, synced func()) error {
+	return s.refold(ctx, c.Reset, func() error { return s.foldOnce(ctx, c, synced) })
+}
+
+// The causes of a recount: the cause label of platform_operator_fleet_recounts_total.
+const (
+	// CauseStart is the first count of a fold.
+	CauseStart = "start"
+	// CauseGap is a change the watch lost (a gap in the bucket's revisions).
+	CauseGap = "gap"
+	// CauseImpossible is a change the counts cannot fold: a transition out of an empty phase, a key
+	// deleted without a tombstone or a Removed record, a refused record replacing a counted one.
+	CauseImpossible = "impossible"
+	// CauseReconnect is a reconnection to NATS, or a watch that broke.
+	CauseReconnect = "reconnect"
+	// CauseSelector is a Deployment with a new selector: the index counts it from scratch.
+	CauseSelector = "selector"
+)
+
+// RecountCauses are every cause, for metrics that show each from the start.
+var RecountCauses = []string{CauseStart, CauseGap, CauseImpossible, CauseReconnect, CauseSelector}
+
+// The back-off of recounts the fleet's records cause (gaps, impossible transitions): the first after a
+// pass that stayed in step for RecountBackoffMax runs at once, the next ones after RecountBackoffMin,
+// doubling up to RecountBackoffMax. A device that keeps breaking the chain costs at most one recount a
+// minute, never a loop of them.
+const (
+	RecountBackoffMin = time.Second
+	RecountBackoffMax = time.Minute
+)
+
+// Hooks are how a fold reports what it refused: set them before folding. Nil hooks do nothing.
+type Hooks struct {
+	// Rejected is called with each refused record (it moved no count).
+	Rejected func(*fleet.Rejection)
+	// Offended is called with each key that made a change impossible to fold (KeyError.Quarantined says
+	// whether it is quarantined now).
+	Offended func(*fleet.KeyError)
+	// Recount is called at the start of each count with its cause (a Cause*).
+	Recount func(cause string)
+}
+
+var (
+	// errReconnected ends a pass because the connection reconnected to NATS: changes may be lost.
+	errReconnected = errors.New("reconnected to NATS")
+	// errSelector ends a pass because a new selector wants a recount.
+	errSelector = errors.New("a new selector")
+)
+
+// recountCause classifies the error that ended a pass.
+func recountCause(err error) string {
+	switch {
+	case errors.Is(err, errSelector):
+		return CauseSelector
+	case errors.Is(err, errReconnected):
+		return CauseReconnect
+	case errors.Is(err, fleet.ErrImpossible) || errors.Is(err, fleet.ErrUnknownRemoval):
+		return CauseImpossible
+	case errors.Is(err, fleet.ErrGap):
+		return CauseGap
+	}
+	return CauseReconnect
+}
+
+// backoff is the delay before the next recount the fleet's records cause.
+type backoff struct{ next time.Duration }
+
+// after is the delay before a recount of cause, after a pass that lasted ran.
+func (b *backoff) after(cause string, ran time.Duration) time.Duration {
+	if ran >= RecountBackoffMax {
+		b.next = 0 // in step for a while: the next fault is recounted at once
+	}
+	switch cause {
+	case CauseSelector, CauseReconnect:
+		if cause == CauseReconnect && ran < RecountBackoffMin {
+			return RecountBackoffMin // the server may be restarting
+		}
+		return 0
+	}
+	d := b.next
+	b.next = min(max(2*b.next, RecountBackoffMin), RecountBackoffMax)
+	return d
+}
+
+// refold runs pass, each pass a count from scratch followed by the changes it folds, until ctx ends.
+// reset forgets the counts before the first pass and as soon as a pass ends (once per pass), so that
+// nothing reads counts known to be wrong while the next recount waits for its back-off.
+func (s *Store) refold(ctx context.Context, reset func(), pass func() error) error {
+	var b backoff
+	cause := CauseStart
+	reset()
+	for {
+		if s.Hooks.Recount != nil {
+			s.Hooks.Recount(cause)
+		}
+		start := time.Now()
+		err := pass()
+		if ctx.Err() != nil {
+			return nil
+		}
+		cause = recountCause(err)
+		reset()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(b.after(cause, time.Since(start))):
+		}
+	}
+}
+
+// rejected reports a refused record or an offending key; it says whether the fold goes on (the record
+// moved no count and no recount is needed).
+func (s *Store) rejected(err error) bool {
+	var (
+		rej *fleet.Rejection
+		ke  *fleet.KeyError
+	)
+	switch {
+	case errors.As(err, &rej):
+		if s.Hooks.Rejected != nil {
+			s.Hooks.Rejected(rej)
+		}
+		return rej.Recount == nil
+	case errors.As(err, &ke):
+		if s.Hooks.Offended != nil {
+			s.Hooks.Offended(ke)
+		}
+	}
+	return false
+}
+
+func (s *Store) foldOnce(ctx context.Context, c *fleet.Counters, synced func()) error {
+	w, err := s.State.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", fleet.BucketState, err)
+	}
+	defer stopWatch(w)
+	reconnected := s.Reconnected()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-reconnected:
+			return errReconnected // recount at once
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("state watch closed")
+			}
+			if e == nil {
+				c.Synced()
+				if synced != nil {
+					synced()
+				}
+				continue
+			}
+			if err := c.Observe(change(e)); err != nil && !s.rejected(err) {
+				return err
+			}
+		}
+	}
+}
+
+// stopWatch stops a KV watch and drains what it had yet to deliver: the client's delivery blocks on a
+// full Updates channel, and a watch stopped in the middle of its initial values would otherwise keep
+// every message it had received, and its goroutine, for good. The channel closes once the
+// subscription is gone.
+func stopWatch(w jetstream.KeyWatcher) {
+	_ = w.Stop()
+	go func() {
+		for range w.Updates() { //nolint:revive // draining
+		}
+	}()
+}

@@ -1,0 +1,333 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
+)
+
+// One NATS server for the package, stopped when the tests end.
+var natsURL string
+
+func TestMain(m *testing.M) {
+	srv, err := fleettest.StartServer()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	natsURL = srv.ClientURL()
+	code := m.Run()
+	srv.Shutdown()
+	os.Exit(code)
+}
+
+func score(image string) iotv1.Score {
+	return iotv1.Score{Type: iotv1.ScorePodmanV0, PodmanV0: &iotv1.PodmanV0Score{Services: []iotv1.Service{{Name: "app", Image: image}}}}
+}
+
+// eventually polls cond until it holds or 20 seconds pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestFleetAgainstNATS(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nc, st, err := fleettest.Connect(ctx, natsURL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	counters := &fleet.Counters{}
+	synced := make(chan struct{}, 16)
+	go func() { _ = st.Fold(ctx, counters, func() { synced <- struct{}{} }) }()
+	<-synced
+
+	d := fleet.DeploymentKey{Namespace: "t1", Name: "web"}
+	var devices []*fleettest.Device
+	for i := range 5 {
+		devices = append(devices, fleettest.StartDevice(ctx, st, fmt.Sprintf("dev-%d", i), map[string]string{"site": "a"}, nil))
+	}
+	defer func() {
+		for _, dev := range devices {
+			dev.Stop()
+		}
+	}()
+	var registered int
+	eventually(t, "every device registered", func() bool {
+		registered = 0
+		_ = st.EachDevice(ctx, func(*fleet.DeviceInfo) { registered++ })
+		return registered == 5
+	})
+	running := func(gen int64) int64 { return counters.Snapshot(d).ByGeneration[gen].Running }
+
+	for _, dev := range devices {
+		if _, err := st.Publish(ctx, dev.Info.ID, d, fleet.Desired{Generation: 1, Score: score("img:1")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "5 devices running generation 1", func() bool { return running(1) == 5 })
+
+	t.Run("publishing the same desired state again writes nothing", func(t *testing.T) {
+		wrote, err := st.Publish(ctx, "dev-0", d, fleet.Desired{Generation: 1, Score: score("img:1")})
+		if err != nil || wrote {
+			t.Errorf("Publish of an unchanged desired state wrote=%v err=%v", wrote, err)
+		}
+	})
+
+	t.Run("restarted agents neither lose nor double-count", func(t *testing.T) {
+		before := lastSeq(ctx, t, st)
+		applied := map[string]int{}
+		for _, dev := range devices[:2] {
+			applied[dev.Info.ID] = dev.Runtime.Applies()
+			dev.Stop()
+			dev.Start(ctx)
+		}
+		// Each restarted agent re-applies its desired state (idempotently) and finds nothing to report.
+		probe := fleettest.StartDevice(ctx, st, "probe", nil, nil)
+		defer probe.Stop()
+		if _, err := st.Publish(ctx, "probe", d, fleet.Desired{Generation: 1, Score: score("img:1")}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the probe device running", func() bool { return running(1) == 6 })
+		for _, dev := range devices[:2] {
+			eventually(t, "the restarted agent re-applied", func() bool { return dev.Runtime.Applies() > applied[dev.Info.ID] })
+		}
+		// The probe wrote Pending and Running; the restarted agents nothing.
+		if got := lastSeq(ctx, t, st) - before; got != 2 {
+			t.Errorf("%d writes to the state bucket, want 2 (the probe's Pending and Running)", got)
+		}
+		if err := st.Withdraw(ctx, "probe", d); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the withdrawn probe counted out", func() bool { return running(1) == 5 })
+	})
+
+	t.Run("a failing device shows in the counts and as the last error", func(t *testing.T) {
+		bad := &fleettest.FakeRuntime{}
+		bad.SetFail("img:1", "pull: manifest unknown")
+		dev := fleettest.StartDevice(ctx, st, "bad", nil, bad)
+		defer dev.Stop()
+		if _, err := st.Publish(ctx, "bad", d, fleet.Desired{Generation: 1, Score: score("img:1")}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "one failed device", func() bool { return counters.Snapshot(d).ByGeneration[1].Failed == 1 })
+		s := counters.Snapshot(d)
+		if s.LastError == nil || s.LastError.Device != "bad" || s.LastError.Message != "service app: pull: manifest unknown" {
+			t.Errorf("LastError = %+v", s.LastError)
+		}
+		if err := st.Withdraw(ctx, "bad", d); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the failed device counted out", func() bool { return counters.Snapshot(d).ByGeneration[1].Failed == 0 })
+	})
+
+	t.Run("an upgrade moves devices to the new generation", func(t *testing.T) {
+		for _, dev := range devices {
+			if _, err := st.Publish(ctx, dev.Info.ID, d, fleet.Desired{Generation: 2, Score: score("img:2")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, "5 devices running generation 2", func() bool { return running(2) == 5 && running(1) == 0 })
+	})
+
+	t.Run("an operator restart recounts the same", func(t *testing.T) {
+		fresh := &fleet.Counters{}
+		ctx2, cancel2 := context.WithCancel(ctx)
+		defer cancel2()
+		done := make(chan struct{}, 1)
+		go func() { _ = st.Fold(ctx2, fresh, func() { done <- struct{}{} }) }()
+		<-done
+		if got, want := fresh.Snapshot(d).ByGeneration, counters.Snapshot(d).ByGeneration; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("recount %v, live counters %v", got, want)
+		}
+	})
+
+	t.Run("purging a deployment removes its records from every device", func(t *testing.T) {
+		counters.Forget(d)
+		n, err := st.PurgeDeployment(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 10 {
+			t.Errorf("purged %d keys, want at least 10 (5 desired, 5 state)", n)
+		}
+		for _, dev := range devices {
+			eventually(t, "the containers removed", func() bool { _, ok := dev.Runtime.Running(d); return !ok })
+		}
+		left := 0
+		if err := st.EachDesired(ctx, d, func(string, *fleet.Desired) { left++ }); err != nil || left != 0 {
+			t.Errorf("%d desired states left (%v)", left, err)
+		}
+	})
+}
+
+// lastSeq is the state bucket's last revision: it grows by one per write.
+func lastSeq(ctx context.Context, t *testing.T, st *store.Store) uint64 {
+	t.Helper()
+	s, err := st.State.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.(*jetstream.KeyValueBucketStatus).StreamInfo().State.LastSeq
+}
+
+// TestCountersSurviveANATSRestart: the server restarts (same port, same storage) under a running fleet;
+// agents and the operator's fold reconnect, and the counters stay equal to a recount.
+func TestCountersSurviveANATSRestart(t *testing.T) {
+	f := fleettest.StartConnected(t)
+	ctx, srv, st := f.Ctx, f.Server, f.Store
+	counters := &fleet.Counters{}
+	go func() { _ = st.Fold(ctx, counters, nil) }()
+	d := fleet.DeploymentKey{Namespace: "t2", Name: "web"}
+	devices := fleettest.StartFleet(ctx, st, "r", "x", 3)
+	defer func() {
+		for _, dev := range devices {
+			dev.Stop()
+		}
+	}()
+	publish := func(gen int64, image string) {
+		t.Helper()
+		for _, dev := range devices {
+			for {
+				_, err := st.Publish(ctx, dev.Info.ID, d, fleet.Desired{Generation: gen, Score: score(image)})
+				if err == nil {
+					break
+				}
+				time.Sleep(50 * time.Millisecond) // the client is reconnecting
+			}
+		}
+	}
+	publish(1, "img:1")
+	eventually(t, "3 devices running generation 1", func() bool { return counters.Snapshot(d).ByGeneration[1].Running == 3 })
+
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	publish(2, "img:2")
+	t.Logf("published after %s", time.Since(t0))
+	eventually(t, "3 devices running generation 2 after the restart", func() bool {
+		s := counters.Snapshot(d)
+		return s.ByGeneration[2].Running == 3 && len(s.ByGeneration) == 1
+	})
+	t.Logf("converged after %s", time.Since(t0))
+	fresh := &fleet.Counters{}
+	synced := make(chan struct{}, 1)
+	ctx2, cancel2 := context.WithCancel(ctx)
+	defer cancel2()
+	go func() { _ = st.Fold(ctx2, fresh, func() { synced <- struct{}{} }) }()
+	<-synced
+	if got, want := fmt.Sprint(fresh.Snapshot(d).ByGeneration), fmt.Sprint(counters.Snapshot(d).ByGeneration); got != want {
+		t.Errorf("after the restart: recount %s, live counters %s", got, want)
+	}
+}
+
+// TestBadInputAgainstNATS: the buckets refuse records beyond their MaxValueSize; a record the contract
+// refuses (junk, a device record under another device's key) reaches the fold's hooks with its reason
+// and the device and Deployment its key names, and moves no count; an honest device's count stays.
+func TestBadInputAgainstNATS(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nc, st, err := fleettest.Connect(ctx, natsURL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+
+	t.Run("the buckets refuse records beyond their bounds", func(t *testing.T) {
+		for _, b := range []struct {
+			kv    jetstream.KeyValue
+			limit int
+		}{{st.Devices, fleet.MaxDeviceRecordBytes}, {st.State, fleet.MaxStateRecordBytes}, {st.Heartbeats, fleet.MaxHeartbeatRecordBytes}} {
+			if _, err := b.kv.Put(ctx, "t3.big.dev-big", make([]byte, b.limit+1)); err == nil {
+				t.Errorf("%s took a record of %d bytes", b.kv.Bucket(), b.limit+1)
+			}
+			if _, err := b.kv.Put(ctx, "t3.big.dev-big", make([]byte, b.limit)); err != nil {
+				t.Errorf("%s refused a record of %d bytes (its bound): %v", b.kv.Bucket(), b.limit, err)
+			}
+		}
+	})
+
+	var (
+		mu       sync.Mutex
+		rejected []*fleet.Rejection
+	)
+	st.Hooks.Rejected = func(r *fleet.Rejection) {
+		mu.Lock()
+		defer mu.Unlock()
+		rejected = append(rejected, r)
+	}
+	found := func(reason, device string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range rejected {
+			if r.Reason == reason && r.Device == device {
+				return true
+			}
+		}
+		return false
+	}
+	counters := &fleet.Counters{}
+	synced := make(chan struct{}, 16)
+	go func() { _ = st.Fold(ctx, counters, func() { synced <- struct{}{} }) }()
+	<-synced
+	index := &fleet.Index{}
+	go func() { _ = st.FoldIndex(ctx, index, nil) }()
+
+	d := fleet.DeploymentKey{Namespace: "t3", Name: "web"}
+	if _, err := st.Transition(ctx, d, "dev-ok", 1, fleet.PhaseRunning, ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the honest device counted", func() bool { return counters.Snapshot(d).ByGeneration[1].Running == 1 })
+
+	if _, err := st.State.Put(ctx, fleet.StateKey(d, "dev-evil"), []byte("\x00junk")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the junk state record refused", func() bool { return found(fleet.ReasonDecode, "dev-evil") })
+	mu.Lock()
+	for _, r := range rejected {
+		if r.Device == "dev-evil" && r.Deployment != d {
+			t.Errorf("the refusal names deployment %s, want %s", r.Deployment, d)
+		}
+	}
+	mu.Unlock()
+
+	foreign := fleet.DeviceInfo{Version: fleet.ContractVersion, ID: "dev-ok", Labels: map[string]string{"site": "a"}}
+	if _, err := st.Devices.Put(ctx, "dev-evil", fleet.Encode(foreign)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the foreign device record refused", func() bool { return found(fleet.ReasonForeign, "dev-evil") })
+
+	// Positive control: the same record under its own key is taken.
+	if err := st.RegisterDevice(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	// The junk record landed on a key of a counted deployment: the counters cannot know whether that key
+	// was counted, so they recount (at once, the first time) and are empty while they do. Once the
+	// recount has passed they hold the honest device alone.
+	honest := fmt.Sprint(map[int64]fleet.PhaseCounts{1: {Running: 1}})
+	eventually(t, "the counts after the bad input are the honest device alone", func() bool {
+		return fmt.Sprint(counters.Snapshot(d).ByGeneration) == honest
+	})
+	if found(fleet.ReasonForeign, "dev-ok") {
+		t.Error("a device's own record was refused")
+	}
+}

@@ -1,0 +1,162 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
+)
+
+// Reasons the kit sets. API packages export the same strings among their own reasons, since users match
+// on them.
+const (
+	// ReasonApplyFailed is the reason of a part whose child the API server refused or could not take.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonAPINotAvailable is the reason of a part that needs an API this cluster does not serve.
+	ReasonAPINotAvailable = "APINotAvailable"
+	// ReasonNameConflict is the reason of a part whose child's name is taken by an object the operator
+	// did not make, or one another owner (or an earlier owner of the same name) controls.
+	ReasonNameConflict = "NameConflict"
+)
+
+// Event reasons of the changes the operator makes.
+const (
+	EventCreated = "Created"
+	EventUpdated = "Updated"
+	EventDeleted = "Deleted"
+)
+
+// RefusedRetry is how soon an owner whose child the API server refused is tried again: the refusal
+// comes from the spec (a spec change retries at once) or from the cluster's policy (RBAC, admission, a
+// storage class made expandable), which no fast retry fixes.
+const RefusedRetry = 5 * time.Minute
+
+// ConflictRetry is how soon an owner whose child's name is taken is tried again: the object in the way
+// is not the operator's, so its deletion sends no event the operator sees.
+const ConflictRetry = time.Minute
+
+// Session is one reconcile of one owner: the conditions it computes, the children it applies, and the
+// events it owes the user. A controller makes one per reconcile and hands it from step to step.
+type Session struct {
+	// Owner is the custom resource being reconciled; events are about it.
+	Owner client.Object
+	// Conditions is the status' condition list being computed (a copy of the owner's, changed in place).
+	Conditions *[]metav1.Condition
+	// Client reads (for DeleteIfControlled) and names kinds.
+	Client client.Client
+	// Applier applies children.
+	Applier *apply.Applier
+	// Recorder emits the events.
+	Recorder record.EventRecorder
+
+	created, updated []string
+}
+
+// Set records one part's condition for the owner's current generation.
+func (s *Session) Set(condType string, status metav1.ConditionStatus, reason, message string) {
+	Set(s.Conditions, metav1.Condition{
+		Type: condType, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: s.Owner.GetGeneration(),
+	})
+}
+
+// Drop forgets a part the spec no longer asks for.
+func (s *Session) Drop(condType string) { Drop(s.Conditions, condType) }
+
+// Warn emits a Warning event about the owner: a user mistake or a refusal the user must act on.
+func (s *Session) Warn(reason, message string) {
+	s.Recorder.Event(s.Owner, corev1.EventTypeWarning, reason, message)
+}
+
+// Apply applies one child (see apply.Applier.Apply; on success obj holds the live child) and remembers
+// whether it was created or updated, for Announce. When the child's name is taken by an object that is
+// not the owner's (apply.ConflictError), that object is left untouched, the part's condition is
+// NameConflict, a Warning event says whose it is, and the result asks for a retry after ConflictRetry.
+// When the API server refuses the child (invalid,
+// forbidden, bad request), the part's condition says why, a Warning event tells the user, and the
+// result asks for a retry after RefusedRetry instead of an error's fast backoff. Other errors set the
+// condition Unknown and are returned. applied is false in both cases: later steps that need the child
+// should wait.
+func (s *Session) Apply(ctx context.Context, obj client.Object, condType string) (applied bool, res ctrl.Result, err error) {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	result, err := s.Applier.Apply(ctx, s.Owner, obj)
+	var (
+		status   apierrors.APIStatus
+		conflict *apply.ConflictError
+	)
+	switch {
+	case errors.As(err, &conflict):
+		msg := conflict.Error()
+		s.Set(condType, metav1.ConditionFalse, ReasonNameConflict, msg)
+		s.Warn(ReasonNameConflict, msg)
+		return false, ctrl.Result{RequeueAfter: ConflictRetry}, nil
+	case err != nil && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)) && errors.As(err, &status):
+		msg := fmt.Sprintf("the API server refused %s %s: %s", kind, obj.GetName(), status.Status().Message)
+		s.Set(condType, metav1.ConditionFalse, ReasonApplyFailed, msg)
+		s.Warn(ReasonApplyFailed, msg)
+		return false, ctrl.Result{RequeueAfter: RefusedRetry}, nil
+	case err != nil:
+		s.Set(condType, metav1.ConditionUnknown, ReasonApplyFailed, err.Error())
+		return false, ctrl.Result{}, err
+	case result == apply.Created:
+		s.created = append(s.created, kind+" "+obj.GetName())
+	case result == apply.Updated:
+		s.updated = append(s.updated, kind+" "+obj.GetName())
+	}
+	return true, ctrl.Result{}, nil
+}
+
+// MissingAPI reports a part the cluster cannot provide. Only a spec change or an installed API (and an
+// operator restart) fixes it, so it is a condition and a Warning event, not an error to retry.
+func (s *Session) MissingAPI(condType, message string) {
+	s.Set(condType, metav1.ConditionFalse, ReasonAPINotAvailable, message)
+	s.Warn(ReasonAPINotAvailable, message)
+}
+
+// DeleteIfControlled removes obj's kind named name in the owner's namespace when the owner controls it:
+// a child the spec no longer asks for. An object the owner does not control is someone else's and is
+// left alone; one already gone is success.
+func (s *Session) DeleteIfControlled(ctx context.Context, obj client.Object, name string) error {
+	err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Owner.GetNamespace(), Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(obj, s.Owner) {
+		return nil
+	}
+	if err := s.Client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	kind := fmt.Sprintf("%T", obj)
+	if gvk, err := s.Client.GroupVersionKindFor(obj); err == nil {
+		kind = gvk.Kind
+	}
+	s.Recorder.Eventf(s.Owner, corev1.EventTypeNormal, EventDeleted, "Deleted %s %s: the spec no longer asks for it", kind, name)
+	return nil
+}
+
+// Announce tells the user, in one event per kind of change, what this reconcile created and updated
+// ("Created PersistentVolumeClaim n-data, Certificate n, ..."): one API write rather than one per child.
+func (s *Session) Announce() {
+	if len(s.created) > 0 {
+		s.Recorder.Event(s.Owner, corev1.EventTypeNormal, EventCreated, "Created "+strings.Join(s.created, ", "))
+	}
+	if len(s.updated) > 0 {
+		s.Recorder.Event(s.Owner, corev1.EventTypeNormal, EventUpdated, "Updated "+strings.Join(s.updated, ", "))
+	}
+	s.created, s.updated = nil, nil
+}
