@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
+
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -31,7 +33,6 @@ import (
 	iotctrl "github.com/platform-operator/platform-operator/controllers/iot"
 	ircctrl "github.com/platform-operator/platform-operator/controllers/irc"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
-	"github.com/platform-operator/platform-operator/internal/kit/memlimit"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
 )
@@ -41,6 +42,10 @@ import (
 // up to that many; an object of the operator emits an event only when something about it changes, so
 // remembering the last 512 loses nothing a user would see.
 const eventCorrelatorObjects = 512
+
+// memoryLimitRatio is the share of the container's memory limit Go's soft limit is set to: the rest is for
+// what the runtime does not count (thread stacks, the binary) and for the collector's headroom.
+const memoryLimitRatio = 0.9
 
 func main() {
 	fs := flag.CommandLine
@@ -54,8 +59,9 @@ func main() {
 	log := ctrl.Log.WithName("setup")
 
 	// The cache grows with the networks (docs/performance.md); near the container's limit the collector
-	// should work harder rather than the kernel kill the operator.
-	if limit, err := memlimit.Set(memlimit.CgroupFile); err != nil {
+	// should work harder rather than the kernel kill the operator. automemlimit reads the cgroup (v1 or
+	// v2) limit and leaves a GOMEMLIMIT (or AUTOMEMLIMIT=off) set by the user alone.
+	if limit, err := memlimit.SetGoMemLimitWithOpts(memlimit.WithRatio(memoryLimitRatio), memlimit.WithProvider(memlimit.FromCgroup)); err != nil {
 		log.Error(err, "no Go memory limit set from the container's")
 	} else if limit > 0 {
 		log.Info("Go soft memory limit from the container's", "bytes", limit)
