@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -91,14 +90,9 @@ type EnvironmentReconciler struct {
 // Project, or deletes the namespace of a deleted Environment.
 func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	env := &catalystv1.Environment{}
-	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.claims.forget(req.NamespacedName)
-			r.deploys.deploy.forget(req.NamespacedName)
-			r.announced.Delete(req.NamespacedName)
-			r.expiries.Delete(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, env, r.claims.forget, r.deploys.deploy.forget,
+		func(k types.NamespacedName) { r.announced.Delete(k) }, func(k types.NamespacedName) { r.expiries.Delete(k) }); !found {
+		return ctrl.Result{}, err
 	}
 	if !env.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, env)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -53,11 +52,8 @@ type ProjectReconciler struct {
 // Reconcile records a Project's Environments, or deletes them with a deleted Project.
 func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	p := &catalystv1.Project{}
-	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.status.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, p, r.status.Forget); !found {
+		return ctrl.Result{}, err
 	}
 	of := client.MatchingFields{projectIndex: req.Namespace + "/" + req.Name}
 	var envs catalystv1.EnvironmentList

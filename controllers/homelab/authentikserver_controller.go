@@ -177,11 +177,8 @@ type authentikScope struct {
 // Reconcile checks the dependencies, then makes authentik's parts.
 func (r *authentikServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	a := &homelabv1.AuthentikServer{}
-	if err := r.client.Get(ctx, req.NamespacedName, a); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.status.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if found, err := reconcile.Load(ctx, r.client, req.NamespacedName, a, r.status.Forget); !found {
+		return ctrl.Result{}, err
 	}
 	if !a.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // owner references hand every child to the garbage collector

@@ -161,11 +161,8 @@ type domainScope struct {
 // Reconcile applies the Domain's Certificate and Gateway, or cleans them up when it is deleted.
 func (r *domainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	d := &homelabv1.Domain{}
-	if err := r.client.Get(ctx, req.NamespacedName, d); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.status.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if found, err := reconcile.Load(ctx, r.client, req.NamespacedName, d, r.status.Forget); !found {
+		return ctrl.Result{}, err
 	}
 	if !d.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, r.newScope(d))

@@ -63,12 +63,9 @@ type PostgresConnectionReconciler struct {
 // Reconcile reads the connection's Secret, logs in, checks privileges and records what it found.
 func (r *PostgresConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &homelabv1.PostgresConnection{}
-	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.status.Forget(req.NamespacedName)
-			postgres.Sessions.Forget(sessionOwner(req.Namespace, req.Name))
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, c, r.status.Forget,
+		func(k types.NamespacedName) { postgres.Sessions.Forget(sessionOwner(k.Namespace, k.Name)) }); !found {
+		return ctrl.Result{}, err
 	}
 	if !c.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // nothing of a connection lives outside the object

@@ -77,11 +77,8 @@ type PostgresDatabaseReconciler struct {
 // after a deleted one.
 func (r *PostgresDatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	db := &homelabv1.PostgresDatabase{}
-	if err := r.Client.Get(ctx, req.NamespacedName, db); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.status.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, db, r.status.Forget); !found {
+		return ctrl.Result{}, err
 	}
 	s := r.newScope(db)
 	if !db.DeletionTimestamp.IsZero() {

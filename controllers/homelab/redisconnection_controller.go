@@ -98,11 +98,8 @@ type redisScope struct {
 // Reconcile reads the Secret, asks the server for PING and records the answer.
 func (r *redisConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	conn := &homelabv1.RedisConnection{}
-	if err := r.client.Get(ctx, req.NamespacedName, conn); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.status.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if found, err := reconcile.Load(ctx, r.client, req.NamespacedName, conn, r.status.Forget); !found {
+		return ctrl.Result{}, err
 	}
 	if !conn.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // nothing of ours to undo: the operator made nothing

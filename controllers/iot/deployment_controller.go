@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -90,14 +89,13 @@ type DeploymentReconciler struct {
 func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	defer r.reconciles.Add(1)
 	d := &iotv1.Deployment{}
-	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.status.Forget(req.NamespacedName)
-			key := fleet.DeploymentKey{Namespace: req.Namespace, Name: req.Name}
-			r.index.Forget(key)
-			r.plans.forget(key)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	forgetFleet := func(k types.NamespacedName) {
+		key := fleet.DeploymentKey{Namespace: k.Namespace, Name: k.Name}
+		r.index.Forget(key)
+		r.plans.forget(key)
+	}
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, d, r.status.Forget, forgetFleet); !found {
+		return ctrl.Result{}, err
 	}
 	if !d.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, d)

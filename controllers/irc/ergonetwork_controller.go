@@ -8,7 +8,6 @@ import (
 	routev1 "github.com/openshift/api/route/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -84,13 +83,8 @@ type ErgoNetworkReconciler struct {
 // Reconcile brings one ErgoNetwork's children in line with its spec and records what it found.
 func (r *ErgoNetworkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	n := &ircv1.ErgoNetwork{}
-	if err := r.Client.Get(ctx, req.NamespacedName, n); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.secrets.forget(req.NamespacedName)
-			r.applier.Forget(req.NamespacedName)
-			r.status.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, n, r.secrets.forget, r.applier.Forget, r.status.Forget); !found {
+		return ctrl.Result{}, err
 	}
 	if !n.DeletionTimestamp.IsZero() {
 		// Owner references hand the children to the garbage collector; there is nothing to undo here.

@@ -9,7 +9,6 @@ import (
 	routev1 "github.com/openshift/api/route/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -95,13 +94,8 @@ type SojuBouncerReconciler struct {
 // deleted one, and records what it found.
 func (r *SojuBouncerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := &ircv1.SojuBouncer{}
-	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.applier.Forget(req.NamespacedName)
-			r.secretApplier.Forget(req.NamespacedName)
-			r.status.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, b, r.applier.Forget, r.secretApplier.Forget, r.status.Forget); !found {
+		return ctrl.Result{}, err
 	}
 	s := r.newScope(b)
 	if !b.DeletionTimestamp.IsZero() {
