@@ -2,19 +2,13 @@ package postgrestest
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/platform-operator/platform-operator/internal/testutil/pki"
 )
 
 // TLSFiles are a test CA and a server certificate it signed for 127.0.0.1, in PEM.
@@ -25,47 +19,15 @@ type TLSFiles struct {
 // NewTLSFiles makes a CA and a server certificate for the IP address 127.0.0.1 (the address tests
 // connect to, so that sslmode verify-full verifies it), valid for a day.
 func NewTLSFiles() (TLSFiles, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA("postgrestest CA", 24*time.Hour)
 	if err != nil {
 		return TLSFiles{}, err
 	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "postgrestest CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	srv, err := ca.Server("127.0.0.1")
 	if err != nil {
 		return TLSFiles{}, err
 	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return TLSFiles{}, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return TLSFiles{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return TLSFiles{}, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return TLSFiles{}, err
-	}
-	return TLSFiles{
-		CA:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		Cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		Key:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}, nil
+	return TLSFiles{CA: ca.PEM, Cert: srv.Cert, Key: srv.Key}, nil
 }
 
 // EnableTLS turns TLS on with f's certificate and key (ALTER SYSTEM, then a reload). The server keeps

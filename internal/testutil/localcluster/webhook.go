@@ -4,19 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/platform-operator/platform-operator/internal/kit/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil/pki"
 )
 
 // How the operator serves admission webhooks on the local cluster. In a real cluster the API server calls
@@ -81,52 +74,14 @@ type WebhookCerts struct {
 // 127.0.0.1 and localhost signed by it, with their keys (ECDSA P-256). The CA's key is not kept: nothing
 // else is ever signed with it.
 func WriteWebhookCerts(dir string) (*WebhookCerts, error) {
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA("localcluster webhook CA", webhookCertValidity)
 	if err != nil {
 		return nil, err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "localcluster webhook CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(webhookCertValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	srv, err := ca.Server("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(webhookCertValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:     []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -134,25 +89,17 @@ func WriteWebhookCerts(dir string) (*WebhookCerts, error) {
 		name string
 		data []byte
 	}{
-		{WebhookCAFile, caPEM},
-		{WebhookKeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})},
+		{WebhookCAFile, ca.PEM},
+		{WebhookKeyFile, srv.Key},
 		// The certificate last: controller-runtime's certificate watcher may read the pair as soon as
 		// tls.crt appears.
-		{WebhookCertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
+		{WebhookCertFile, srv.Cert},
 	} {
-		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o600); err != nil {
+		if _, err := pki.WriteFile(dir, f.name, f.data); err != nil {
 			return nil, err
 		}
 	}
-	return &WebhookCerts{Dir: dir, CA: caPEM}, nil
-}
-
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	return n
+	return &WebhookCerts{Dir: dir, CA: ca.PEM}, nil
 }
 
 // ReadWebhookConfigurations reads the ValidatingWebhookConfigurations and MutatingWebhookConfigurations
