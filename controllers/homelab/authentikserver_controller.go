@@ -217,10 +217,7 @@ func dependencyReady(conds []metav1.Condition, generation int64) (bool, string) 
 func (s *authentikScope) missing(condType, kind string, key types.NamespacedName, field string) {
 	s.waiting = true
 	msg := fmt.Sprintf("%s %s named by spec.%s does not exist; authentik waits for it", kind, key, field)
-	if c := meta.FindStatusCondition(*s.Conditions, condType); c == nil || c.Reason != homelabv1.ReasonMissingDependency {
-		s.Warn(homelabv1.ReasonMissingDependency, msg)
-	}
-	s.Set(condType, metav1.ConditionFalse, homelabv1.ReasonMissingDependency, msg)
+	s.Fail(*s.Conditions, condType, homelabv1.ReasonMissingDependency, msg)
 }
 
 // notReady records a dependency that exists but is not Ready.
@@ -242,10 +239,7 @@ func (s *authentikScope) sameNamespace(condType, field string, key types.Namespa
 // notAllowed records a dependency the AuthentikServer may not use, with a Warning event when it is new.
 func (s *authentikScope) notAllowed(condType, msg string) {
 	s.waiting = true
-	if c := meta.FindStatusCondition(*s.Conditions, condType); c == nil || c.Reason != homelabv1.ReasonDependencyNotAllowed {
-		s.Warn(homelabv1.ReasonDependencyNotAllowed, msg)
-	}
-	s.Set(condType, metav1.ConditionFalse, homelabv1.ReasonDependencyNotAllowed, msg)
+	s.Fail(*s.Conditions, condType, homelabv1.ReasonDependencyNotAllowed, msg)
 }
 
 // reconcileDomainDependency waits for the Domain: Ready, with a Gateway to attach the route to.

@@ -51,25 +51,6 @@ func TestCleanupRetry(t *testing.T) {
 	}
 }
 
-func TestChanged(t *testing.T) {
-	before := []metav1.Condition{{Type: "Server", Status: metav1.ConditionFalse, Reason: "Unreachable", Message: "old"}}
-	tests := []struct {
-		name string
-		c    metav1.Condition
-		want bool
-	}{
-		{"same failure, new message", metav1.Condition{Type: "Server", Status: metav1.ConditionFalse, Reason: "Unreachable", Message: "new"}, false},
-		{"another reason", metav1.Condition{Type: "Server", Status: metav1.ConditionFalse, Reason: "AuthenticationFailed"}, true},
-		{"another status", metav1.Condition{Type: "Server", Status: metav1.ConditionTrue, Reason: "Unreachable"}, true},
-		{"no condition before", metav1.Condition{Type: "Secret", Status: metav1.ConditionFalse, Reason: "SecretNotFound"}, true},
-	}
-	for _, tt := range tests {
-		if got := changed(before, tt.c.Type, tt.c); got != tt.want {
-			t.Errorf("%s: changed = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
-
 func TestConnectionKey(t *testing.T) {
 	for ref, want := range map[string]types.NamespacedName{
 		"db":         {Namespace: "apps", Name: "db"},

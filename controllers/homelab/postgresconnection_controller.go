@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -78,7 +77,7 @@ func (r *PostgresConnectionReconciler) Reconcile(ctx context.Context, req ctrl.R
 	return reconcile.Finish(ctx, r.status, s, func() *homelabv1.PostgresConnectionStatus {
 		ready := s.Summarize([]string{homelabv1.ConditionSecret, homelabv1.ConditionServer},
 			homelabv1.ReasonReady, "the operator logs in with CREATEROLE and CREATEDB")
-		if ready.Status == metav1.ConditionTrue && changed(s.before, homelabv1.ConditionReady, ready) {
+		if ready.Status == metav1.ConditionTrue && reconcile.Changed(s.before, homelabv1.ConditionReady, ready.Status, ready.Reason) {
 			s.Normal(homelabv1.ReasonConnected, "Logged in to "+s.address+" with the privileges the operator needs")
 		}
 		return &homelabv1.PostgresConnectionStatus{ObservedGeneration: c.Generation, Conditions: conds, ServerVersion: s.version}
@@ -98,33 +97,17 @@ type connectionScope struct {
 	version string
 }
 
-// fail records a part that is not ready, with a Warning event when the part's state changed (a periodic
-// check that finds the same failure again stays quiet).
-func (s *connectionScope) fail(condType, reason, msg string) {
-	c := metav1.Condition{Type: condType, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
-	if changed(s.before, condType, c) {
-		s.Warn(reason, msg)
-	}
-	s.Set(condType, c.Status, reason, msg)
-}
-
-// changed says whether c differs in status or reason from the condition of its type in before.
-func changed(before []metav1.Condition, condType string, c metav1.Condition) bool {
-	old := meta.FindStatusCondition(before, condType)
-	return old == nil || old.Status != c.Status || old.Reason != c.Reason
-}
-
 // reconcileSecret reads the Secret the spec names and its settings.
 func (r *PostgresConnectionReconciler) reconcileSecret(ctx context.Context, s *connectionScope) (ctrl.Result, error) {
 	settings, err := readConnectionSecret(ctx, r.APIReader, s.conn)
 	var secretErr *postgres.SecretError
 	switch {
 	case apierrors.IsNotFound(err):
-		s.fail(homelabv1.ConditionSecret, homelabv1.ReasonSecretNotFound,
+		s.Fail(s.before, homelabv1.ConditionSecret, homelabv1.ReasonSecretNotFound,
 			fmt.Sprintf("Secret %q named by spec.secret does not exist in namespace %q", s.conn.Spec.Secret, s.conn.Namespace))
 		return ctrl.Result{}, nil
 	case errors.As(err, &secretErr):
-		s.fail(homelabv1.ConditionSecret, homelabv1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %q: %s", s.conn.Spec.Secret, secretErr))
+		s.Fail(s.before, homelabv1.ConditionSecret, homelabv1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %q: %s", s.conn.Spec.Secret, secretErr))
 		return ctrl.Result{}, nil
 	case err != nil:
 		s.Set(homelabv1.ConditionSecret, metav1.ConditionUnknown, homelabv1.ReasonWaitingForDependency, "the Secret could not be read: "+err.Error())
@@ -145,18 +128,18 @@ func (r *PostgresConnectionReconciler) reconcileServer(ctx context.Context, s *c
 	admin, err := postgres.Sessions.Acquire(ctx, sessionOwner(s.conn.Namespace, s.conn.Name), *s.settings)
 	if err != nil {
 		reason, retry := connectFailure(err)
-		s.fail(homelabv1.ConditionServer, reason, fmt.Sprintf("cannot log in to %s as %q: %v", s.address, s.settings.User, err))
+		s.Fail(s.before, homelabv1.ConditionServer, reason, fmt.Sprintf("cannot log in to %s as %q: %v", s.address, s.settings.User, err))
 		return ctrl.Result{RequeueAfter: retry}, nil
 	}
 	defer func() { _ = admin.Close(ctx) }()
 	p, err := admin.Privileges(ctx)
 	if err != nil {
-		s.fail(homelabv1.ConditionServer, homelabv1.ReasonServerError, fmt.Sprintf("cannot read the privileges of %q on %s: %v", s.settings.User, s.address, err))
+		s.Fail(s.before, homelabv1.ConditionServer, homelabv1.ReasonServerError, fmt.Sprintf("cannot read the privileges of %q on %s: %v", s.settings.User, s.address, err))
 		return ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil
 	}
 	s.version = p.ServerVersion
 	if !p.Sufficient() {
-		s.fail(homelabv1.ConditionServer, homelabv1.ReasonInsufficientPrivileges,
+		s.Fail(s.before, homelabv1.ConditionServer, homelabv1.ReasonInsufficientPrivileges,
 			fmt.Sprintf("role %q on %s lacks %s (ALTER ROLE %s CREATEROLE CREATEDB)", s.settings.User, s.address, p.Missing(), s.settings.User))
 		return ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil
 	}

@@ -128,15 +128,6 @@ func (r *PostgresDatabaseReconciler) newScope(db *homelabv1.PostgresDatabase) *d
 	}
 }
 
-// fail records a part that is not ready, with a Warning event when the part's state changed.
-func (s *databaseScope) fail(condType string, status metav1.ConditionStatus, reason, msg string) {
-	c := metav1.Condition{Type: condType, Status: status, Reason: reason, Message: msg}
-	if changed(s.before, condType, c) {
-		s.Warn(reason, msg)
-	}
-	s.Set(condType, status, reason, msg)
-}
-
 // wait records a part that waits for an earlier one, without an event.
 func (s *databaseScope) wait(condType, msg string) {
 	s.Set(condType, metav1.ConditionUnknown, homelabv1.ReasonWaitingForDependency, msg)
@@ -207,7 +198,7 @@ func (r *PostgresDatabaseReconciler) reconcileConnection(ctx context.Context, s 
 			s.Set(homelabv1.ConditionConnection, status, reason, msg)
 			return ctrl.Result{}, nil
 		}
-		s.fail(homelabv1.ConditionConnection, status, reason, msg)
+		s.Fail(s.before, homelabv1.ConditionConnection, reason, msg)
 		return ctrl.Result{}, nil
 	}
 	s.settings = settings
@@ -233,7 +224,7 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *d
 		return ctrl.Result{}, err
 	default:
 		if c := apply.Conflict(live, postgres.Secret(s.db, *s.settings, s.name, "", ""), s.db); c != nil {
-			s.fail(homelabv1.ConditionCredentials, metav1.ConditionFalse, reconcile.ReasonNameConflict, c.Error())
+			s.Fail(s.before, homelabv1.ConditionCredentials, reconcile.ReasonNameConflict, c.Error())
 			s.wait(homelabv1.ConditionDatabase, "waiting for the Secret's name to be free")
 			return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 		}
@@ -255,7 +246,7 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *d
 		s.Normal(reconcile.EventUpdated, res.Updated)
 	}
 	if !res.Ready() {
-		s.fail(homelabv1.ConditionDatabase, metav1.ConditionFalse, res.Reason, res.Message)
+		s.Fail(s.before, homelabv1.ConditionDatabase, res.Reason, res.Message)
 		return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
 	}
 	s.password, s.newPassword = res.Login.Password, res.NewPassword

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
@@ -62,7 +61,7 @@ func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *dat
 		s.Event(cleaned.Event.Type, cleaned.Event.Reason, cleaned.Event.Message)
 	}
 	if !cleaned.Done {
-		s.fail(homelabv1.ConditionCleanup, metav1.ConditionFalse, homelabv1.ReasonCleanupBlocked, cleaned.Blocked)
+		s.Fail(s.before, homelabv1.ConditionCleanup, homelabv1.ReasonCleanupBlocked, cleaned.Blocked)
 		s.secretName = db.Status.SecretName // the Secret stays until the object goes
 		werr := r.status.Write(ctx, db, s.summarize())
 		return ctrl.Result{RequeueAfter: cleaned.RequeueAfter}, werr

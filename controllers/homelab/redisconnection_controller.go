@@ -125,7 +125,7 @@ func (r *redisConnectionReconciler) reconcileSecret(ctx context.Context, s *redi
 	err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: s.conn.Namespace, Name: name}, &secret)
 	if apierrors.IsNotFound(err) {
 		msg := fmt.Sprintf("Secret %q named by spec.secret does not exist in namespace %q", name, s.conn.Namespace)
-		s.failOnce(homelabv1.ConditionSecret, homelabv1.ReasonSecretNotFound, msg)
+		s.Fail(s.previous, homelabv1.ConditionSecret, homelabv1.ReasonSecretNotFound, msg)
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
@@ -134,7 +134,7 @@ func (r *redisConnectionReconciler) reconcileSecret(ctx context.Context, s *redi
 	}
 	settings, err := redis.FromSecret(secret.Data)
 	if err != nil {
-		s.failOnce(homelabv1.ConditionSecret, homelabv1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %q: %v", name, err))
+		s.Fail(s.previous, homelabv1.ConditionSecret, homelabv1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %q: %v", name, err))
 		return ctrl.Result{}, nil
 	}
 	s.settings = &settings
@@ -161,25 +161,16 @@ func (r *redisConnectionReconciler) reconcileServer(ctx context.Context, s *redi
 		s.Set(homelabv1.ConditionServer, metav1.ConditionTrue, homelabv1.ReasonConnected, fmt.Sprintf("Redis at %s answers PING", addr))
 		return ctrl.Result{RequeueAfter: redisHealthyRecheck}, nil
 	case redis.AuthenticationFailed:
-		s.failOnce(homelabv1.ConditionServer, homelabv1.ReasonAuthenticationFailed,
+		s.Fail(s.previous, homelabv1.ConditionServer, homelabv1.ReasonAuthenticationFailed,
 			fmt.Sprintf("Redis at %s refused the Secret's credentials: %v", addr, err))
 		return ctrl.Result{RequeueAfter: redisRefusedRecheck}, nil
 	case redis.Unreachable:
-		s.failOnce(homelabv1.ConditionServer, homelabv1.ReasonUnreachable, fmt.Sprintf("Redis at %s: %v", addr, err))
+		s.Fail(s.previous, homelabv1.ConditionServer, homelabv1.ReasonUnreachable, fmt.Sprintf("Redis at %s: %v", addr, err))
 		return ctrl.Result{RequeueAfter: redisUnreachableRecheck}, nil
 	default:
-		s.failOnce(homelabv1.ConditionServer, homelabv1.ReasonServerError, fmt.Sprintf("Redis at %s: %v", addr, err))
+		s.Fail(s.previous, homelabv1.ConditionServer, homelabv1.ReasonServerError, fmt.Sprintf("Redis at %s: %v", addr, err))
 		return ctrl.Result{RequeueAfter: redisUnreachableRecheck}, nil
 	}
-}
-
-// failOnce sets a part False and emits a Warning event when the part was not already False for the same
-// reason: a periodic recheck that finds the same failure is neither a status write nor another event.
-func (s *redisScope) failOnce(condType, reason, msg string) {
-	if c := meta.FindStatusCondition(s.previous, condType); c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason {
-		s.Warn(reason, msg)
-	}
-	s.Set(condType, metav1.ConditionFalse, reason, msg)
 }
 
 // connectionsForSecret maps a Secret to the RedisConnections of its namespace that name it.

@@ -1,7 +1,6 @@
 package irc
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
@@ -50,15 +49,6 @@ func (r *SojuBouncerReconciler) newScope(b *ircv1.SojuBouncer) *sojuScope {
 			Applier: r.applier, Recorder: r.Recorder},
 		b: b, status: status, before: b.Status.Conditions, adminUsable: true,
 	}
-}
-
-// fail records a part that is not ready because of something the user or the database server must
-// fix, with a Warning event when the part's state changed (not on every retry).
-func (s *sojuScope) fail(condType, reason, msg string) {
-	if c := meta.FindStatusCondition(s.before, condType); c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason {
-		s.Warn(reason, msg)
-	}
-	s.Set(condType, metav1.ConditionFalse, reason, msg)
 }
 
 // summarize fills Ready, observedGeneration and the database's names from what the steps found.

@@ -69,7 +69,7 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuSc
 	}
 	if admin == nil {
 		// The Secret's own changes wake the bouncer (bouncersForSecret).
-		s.fail(ircv1.ConditionDatabase, reason, msg)
+		s.Fail(s.before, ircv1.ConditionDatabase, reason, msg)
 		return ctrl.Result{}, nil
 	}
 	name := soju.DatabaseName(s.b)
@@ -84,7 +84,7 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuSc
 	default:
 		live.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		if c := apply.Conflict(live, soju.DatabaseSecret(s.b, postgres.Settings{}), s.b); c != nil {
-			s.fail(ircv1.ConditionDatabase, reconcile.ReasonNameConflict, c.Error())
+			s.Fail(s.before, ircv1.ConditionDatabase, reconcile.ReasonNameConflict, c.Error())
 			return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 		}
 	}
@@ -104,7 +104,7 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuSc
 	}
 	s.transport = db.Transport
 	if !db.Ready() {
-		s.fail(ircv1.ConditionDatabase, db.Reason, db.Message)
+		s.Fail(s.before, ircv1.ConditionDatabase, db.Reason, db.Message)
 		return ctrl.Result{RequeueAfter: db.RequeueAfter}, nil
 	}
 
@@ -133,7 +133,7 @@ func (r *SojuBouncerReconciler) reconcileAdminUser(ctx context.Context, s *sojuS
 	key := soju.AdminPasswordKey(u)
 	fail := func(reason, msg string) (ctrl.Result, error) {
 		s.adminUsable = false
-		s.fail(ircv1.ConditionAdminUser, reason, msg)
+		s.Fail(s.before, ircv1.ConditionAdminUser, reason, msg)
 		return ctrl.Result{}, nil
 	}
 	secret := &corev1.Secret{}
@@ -182,13 +182,13 @@ func (r *SojuBouncerReconciler) reconcileConfig(ctx context.Context, s *sojuScop
 			s.Set(ircv1.ConditionConfig, metav1.ConditionFalse, ircv1.ReasonWaiting, msg)
 			return ctrl.Result{RequeueAfter: DatabaseRetry}, nil
 		}
-		s.fail(ircv1.ConditionConfig, ircv1.ReasonAdminSecretInvalid, msg)
+		s.Fail(s.before, ircv1.ConditionConfig, ircv1.ReasonAdminSecretInvalid, msg)
 		return ctrl.Result{}, nil
 	}
 	rendered, err := soju.RenderConfig(s.b, login)
 	if err != nil {
 		// The CRD refuses what the encoder cannot write; reaching this is a spec admitted by an older CRD.
-		s.fail(ircv1.ConditionConfig, reconcile.ReasonApplyFailed, err.Error())
+		s.Fail(s.before, ircv1.ConditionConfig, reconcile.ReasonApplyFailed, err.Error())
 		return ctrl.Result{}, nil
 	}
 	if ok, res, err := s.Apply(ctx, soju.ConfigMap(s.b, rendered), ircv1.ConditionConfig); !ok {
@@ -262,7 +262,7 @@ func (r *SojuBouncerReconciler) reconcileMetrics(ctx context.Context, s *sojuSco
 	}
 	if !r.Capabilities.PodMonitors {
 		// A Warning once, not on every reconcile: the bouncer is fine, only the PodMonitor is missing.
-		s.fail(ircv1.ConditionMetricsMonitor, reconcile.ReasonAPINotAvailable, fmt.Sprintf(
+		s.Fail(s.before, ircv1.ConditionMetricsMonitor, reconcile.ReasonAPINotAvailable, fmt.Sprintf(
 			"no PodMonitor: this cluster does not serve the Prometheus Operator's API (monitoring.coreos.com/v1 PodMonitor); soju serves its metrics on port %q (%d) of the pod and of Service %s for any other scraper; install the Prometheus Operator, then restart the operator",
 			soju.MetricsPortName, soju.MetricsPort(s.b), soju.ServiceName(s.b)))
 		return ctrl.Result{}, nil
