@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/kit/nspolicy"
 )
 
 // FlagDomainPolicy is the operator flag that says which namespaces may claim which hostnames, with which
@@ -39,37 +40,29 @@ type domainRule struct {
 // nothing.
 func ParseDomainPolicy(s string) (DomainPolicy, error) {
 	var p DomainPolicy
-	for entry := range strings.SplitSeq(s, ";") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		ns, rest, ok := strings.Cut(entry, "=")
-		if !ok {
-			return DomainPolicy{}, fmt.Errorf("--%s entry %q: want NAMESPACE=SUFFIX|SUFFIX[:ISSUER|ISSUER]", FlagDomainPolicy, entry)
-		}
-		r := domainRule{namespace: strings.TrimSpace(ns)}
-		if r.namespace != "*" && len(validation.IsDNS1123Label(r.namespace)) > 0 {
-			return DomainPolicy{}, fmt.Errorf("--%s entry %q: %q is neither a namespace name nor *", FlagDomainPolicy, entry, r.namespace)
-		}
-		suffixes, issuers, hasIssuers := strings.Cut(rest, ":")
-		for suffix := range strings.SplitSeq(suffixes, "|") {
-			suffix = strings.TrimSpace(suffix)
-			if suffix != "*" && len(validation.IsDNS1123Subdomain(suffix)) > 0 {
-				return DomainPolicy{}, fmt.Errorf("--%s entry %q: suffix %q is neither a lowercase DNS name nor *", FlagDomainPolicy, entry, suffix)
-			}
-			r.suffixes = append(r.suffixes, suffix)
+	err := nspolicy.Parse(FlagDomainPolicy, "NAMESPACE=SUFFIX|SUFFIX[:ISSUER|ISSUER]", s, func(e nspolicy.Entry) error {
+		r := domainRule{namespace: e.Namespace}
+		suffixes, issuers, hasIssuers := strings.Cut(e.Value, ":")
+		var err error
+		r.suffixes, err = e.List(suffixes, func(suffix string) bool {
+			return suffix == nspolicy.Any || len(validation.IsDNS1123Subdomain(suffix)) == 0
+		}, "suffix %q is neither a lowercase DNS name nor *")
+		if err != nil {
+			return err
 		}
 		if hasIssuers {
-			for issuer := range strings.SplitSeq(issuers, "|") {
-				issuer = strings.TrimSpace(issuer)
-				if len(validation.IsDNS1123Subdomain(issuer)) > 0 {
-					return DomainPolicy{}, fmt.Errorf("--%s entry %q: %q is not a ClusterIssuer name", FlagDomainPolicy, entry, issuer)
-				}
-				r.issuers = append(r.issuers, issuer)
+			r.issuers, err = e.List(issuers, func(issuer string) bool {
+				return len(validation.IsDNS1123Subdomain(issuer)) == 0
+			}, "%q is not a ClusterIssuer name")
+			if err != nil {
+				return err
 			}
 		}
 		p.rules = append(p.rules, r)
+		return nil
+	})
+	if err != nil {
+		return DomainPolicy{}, err
 	}
 	return p, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
+	"github.com/platform-operator/platform-operator/internal/kit/nspolicy"
 )
 
 // The operator flags of the iot tenancy and image policy (docs/iot.md, "Tenancy and image policy").
@@ -81,41 +82,34 @@ type fleetRule struct {
 // (any one of them allowing is enough), every other namespace gets the "*" entries. Blanks around the
 // separators are ignored; an empty string allows no targeting at all.
 func ParseFleetPolicy(s string) (FleetPolicy, error) {
+	const syntax = "NAMESPACE=KEY:VALUE|VALUE or NAMESPACE=*"
 	var p FleetPolicy
-	for entry := range strings.SplitSeq(s, ";") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		ns, rest, ok := strings.Cut(entry, "=")
-		if !ok {
-			return FleetPolicy{}, fmt.Errorf("--%s entry %q: want NAMESPACE=KEY:VALUE|VALUE or NAMESPACE=*", FlagFleetPolicy, entry)
-		}
-		r := fleetRule{namespace: strings.TrimSpace(ns)}
-		if r.namespace != "*" && len(validation.IsDNS1123Label(r.namespace)) > 0 {
-			return FleetPolicy{}, fmt.Errorf("--%s entry %q: %q is neither a namespace name nor *", FlagFleetPolicy, entry, r.namespace)
-		}
-		rest = strings.TrimSpace(rest)
-		if rest == "*" {
+	err := nspolicy.Parse(FlagFleetPolicy, syntax, s, func(e nspolicy.Entry) error {
+		r := fleetRule{namespace: e.Namespace}
+		if e.Value == nspolicy.Any {
 			r.all = true
 			r.text = r.namespace + "=*"
 			p.rules = append(p.rules, r)
-			continue
+			return nil
 		}
-		key, values, ok := strings.Cut(rest, ":")
+		key, values, ok := strings.Cut(e.Value, ":")
 		r.key = strings.TrimSpace(key)
 		if !ok || len(validation.IsQualifiedName(r.key)) > 0 {
-			return FleetPolicy{}, fmt.Errorf("--%s entry %q: want NAMESPACE=KEY:VALUE|VALUE with KEY a label key, or NAMESPACE=*", FlagFleetPolicy, entry)
+			return e.Errorf("want NAMESPACE=KEY:VALUE|VALUE with KEY a label key, or NAMESPACE=*")
 		}
-		for v := range strings.SplitSeq(values, "|") {
-			v = strings.TrimSpace(v)
-			if v == "" || len(validation.IsValidLabelValue(v)) > 0 {
-				return FleetPolicy{}, fmt.Errorf("--%s entry %q: %q is not a label value", FlagFleetPolicy, entry, v)
-			}
-			r.values = append(r.values, v)
+		var err error
+		r.values, err = e.List(values, func(v string) bool {
+			return v != "" && len(validation.IsValidLabelValue(v)) == 0
+		}, "%q is not a label value")
+		if err != nil {
+			return err
 		}
 		r.text = r.namespace + "=" + r.key + ":" + strings.Join(r.values, "|")
 		p.rules = append(p.rules, r)
+		return nil
+	})
+	if err != nil {
+		return FleetPolicy{}, err
 	}
 	return p, nil
 }
