@@ -18,7 +18,7 @@ import (
 func ConfigMap(n *ircv1.ErgoNetwork, rendered []byte) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: objectMeta(n, ConfigMapName(n)),
+		ObjectMeta: childMeta(n).Object(ConfigMapName(n)),
 		Data:       map[string]string{ConfigKey: string(rendered)},
 	}
 }

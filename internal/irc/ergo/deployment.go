@@ -3,8 +3,6 @@ package ergo
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/irc/ircnet"
@@ -47,50 +45,13 @@ func Deployment(n *ircv1.ErgoNetwork, opts Options, configDigest string) *appsv1
 	if image == "" {
 		image = DefaultImage
 	}
-	return &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: objectMeta(n, DeploymentName(n)),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(n)},
-			// Two ergo processes must never open the same datastore: the old pod is gone before the
-			// new one starts.
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{
-					Labels:      Labels(n),
-					Annotations: map[string]string{opts.digestKey(): configDigest},
-				},
-				Spec: podSpec(n, image, opts.OpenShift),
-			},
-		},
-	}
-}
-
-func podSpec(n *ircv1.ErgoNetwork, image string, openShift bool) corev1.PodSpec {
-	return corev1.PodSpec{
-		// ergo never talks to the API server, and Service env vars would only be noise in its
-		// environment, which allow-environment-overrides reads.
-		AutomountServiceAccountToken: ptr.To(false),
-		EnableServiceLinks:           ptr.To(false),
-		// ergo shuts down on SIGTERM at once; the default grace period is plenty and bounds how long
-		// a Recreate rollout keeps the network down.
-		TerminationGracePeriodSeconds: ptr.To[int64](30),
-		SecurityContext:               podSecurityContext(openShift),
-		Containers:                    []corev1.Container{container(n, image)},
-		Volumes:                       volumes(n),
-	}
-}
-
-func podSecurityContext(openShift bool) *corev1.PodSecurityContext {
-	return ircnet.PodSecurityContext(openShift, ergoUID)
+	// Two ergo processes must never open the same datastore: the old pod is gone before the new one
+	// starts (Recreate).
+	return childMeta(n).Deployment(DeploymentName(n), map[string]string{opts.digestKey(): configDigest},
+		ircnet.PodSpec(opts.OpenShift, ergoUID, []corev1.Container{container(n, image)}, volumes(n)))
 }
 
 func container(n *ircv1.ErgoNetwork, image string) corev1.Container {
-	var ports []corev1.ContainerPort
-	for _, p := range ServicePorts(n) {
-		ports = append(ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: corev1.ProtocolTCP})
-	}
 	c := corev1.Container{
 		Name:            containerName,
 		Image:           image,
@@ -98,7 +59,7 @@ func container(n *ircv1.ErgoNetwork, image string) corev1.Container {
 		// The image's entrypoint is a script that writes a default config into /ircd and ignores
 		// arguments; the binary is started directly on the mounted config.
 		Command: []string{ergoBinary, "run", "--conf", configPath},
-		Ports:   ports,
+		Ports:   ircnet.ContainerPorts(ServicePorts(n)),
 		Env:     env(n),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: configVolume, MountPath: configDir, ReadOnly: true},

@@ -79,13 +79,3 @@ func CertificateName(n *ircv1.ErgoNetwork) string { return n.Name }
 
 // RouteName is the OpenShift Route.
 func RouteName(n *ircv1.ErgoNetwork) string { return n.Name }
-
-// objectMeta is the metadata every child shares.
-func objectMeta(n *ircv1.ErgoNetwork, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:            name,
-		Namespace:       n.Namespace,
-		Labels:          Labels(n),
-		OwnerReferences: []metav1.OwnerReference{OwnerReference(n)},
-	}
-}

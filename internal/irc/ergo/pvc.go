@@ -25,7 +25,7 @@ func PVC(n *ircv1.ErgoNetwork) *corev1.PersistentVolumeClaim {
 	}
 	pvc := &corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-		ObjectMeta: objectMeta(n, PVCName(n)),
+		ObjectMeta: childMeta(n).Object(PVCName(n)),
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{

@@ -3,8 +3,6 @@ package soju
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/irc/ircnet"
@@ -70,10 +68,7 @@ func Deployment(b *ircv1.SojuBouncer, opts Options, digest string) *appsv1.Deplo
 		image = DefaultImage
 	}
 	ports := ircnet.Ports(b.Spec.Listeners)
-	var cports []corev1.ContainerPort
-	for _, p := range ports {
-		cports = append(cports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: corev1.ProtocolTCP})
-	}
+	cports := ircnet.ContainerPorts(ports)
 	if p := metricsContainerPort(b); p != nil {
 		cports = append(cports, *p)
 	}
@@ -91,15 +86,7 @@ func Deployment(b *ircv1.SojuBouncer, opts Options, digest string) *appsv1.Deplo
 	if port, ok := ircnet.ProbePort(ports); ok {
 		main.StartupProbe, main.ReadinessProbe, main.LivenessProbe = ircnet.Probes(port)
 	}
-	spec := corev1.PodSpec{
-		// soju never talks to the API server.
-		AutomountServiceAccountToken:  ptr.To(false),
-		EnableServiceLinks:            ptr.To(false),
-		TerminationGracePeriodSeconds: ptr.To[int64](30),
-		SecurityContext:               ircnet.PodSecurityContext(opts.OpenShift, sojuUID),
-		Containers:                    []corev1.Container{main},
-		Volumes:                       volumes(b),
-	}
+	spec := ircnet.PodSpec(opts.OpenShift, sojuUID, []corev1.Container{main}, volumes(b))
 	if u := b.Spec.AdminUser; u != nil {
 		spec.InitContainers = []corev1.Container{{
 			Name:            initContainerName,
@@ -119,22 +106,7 @@ func Deployment(b *ircv1.SojuBouncer, opts Options, digest string) *appsv1.Deplo
 			Resources:       ircnet.Resources(b.Spec.Resources),
 		}}
 	}
-	return &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: ChildMeta(b).Object(DeploymentName(b)),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(b)},
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{
-					Labels:      Labels(b),
-					Annotations: map[string]string{ConfigDigestAnnotation: digest},
-				},
-				Spec: spec,
-			},
-		},
-	}
+	return ChildMeta(b).Deployment(DeploymentName(b), map[string]string{ConfigDigestAnnotation: digest}, spec)
 }
 
 // AdminPasswordKey is the key of the admin user's Secret that holds the password.
