@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 func TestParsePodSecurityLevel(t *testing.T) {
@@ -126,14 +127,8 @@ func TestWithLimits(t *testing.T) {
 			f := valid
 			tt.f(&f)
 			d, err := base.WithLimits(f)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want one naming %s", err, tt.wantErr)
-				}
+			if testutil.WantError(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			tt.check(t, d)
 		})

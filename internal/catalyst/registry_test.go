@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 func dockerConfig(json string) map[string][]byte {
@@ -45,14 +46,8 @@ func TestKeychain(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			kc, err := Keychain(tt.data)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
+			if testutil.WantError(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			reg, err := name.NewRegistry(tt.registry)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/irc/ergo"
 	"github.com/platform-operator/platform-operator/internal/kit/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // namedWorkload is a Workload that only has a name, for the selection tests.
@@ -44,14 +45,8 @@ func TestSelectWorkloads(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
 			got, err := selectWorkloads(tt.spec, known)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("selectWorkloads(%q) = %v, %v; want error %q", tt.spec, got, err, tt.wantErr)
-				}
+			if testutil.WantError(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if names := strings.Join(infoNames(got), ","); names != tt.want {
 				t.Errorf("selectWorkloads(%q) = %s, want %s", tt.spec, names, tt.want)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/kit/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 func TestMergeCacheRules(t *testing.T) {
@@ -61,14 +62,8 @@ func TestMergeCacheRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Describe(scheme.Scheme, platform.Capabilities{}, tt.groups...)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
+			if testutil.WantError(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if strings.Join(got, "; ") != strings.Join(tt.want, "; ") {
 				t.Errorf("rules %q, want %q", got, tt.want)

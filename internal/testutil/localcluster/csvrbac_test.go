@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // testCSV is a ClusterServiceVersion with the shape of the bundle's: one Deployment, cluster-wide rules
@@ -138,14 +140,8 @@ func TestCSVRBAC(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			objs, err := CSVRBAC(csv, tt.namespace, tt.targets)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
+			if testutil.WantError(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := describeObjects(objs); !slices.Equal(got, tt.want) {
 				t.Errorf("objects\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
@@ -210,14 +206,11 @@ func TestCSVServiceAccount(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := CSVServiceAccount(tt.csv, tt.deployment)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Errorf("err = %v, want %q", err, tt.wantErr)
-				}
+			if testutil.WantError(t, err, tt.wantErr) {
 				return
 			}
-			if err != nil || got != tt.want {
-				t.Errorf("= %q, %v; want %q", got, err, tt.want)
+			if got != tt.want {
+				t.Errorf("= %q, want %q", got, tt.want)
 			}
 		})
 	}
@@ -365,21 +358,9 @@ func TestForbidden(t *testing.T) {
 // InstallCSVRBAC authenticates as the CSV's ServiceAccount and is allowed what the CSV grants, where it
 // grants it, and nothing else; and that installing again follows the CSV file as it is then.
 func TestInstallCSVRBACOnLocalCluster(t *testing.T) {
-	c := New(Options{SkipExternalCRDs: true})
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
+	c := startWithoutExternalCRDs(t)
 	admin := c.Client()
-	for _, ns := range []string{"team-a", "team-b"} {
-		if err := admin.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespaces(t, admin, "team-a", "team-b")
 	csvPath := writeFile(t, testCSV(""))
 	install := func(t *testing.T, o CSVInstall) (*CSVIdentity, client.Client) {
 		t.Helper()

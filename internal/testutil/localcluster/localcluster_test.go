@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 )
@@ -169,7 +170,9 @@ func TestClusterServesCRDsAndStopsCleanly(t *testing.T) {
 	}
 }
 
-func TestClusterWithoutExternalCRDs(t *testing.T) {
+// startWithoutExternalCRDs starts a cluster without the external CRDs, stopped when t ends.
+func startWithoutExternalCRDs(t *testing.T) *Cluster {
+	t.Helper()
 	c := New(Options{SkipExternalCRDs: true})
 	if err := c.Start(t.Context()); err != nil {
 		t.Fatalf("Start: %v", err)
@@ -179,6 +182,21 @@ func TestClusterWithoutExternalCRDs(t *testing.T) {
 			t.Errorf("Stop: %v", err)
 		}
 	})
+	return c
+}
+
+// createNamespaces creates the namespaces named.
+func createNamespaces(t *testing.T, k8s client.Client, names ...string) {
+	t.Helper()
+	for _, ns := range names {
+		if err := k8s.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestClusterWithoutExternalCRDs(t *testing.T) {
+	c := startWithoutExternalCRDs(t)
 
 	dc := discovery.NewDiscoveryClientForConfigOrDie(c.Config())
 	if _, err := dc.ServerResourcesForGroupVersion(ircv1.GroupVersion.String()); err != nil {

@@ -165,44 +165,39 @@ func LocalWebhookConfigurations(objs []client.Object, addr string, ca []byte, su
 	var out []client.Object
 	for _, obj := range objs {
 		name := obj.GetName() + "-" + suffix
-		probe := probeClientConfig(addr, ca)
+		probe := probeWebhook(name, addr, ca)
+		// localize points one webhook of the configuration at addr and scopes it to namespaces.
+		localize := func(webhook string, cc *admissionregistrationv1.WebhookClientConfig, sel **metav1.LabelSelector) error {
+			local, err := localClientConfig(webhook, *cc, addr, ca)
+			if err != nil {
+				return err
+			}
+			*cc, *sel = local, inNamespaces(*sel, namespaces)
+			return nil
+		}
 		switch o := obj.(type) {
 		case *admissionregistrationv1.ValidatingWebhookConfiguration:
 			c := o.DeepCopy()
 			c.ObjectMeta = localMeta(o.ObjectMeta, name)
 			for i := range c.Webhooks {
-				w := &c.Webhooks[i]
-				cc, err := localClientConfig(w.Name, w.ClientConfig, addr, ca)
-				if err != nil {
+				if err := localize(c.Webhooks[i].Name, &c.Webhooks[i].ClientConfig, &c.Webhooks[i].NamespaceSelector); err != nil {
 					return nil, err
 				}
-				w.ClientConfig = cc
-				w.NamespaceSelector = inNamespaces(w.NamespaceSelector, namespaces)
 			}
-			c.Webhooks = append(c.Webhooks, admissionregistrationv1.ValidatingWebhook{
-				Name: webhookProbeName, ClientConfig: probe, Rules: probeRules(),
-				FailurePolicy: ptr.To(admissionregistrationv1.Fail), SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone),
-				ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{WebhookProbeLabel: name}},
-				AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To(int32(5)),
-			})
+			c.Webhooks = append(c.Webhooks, probe)
 			out = append(out, c)
 		case *admissionregistrationv1.MutatingWebhookConfiguration:
 			c := o.DeepCopy()
 			c.ObjectMeta = localMeta(o.ObjectMeta, name)
 			for i := range c.Webhooks {
-				w := &c.Webhooks[i]
-				cc, err := localClientConfig(w.Name, w.ClientConfig, addr, ca)
-				if err != nil {
+				if err := localize(c.Webhooks[i].Name, &c.Webhooks[i].ClientConfig, &c.Webhooks[i].NamespaceSelector); err != nil {
 					return nil, err
 				}
-				w.ClientConfig = cc
-				w.NamespaceSelector = inNamespaces(w.NamespaceSelector, namespaces)
 			}
 			c.Webhooks = append(c.Webhooks, admissionregistrationv1.MutatingWebhook{
-				Name: webhookProbeName, ClientConfig: probe, Rules: probeRules(),
-				FailurePolicy: ptr.To(admissionregistrationv1.Fail), SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone),
-				ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{WebhookProbeLabel: name}},
-				AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To(int32(5)),
+				Name: probe.Name, ClientConfig: probe.ClientConfig, Rules: probe.Rules,
+				FailurePolicy: probe.FailurePolicy, SideEffects: probe.SideEffects, ObjectSelector: probe.ObjectSelector,
+				AdmissionReviewVersions: probe.AdmissionReviewVersions, TimeoutSeconds: probe.TimeoutSeconds,
 			})
 			out = append(out, c)
 		default:
@@ -210,6 +205,17 @@ func LocalWebhookConfigurations(objs []client.Object, addr string, ca []byte, su
 		}
 	}
 	return out, nil
+}
+
+// probeWebhook is the probe webhook of the configuration named name (WebhookProbeLabel); a mutating
+// configuration carries the same fields.
+func probeWebhook(name, addr string, ca []byte) admissionregistrationv1.ValidatingWebhook {
+	return admissionregistrationv1.ValidatingWebhook{
+		Name: webhookProbeName, ClientConfig: probeClientConfig(addr, ca), Rules: probeRules(),
+		FailurePolicy: ptr.To(admissionregistrationv1.Fail), SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone),
+		ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{WebhookProbeLabel: name}},
+		AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To(int32(5)),
+	}
 }
 
 // localMeta keeps the labels and annotations, but none of the server's fields, under a new name.

@@ -27,6 +27,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // fakeWebhookPath is the webhook the fake operator (TestMain) serves: it refuses whatever it is asked.
@@ -244,14 +246,8 @@ func TestReadWebhookConfigurations(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			objs, err := ReadWebhookConfigurations(writeFile(t, tt.content))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
+			if testutil.WantError(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			var got []string
 			for _, o := range objs {
@@ -383,21 +379,9 @@ func TestWatchNamespaces(t *testing.T) {
 // the way StartOperator configures them: over TLS to 127.0.0.1 with the CA WriteWebhookCerts made. A wrong
 // CA or address is shown to fail, so a refusal below is the webhook's.
 func TestWebhooksOnLocalCluster(t *testing.T) {
-	c := New(Options{SkipExternalCRDs: true})
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
+	c := startWithoutExternalCRDs(t)
 	k8s := c.Client()
-	for _, ns := range []string{"team-a", "team-b"} {
-		if err := k8s.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespaces(t, k8s, "team-a", "team-b")
 	manifests := writeFile(t, validatingYAML())
 	objs, err := ReadWebhookConfigurations(manifests)
 	if err != nil {
