@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet"
@@ -101,6 +103,19 @@ func (c *client) refused(t *testing.T, what string, op func(ctx context.Context)
 }
 
 // allowed runs op (the positive control) and asserts it succeeds.
+// receive is the operation of receiving one message on subj as c.
+func (c *client) receive(subj string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		sub, err := c.nc.SubscribeSync(subj)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+		_, err = sub.NextMsgWithContext(ctx)
+		return err
+	}
+}
+
 func allowed(t *testing.T, what string, op func(ctx context.Context) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -117,6 +132,44 @@ func issue(t *testing.T, a *fleettest.Authorized, r auth.Role, name string) stri
 		t.Fatal(err)
 	}
 	return p
+}
+
+// startWithOperator starts a server configured as fleet-auth init configures it and connects the
+// operator's store (which makes the buckets devices bind to); the operator's connection closes and the
+// context is cancelled when t ends.
+func startWithOperator(t *testing.T) (context.Context, *fleettest.Authorized, *nats.Conn, *store.Store) {
+	t.Helper()
+	a := fleettest.StartAuthorized(t, nil)
+	onc, op, err := a.ConnectOperator(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(onc.Close)
+	return t.Context(), a, onc, op
+}
+
+// userCreds writes the credentials file of the user uc describes (a new key pair's), signed by signer.
+func userCreds(t *testing.T, signer nkeys.KeyPair, uc func(pub string) *jwt.UserClaims) string {
+	t.Helper()
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	token, err := uc(pub).Encode(signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := jwt.FormatUserConfig(token, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/user.creds"
+	if err := auth.WriteCreds(path, creds); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func desired(gen int64) fleet.Desired {
@@ -152,14 +205,7 @@ func TestMaxLogRepliesFollowsTheAgent(t *testing.T) {
 // init writes: each hostile operation of device A on device B's records is refused by the server, and
 // the same operation on A's own records succeeds.
 func TestDevicePermissions(t *testing.T) {
-	a := fleettest.StartAuthorized(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	onc, op, err := a.ConnectOperator(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer onc.Close()
+	ctx, a, onc, op := startWithOperator(t)
 	for _, dev := range []string{"dev-a", "dev-b"} {
 		if _, err := op.Publish(ctx, dev, dep, desired(1)); err != nil {
 			t.Fatal(err)
@@ -354,15 +400,7 @@ func TestDevicePermissions(t *testing.T) {
 
 	t.Run("subjects", func(t *testing.T) {
 		for _, subj := range []string{fleet.LogsSubject("dev-b"), "_INBOX_dev-b.>", "_INBOX.>", ">"} {
-			A.refused(t, "A subscribes to "+subj, func(ctx context.Context) error {
-				sub, err := A.nc.SubscribeSync(subj)
-				if err != nil {
-					return err
-				}
-				defer func() { _ = sub.Unsubscribe() }()
-				_, err = sub.NextMsgWithContext(ctx)
-				return err
-			})
+			A.refused(t, "A subscribes to "+subj, A.receive(subj))
 		}
 		A.refused(t, "A asks B for its logs", func(ctx context.Context) error {
 			if err := A.nc.Publish(fleet.LogsSubject("dev-b"), []byte(`{}`)); err != nil {

@@ -1,7 +1,6 @@
 package auth_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -16,14 +15,7 @@ import (
 // the server reloaded), the server closes that device's connection and refuses it a new one, while
 // another device's credentials and new credentials issued for the same device still connect.
 func TestRevoke(t *testing.T) {
-	a := fleettest.StartAuthorized(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	onc, _, err := a.ConnectOperator(ctx, 0) // makes the buckets the devices bind to
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer onc.Close()
+	_, a, _, _ := startWithOperator(t)
 	leaked := issue(t, a, auth.RoleDevice, "pi-17")
 	other := issue(t, a, auth.RoleDevice, "pi-18")
 	closed := make(chan struct{})

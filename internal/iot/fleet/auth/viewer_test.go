@@ -44,14 +44,7 @@ func eventually(t *testing.T, what string, op func(ctx context.Context) error) {
 // no desired state and receives no one else's replies. Each refusal comes from the server, beside the
 // same read by the viewer of a bucket it may read or the same write by the device that owns the key.
 func TestViewerPermissions(t *testing.T) {
-	a := fleettest.StartAuthorized(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	onc, op, err := a.ConnectOperator(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer onc.Close()
+	ctx, a, _, op := startWithOperator(t)
 	if _, err := op.Publish(ctx, "dev-a", dep, desired(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -204,15 +197,7 @@ func TestViewerPermissions(t *testing.T) {
 			auth.InboxPrefix(auth.RoleViewer, "bob") + ".>",
 			"_INBOX.>", fleet.LogsSubject("dev-a"), agent.EventsSubject("dev-a"),
 		} {
-			v.refused(t, "the viewer subscribes to "+subj, func(ctx context.Context) error {
-				sub, err := v.nc.SubscribeSync(subj)
-				if err != nil {
-					return err
-				}
-				defer func() { _ = sub.Unsubscribe() }()
-				_, err = sub.NextMsgWithContext(ctx)
-				return err
-			})
+			v.refused(t, "the viewer subscribes to "+subj, v.receive(subj))
 		}
 		// The control: dev-a's answer arrives on an inbox of the viewer's own.
 		allowed(t, "the viewer receives on its own inbox", func(ctx context.Context) error {
@@ -236,14 +221,7 @@ func TestViewerPermissions(t *testing.T) {
 // is one signed by a key the account does not know; the same user without permissions of its own
 // connects and gets only the device template (its own heartbeat, not another's).
 func TestScopedSigningKeyCannotWiden(t *testing.T) {
-	a := fleettest.StartAuthorized(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	onc, _, err := a.ConnectOperator(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer onc.Close()
+	_, a, _, _ := startWithOperator(t)
 	acct, err := a.Authority.AccountKey()
 	if err != nil {
 		t.Fatal(err)
@@ -253,34 +231,18 @@ func TestScopedSigningKeyCannotWiden(t *testing.T) {
 		t.Fatal(err)
 	}
 	user := func(signer nkeys.KeyPair, widen bool) string {
-		kp, err := nkeys.CreateUser()
-		if err != nil {
-			t.Fatal(err)
-		}
-		pub, _ := kp.PublicKey()
-		seed, _ := kp.Seed()
-		uc := jwt.NewUserClaims(pub)
-		uc.SetScoped(true) // no permissions or limits of its own, as auth.Issue makes it
-		uc.Name = "dev-w"
-		uc.IssuerAccount = acct
-		uc.Tags.Add("fleet-role:device")
-		if widen {
-			uc.Pub.Allow.Add(">")
-			uc.Sub.Allow.Add(">")
-		}
-		token, err := uc.Encode(signer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		creds, err := jwt.FormatUserConfig(token, seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := t.TempDir() + "/user.creds"
-		if err := auth.WriteCreds(path, creds); err != nil {
-			t.Fatal(err)
-		}
-		return path
+		return userCreds(t, signer, func(pub string) *jwt.UserClaims {
+			uc := jwt.NewUserClaims(pub)
+			uc.SetScoped(true) // no permissions or limits of its own, as auth.Issue makes it
+			uc.Name = "dev-w"
+			uc.IssuerAccount = acct
+			uc.Tags.Add("fleet-role:device")
+			if widen {
+				uc.Pub.Allow.Add(">")
+				uc.Sub.Allow.Add(">")
+			}
+			return uc
+		})
 	}
 	refusedAtConnect := func(what, creds string) {
 		t.Helper()
@@ -316,26 +278,11 @@ func TestScopedSigningKeyCannotWiden(t *testing.T) {
 // (which fleet-auth never does) falls back to the account's default permissions, which deny everything.
 func TestAccountKeyUsersGetNothing(t *testing.T) {
 	a := fleettest.StartAuthorized(t, nil)
-	kp, err := nkeys.CreateUser()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := kp.PublicKey()
-	seed, _ := kp.Seed()
-	uc := jwt.NewUserClaims(pub)
-	uc.Name = "dev-a"
-	token, err := uc.Encode(a.Authority.Account)
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds, err := jwt.FormatUserConfig(token, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := t.TempDir() + "/user.creds"
-	if err := auth.WriteCreds(path, creds); err != nil {
-		t.Fatal(err)
-	}
+	path := userCreds(t, a.Authority.Account, func(pub string) *jwt.UserClaims {
+		uc := jwt.NewUserClaims(pub)
+		uc.Name = "dev-a"
+		return uc
+	})
 	c := connect(t, a, path)
 	c.refused(t, "an account-key user reads the JetStream account", func(ctx context.Context) error {
 		_, err := c.js.AccountInfo(ctx)
