@@ -120,15 +120,7 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
-	}
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(oplabels.OperatorName)
-	}
+	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: catalystv1.Finalizer}
 	r.claims = &statusClaims{writers: []*reconcile.StatusWriter{

@@ -149,12 +149,7 @@ func (r *ProjectReconciler) finalize(ctx context.Context, p *catalystv1.Project,
 
 // SetupWithManager registers the reconciler; Environments wake their Project.
 func (r *ProjectReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
-	}
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(oplabels.OperatorName)
-	}
+	reconcile.FromManager(mgr, &r.Client, nil, &r.Recorder)
 	r.status = &reconcile.StatusWriter{
 		Client: r.Client, FieldOwner: projectFieldOwner,
 		Fields: []string{"observedGeneration", "environments"}, Conditions: []string{catalystv1.ConditionReady},

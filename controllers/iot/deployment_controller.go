@@ -170,12 +170,7 @@ func (r *DeploymentReconciler) clock() time.Time {
 // SetupWithManager registers the reconciler, and with a store the fleet watches: the counters' fold
 // over the state bucket, the device registry, and the ticker that turns counter changes into reconciles.
 func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
-	}
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(oplabels.OperatorName)
-	}
+	reconcile.FromManager(mgr, &r.Client, nil, &r.Recorder)
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: Finalizer}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,

@@ -105,15 +105,7 @@ func (r *ErgoNetworkReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 // SetupWithManager registers the reconciler, its watches and the Secret index.
 func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
-	}
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(oplabels.OperatorName)
-	}
+	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	r.started = time.Now()
 	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
 	r.status = &reconcile.StatusWriter{

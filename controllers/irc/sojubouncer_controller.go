@@ -119,15 +119,7 @@ func (r *SojuBouncerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 // SetupWithManager registers the reconciler, its watches and the Secret index.
 func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
-	}
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(oplabels.OperatorName)
-	}
+	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
 	// The database Secret is read from the API server: a typed read through the cache would start an
 	// informer holding every Secret's data.
