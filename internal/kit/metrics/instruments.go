@@ -63,57 +63,41 @@ var durationBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 360
 var requestBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 
 var (
-	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "reconcile_errors_total",
-		Help: "Reconciles that returned an error, by API kind and the error's Kubernetes status reason (Other when it has none).",
-	}, []string{"kind", "reason"})
-	readyDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Name: "ready_duration_seconds",
-		Help:    "Time from an object's creation or generation change to its Ready condition becoming True for that generation.",
-		Buckets: durationBuckets,
-	}, []string{"kind"})
+	reconcileErrors = counter("reconcile_errors_total", []string{"kind", "reason"},
+		"Reconciles that returned an error, by API kind and the error's Kubernetes status reason (Other when it has none).")
+	readyDuration = histogram("ready_duration_seconds", durationBuckets, []string{"kind"},
+		"Time from an object's creation or generation change to its Ready condition becoming True for that generation.")
 
-	catalystBuilds = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "catalyst_builds_total",
-		Help: "Catalyst image build Jobs finished, by result.",
-	}, []string{"result"})
-	catalystBuildDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Name: "catalyst_build_duration_seconds",
-		Help:    "Duration of catalyst image build Jobs (start to completion), by result.",
-		Buckets: durationBuckets,
-	}, []string{"result"})
-	catalystDeploys = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "catalyst_deploys_total",
-		Help: "Catalyst deploy attempts of a new commit or input, by deployment type and result.",
-	}, []string{"type", "result"})
-	catalystRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "catalyst_refusals_total",
-		Help: "Tenant input refused, by the check that refused it: policy (render.Policy or a render guard), impersonation (403 as the tenant), dryrun (the whole-commit dry run).",
-	}, []string{"check"})
-	catalystGitFetch = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Name: "catalyst_git_fetch_duration_seconds",
-		Help:    "Latency of catalyst Git fetches of a commit not in the checkout cache, by result.",
-		Buckets: requestBuckets,
-	}, []string{"result"})
-	catalystRegistryCheck = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Name: "catalyst_registry_check_duration_seconds",
-		Help:    "Latency of catalyst registry checks for an environment's image, by result (failed: the registry could not be asked or refused the credentials).",
-		Buckets: requestBuckets,
-	}, []string{"result"})
+	catalystBuilds = counter("catalyst_builds_total", []string{"result"},
+		"Catalyst image build Jobs finished, by result.")
+	catalystBuildDuration = histogram("catalyst_build_duration_seconds", durationBuckets, []string{"result"},
+		"Duration of catalyst image build Jobs (start to completion), by result.")
+	catalystDeploys = counter("catalyst_deploys_total", []string{"type", "result"},
+		"Catalyst deploy attempts of a new commit or input, by deployment type and result.")
+	catalystRefusals = counter("catalyst_refusals_total", []string{"check"},
+		"Tenant input refused, by the check that refused it: policy (render.Policy or a render guard), impersonation (403 as the tenant), dryrun (the whole-commit dry run).")
+	catalystGitFetch = histogram("catalyst_git_fetch_duration_seconds", requestBuckets, []string{"result"},
+		"Latency of catalyst Git fetches of a commit not in the checkout cache, by result.")
+	catalystRegistryCheck = histogram("catalyst_registry_check_duration_seconds", requestBuckets, []string{"result"},
+		"Latency of catalyst registry checks for an environment's image, by result (failed: the registry could not be asked or refused the credentials).")
 
-	postgresOperations = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "postgres_operations_total",
-		Help: "PostgreSQL statements the operator sent, by kind of statement and result.",
-	}, []string{"operation", "result"})
-	postgresAdminLogins = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "postgres_admin_logins_total",
-		Help: "Admin connections the operator opened to PostgreSQL servers (a pooled session reused is not one), by result.",
-	}, []string{"result"})
-	ergoConfigRollouts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "ergo_config_rollouts_total",
-		Help: "ErgoNetwork config rollouts: a changed ircd.yaml written to its ConfigMap (which rolls ergo's pod), by result.",
-	}, []string{"result"})
+	postgresOperations = counter("postgres_operations_total", []string{"operation", "result"},
+		"PostgreSQL statements the operator sent, by kind of statement and result.")
+	postgresAdminLogins = counter("postgres_admin_logins_total", []string{"result"},
+		"Admin connections the operator opened to PostgreSQL servers (a pooled session reused is not one), by result.")
+	ergoConfigRollouts = counter("ergo_config_rollouts_total", []string{"result"},
+		"ErgoNetwork config rollouts: a changed ircd.yaml written to its ConfigMap (which rolls ergo's pod), by result.")
 )
+
+// counter is a counter vector of the operator's: name under Namespace, its labels and help.
+func counter(name string, labels []string, help string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
+}
+
+// histogram is a histogram vector of the operator's: name under Namespace, its buckets, labels and help.
+func histogram(name string, buckets []float64, labels []string, help string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: name, Help: help, Buckets: buckets}, labels)
+}
 
 // instruments are the counters and histograms, registered by Register.
 var instruments = []prometheus.Collector{
