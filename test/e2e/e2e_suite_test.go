@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/platform-operator/platform-operator/internal/testutil"
 	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
@@ -32,24 +32,10 @@ var (
 	cluster     *localcluster.Cluster
 	k8s         client.Client // direct: no cache between the test and the API server
 
-	timings   []timing
-	timingsMu sync.Mutex
-	suiteT0   time.Time
+	// timings prints each phase's duration as it ends and all of them again when the suite ends.
+	timings = &testutil.Timings{Suite: "e2e"}
+	suiteT0 time.Time
 )
-
-type timing struct {
-	phase string
-	took  time.Duration
-	note  string
-}
-
-// record prints a phase's duration as it ends and keeps it for the summary AfterSuite prints.
-func record(phase string, took time.Duration, note string) {
-	timingsMu.Lock()
-	defer timingsMu.Unlock()
-	timings = append(timings, timing{phase: phase, took: took, note: note})
-	fmt.Fprintf(os.Stdout, "e2e phase: %-58s %7.1fs %s\n", phase, took.Seconds(), note)
-}
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -79,10 +65,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	cluster = localcluster.New(localcluster.WithWorkloads(localcluster.Options{
 		RepoRoot: repoRoot,
 		LogDir:   filepath.Join(logDir, "cluster"),
-		Progress: func(phase string, took time.Duration) { record("cluster start: "+phase, took, "") },
+		Progress: func(phase string, took time.Duration) { timings.Record("cluster start: "+phase, took, "") },
 	}))
 	Expect(cluster.Start(ctx)).To(Succeed(), "start the local cluster; its logs are in %s", filepath.Join(logDir, "cluster"))
-	record("cluster start (total)", time.Since(t), cluster.APIServerURL().String())
+	timings.Record("cluster start (total)", time.Since(t), cluster.APIServerURL().String())
 	k8s = cluster.Client()
 	startCatalystServers() // the catalyst scenarios' registry and Git server, in this process
 }, NodeTimeout(5*time.Minute))
@@ -91,7 +77,7 @@ var _ = ReportAfterEach(func(r SpecReport) {
 	if r.LeafNodeType != types.NodeTypeIt || r.State.Is(types.SpecStateSkipped) {
 		return
 	}
-	record("scenario: "+scenarioName(r.LeafNodeText), r.RunTime, r.State.String())
+	timings.Record("scenario: "+scenarioName(r.LeafNodeText), r.RunTime, r.State.String())
 })
 
 // AfterSuite stops every operator and the cluster, then proves nothing is left: no process the suite
@@ -105,7 +91,7 @@ var _ = AfterSuite(func() {
 			errs = append(errs, err)
 		}
 	}
-	record("operators stop", time.Since(t), "")
+	timings.Record("operators stop", time.Since(t), "")
 	stopCatalystServers() // after the operators, which fetch from them
 
 	if cluster != nil {
@@ -113,7 +99,7 @@ var _ = AfterSuite(func() {
 		if err := cluster.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop cluster: %w", err))
 		}
-		record("cluster stop", time.Since(t), "")
+		timings.Record("cluster stop", time.Since(t), "")
 		if err := cluster.CheckStopped(); err != nil {
 			errs = append(errs, fmt.Errorf("left behind by the cluster: %w", err))
 		}
@@ -127,21 +113,14 @@ var _ = AfterSuite(func() {
 		fmt.Fprintf(os.Stdout, "e2e: no process or port left behind (checked %d operator processes and the cluster's %d addresses)\n",
 			len(allOperators()), len(clusterAddresses()))
 	}
-	record("suite (total)", time.Since(suiteT0), "")
-	printTimings()
+	timings.Record("suite (total)", time.Since(suiteT0), "")
+	timings.Print()
 	Expect(errors.Join(errs...)).NotTo(HaveOccurred())
 })
 
 // ReportAfterSuite keeps the logs of a failed run and removes those of a passing one.
 var _ = ReportAfterSuite("logs", func(r Report) {
-	if logDir == "" {
-		return
-	}
-	if r.SuiteSucceeded {
-		_ = os.RemoveAll(logDir)
-		return
-	}
-	fmt.Fprintf(os.Stdout, "e2e: the suite failed; the logs of every process are kept in %s\n", logDir)
+	testutil.KeepLogsOfFailure(os.Stdout, "e2e", logDir, r.SuiteSucceeded)
 })
 
 func clusterAddresses() []string {
@@ -149,15 +128,6 @@ func clusterAddresses() []string {
 		return nil
 	}
 	return cluster.Addresses()
-}
-
-func printTimings() {
-	timingsMu.Lock()
-	defer timingsMu.Unlock()
-	fmt.Fprintln(os.Stdout, "\ne2e timings:")
-	for _, t := range timings {
-		fmt.Fprintf(os.Stdout, "  %-60s %7.1fs %s\n", t.phase, t.took.Seconds(), t.note)
-	}
 }
 
 // scenarioName is the part of a spec's text before the colon: "smoke", "deletion", ...

@@ -57,8 +57,8 @@ var _ = Describe("ErgoNetwork", func() {
 		// rollout on the fake node takes about one).
 		Eventually(ctx, converged(ctx, ns, "after")).WithTimeout(testLease.LeaseDuration + 20*time.Second).Should(Succeed())
 		readyAfter := time.Since(killed)
-		record("leader election: takeover after SIGKILL", tookOver, fmt.Sprintf("(lease %s)", testLease.LeaseDuration))
-		record("leader election: network created meanwhile Ready", readyAfter, fmt.Sprintf("(lease %s)", testLease.LeaseDuration))
+		timings.Record("leader election: takeover after SIGKILL", tookOver, fmt.Sprintf("(lease %s)", testLease.LeaseDuration))
+		timings.Record("leader election: network created meanwhile Ready", readyAfter, fmt.Sprintf("(lease %s)", testLease.LeaseDuration))
 		Expect(second.reconciles()).To(BeNumerically(">", 0))
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: manager.LeaderElectionID}, lease)).To(Succeed())
 		Expect(ptr.Deref(lease.Spec.HolderIdentity, "")).NotTo(Equal(firstHolder))

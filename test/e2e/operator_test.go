@@ -159,7 +159,7 @@ func startOperator(name string, cfg operatorConfig) *operator {
 			"the CSV %s lacks a permission the operator uses (fix its +kubebuilder:rbac markers, then make manifests bundle)",
 			name, id.Username, cmp.Or(cfg.csv, csvPath))
 	})
-	record("operator start: "+name, op.ReadyAfter, fmt.Sprintf("(pid %d)", op.PID()))
+	timings.Record("operator start: "+name, op.ReadyAfter, fmt.Sprintf("(pid %d)", op.PID()))
 	return op
 }
 

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/platform-operator/platform-operator/internal/kit/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
@@ -46,30 +46,17 @@ var (
 	operatorBin string
 	previous    release // the release the upgrade starts from
 
-	timings   []timing
-	timingsMu sync.Mutex
-	suiteT0   time.Time
+	// timings prints each phase's duration as it ends and all of them again when the suite ends.
+	timings = &testutil.Timings{Suite: "olm"}
+	suiteT0 time.Time
 )
-
-type timing struct {
-	phase string
-	took  time.Duration
-}
-
-// record prints a phase's duration as it ends and keeps it for the summary.
-func record(phase string, took time.Duration) {
-	timingsMu.Lock()
-	defer timingsMu.Unlock()
-	timings = append(timings, timing{phase, took})
-	fmt.Fprintf(os.Stdout, "olm phase: %-50s %7.1fs\n", phase, took.Seconds())
-}
 
 // phase runs f and records how long it took.
 func phase(name string, f func()) {
 	GinkgoHelper()
 	By(name)
 	t := time.Now()
-	defer func() { record(name, time.Since(t)) }()
+	defer func() { timings.Record(name, time.Since(t), "") }()
 	f()
 }
 
@@ -164,13 +151,13 @@ var _ = AfterSuite(func() {
 			errs = append(errs, err)
 		}
 	}
-	record("processes stop", time.Since(t))
+	timings.Record("processes stop", time.Since(t), "")
 	if cluster != nil {
 		t = time.Now()
 		if err := cluster.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop cluster: %w", err))
 		}
-		record("cluster stop", time.Since(t))
+		timings.Record("cluster stop", time.Since(t), "")
 		if err := cluster.CheckStopped(); err != nil {
 			errs = append(errs, fmt.Errorf("left behind by the cluster: %w", err))
 		}
@@ -194,26 +181,14 @@ var _ = AfterSuite(func() {
 	if len(errs) == 0 {
 		fmt.Fprintf(os.Stdout, "olm: no process or port left behind (%d processes and the cluster checked)\n", len(ps))
 	}
-	record("suite (total)", time.Since(suiteT0))
-	timingsMu.Lock()
-	fmt.Fprintln(os.Stdout, "olm: phase durations")
-	for _, tm := range timings {
-		fmt.Fprintf(os.Stdout, "  %-50s %7.1fs\n", tm.phase, tm.took.Seconds())
-	}
-	timingsMu.Unlock()
+	timings.Record("suite (total)", time.Since(suiteT0), "")
+	timings.Print()
 	Expect(errors.Join(errs...)).NotTo(HaveOccurred())
 })
 
 // ReportAfterSuite keeps the logs of a failed run and removes those of a passing one.
 var _ = ReportAfterSuite("logs", func(r Report) {
-	if logDir == "" {
-		return
-	}
-	if r.SuiteSucceeded {
-		_ = os.RemoveAll(logDir)
-		return
-	}
-	fmt.Fprintf(os.Stdout, "olm: the suite failed; the logs of every process are kept in %s\n", logDir)
+	testutil.KeepLogsOfFailure(os.Stdout, "olm", logDir, r.SuiteSucceeded)
 })
 
 // newNamespace creates a namespace.
