@@ -198,14 +198,9 @@ func (r *EnvironmentReconciler) environmentsForProject(ctx context.Context, o cl
 
 // environmentsOf lists, from the cache, the Environments of the Project namespace/name as requests.
 func environmentsOf(ctx context.Context, c client.Reader, key string) []ctrl.Request {
-	var list catalystv1.EnvironmentList
-	if err := c.List(ctx, &list, client.MatchingFields{projectIndex: key}); err != nil {
+	reqs, err := reconcile.ListRequests(ctx, c, &catalystv1.EnvironmentList{}, client.MatchingFields{projectIndex: key})
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list environments of project", "project", key)
-		return nil
-	}
-	reqs := make([]ctrl.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return reqs
 }

@@ -127,15 +127,10 @@ func setupAuthentikServer(mgr ctrl.Manager, caps platform.Capabilities, opts Opt
 // dependents maps a dependency to the AuthentikServers, in any namespace, that reference it.
 func (r *authentikServerReconciler) dependents(index string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []ctrl.Request {
-		var list homelabv1.AuthentikServerList
 		key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()
-		if err := r.client.List(ctx, &list, client.MatchingFields{index: key}); err != nil {
+		reqs, err := reconcile.ListRequests(ctx, r.client, &homelabv1.AuthentikServerList{}, client.MatchingFields{index: key})
+		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "list AuthentikServers of a dependency", "dependency", key)
-			return nil
-		}
-		reqs := make([]ctrl.Request, 0, len(list.Items))
-		for i := range list.Items {
-			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 		return reqs
 	}

@@ -327,14 +327,10 @@ func setupPostgresDatabase(mgr ctrl.Manager, _ platform.Capabilities, opts Optio
 
 // databasesForConnection maps a connection to the databases that use it, in any namespace.
 func (r *PostgresDatabaseReconciler) databasesForConnection(ctx context.Context, o client.Object) []ctrl.Request {
-	var list homelabv1.PostgresDatabaseList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{databaseConnectionIndex: client.ObjectKeyFromObject(o).String()}); err != nil {
+	reqs, err := reconcile.ListRequests(ctx, r.Client, &homelabv1.PostgresDatabaseList{},
+		client.MatchingFields{databaseConnectionIndex: client.ObjectKeyFromObject(o).String()})
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list databases for connection", "connection", client.ObjectKeyFromObject(o))
-		return nil
-	}
-	reqs := make([]ctrl.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return reqs
 }

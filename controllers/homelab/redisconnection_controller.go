@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -175,14 +174,10 @@ func (r *redisConnectionReconciler) reconcileServer(ctx context.Context, s *redi
 
 // connectionsForSecret maps a Secret to the RedisConnections of its namespace that name it.
 func (r *redisConnectionReconciler) connectionsForSecret(ctx context.Context, o client.Object) []ctrl.Request {
-	var list homelabv1.RedisConnectionList
-	if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{redisSecretIndex: o.GetName()}); err != nil {
+	reqs, err := reconcile.ListRequests(ctx, r.client, &homelabv1.RedisConnectionList{},
+		client.InNamespace(o.GetNamespace()), client.MatchingFields{redisSecretIndex: o.GetName()})
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list RedisConnections for a Secret", "secret", client.ObjectKeyFromObject(o))
-		return nil
-	}
-	reqs := make([]ctrl.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
 	}
 	return reqs
 }

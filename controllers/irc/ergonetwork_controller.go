@@ -156,16 +156,10 @@ func (r *ErgoNetworkReconciler) networksForSecret(ctx context.Context, o client.
 	if l := o.GetLabels(); oplabels.IsManaged(l) && l[oplabels.InstanceLabel] != "" {
 		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[oplabels.InstanceLabel]}}}
 	}
-	var list ircv1.ErgoNetworkList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
-		client.MatchingFields{secretNameIndex: o.GetName()}); err != nil {
+	reqs, err := reconcile.ListRequests(ctx, r.Client, &ircv1.ErgoNetworkList{},
+		client.InNamespace(o.GetNamespace()), client.MatchingFields{secretNameIndex: o.GetName()})
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list networks for secret", "secret", client.ObjectKeyFromObject(o))
-		return nil
-	}
-	reqs := make([]ctrl.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{
-			Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
 	}
 	return reqs
 }

@@ -190,15 +190,12 @@ func (r *SojuBouncerReconciler) bouncersForSecret(ctx context.Context, o client.
 	if l := o.GetLabels(); oplabels.IsManaged(l) && l[oplabels.InstanceLabel] != "" {
 		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[oplabels.InstanceLabel]}})
 	}
-	var list ircv1.SojuBouncerList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{sojuSecretIndex: client.ObjectKeyFromObject(o).String()}); err != nil {
+	readers, err := reconcile.ListRequests(ctx, r.Client, &ircv1.SojuBouncerList{},
+		client.MatchingFields{sojuSecretIndex: client.ObjectKeyFromObject(o).String()})
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list bouncers for secret", "secret", client.ObjectKeyFromObject(o))
-		return reqs
 	}
-	for i := range list.Items {
-		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
+	return append(reqs, readers...)
 }
 
 // ParseAdminSecret reads --soju-database-secret: "namespace/name", or empty for none. A bare name is
