@@ -405,39 +405,33 @@ func ready(ctx context.Context) func(Gomega) {
 
 var networkLabels = client.MatchingLabels{"app.kubernetes.io/instance": networkName}
 
-// networkChild lists the network's objects of list's kind into list and expects exactly one.
-func networkChild(ctx context.Context, list client.ObjectList) {
+// networkChild lists the network's objects of list's kind into list, expects exactly one and returns it
+// (T is the list's item type).
+func networkChild[T any](ctx context.Context, list client.ObjectList) T {
 	GinkgoHelper()
 	Expect(k8s.List(ctx, list, client.InNamespace(installNamespace), networkLabels)).To(Succeed())
 	Expect(meta.LenList(list)).To(Equal(1), "%T of the network", list)
+	items, err := meta.ExtractList(list)
+	Expect(err).NotTo(HaveOccurred())
+	item, ok := any(items[0]).(*T)
+	Expect(ok).To(BeTrue(), "%T holds %T", list, items[0])
+	return *item
 }
 
 func networkPVC(ctx context.Context) corev1.PersistentVolumeClaim {
-	GinkgoHelper()
-	var l corev1.PersistentVolumeClaimList
-	networkChild(ctx, &l)
-	return l.Items[0]
+	return networkChild[corev1.PersistentVolumeClaim](ctx, &corev1.PersistentVolumeClaimList{})
 }
 
 func networkPod(ctx context.Context) corev1.Pod {
-	GinkgoHelper()
-	var l corev1.PodList
-	networkChild(ctx, &l)
-	return l.Items[0]
+	return networkChild[corev1.Pod](ctx, &corev1.PodList{})
 }
 
 func ergoDeployment(ctx context.Context) appsv1.Deployment {
-	GinkgoHelper()
-	var l appsv1.DeploymentList
-	networkChild(ctx, &l)
-	return l.Items[0]
+	return networkChild[appsv1.Deployment](ctx, &appsv1.DeploymentList{})
 }
 
 func networkService(ctx context.Context) corev1.Service {
-	GinkgoHelper()
-	var l corev1.ServiceList
-	networkChild(ctx, &l)
-	return l.Items[0]
+	return networkChild[corev1.Service](ctx, &corev1.ServiceList{})
 }
 
 // networkServiceUID is the UID of the network's Service, empty while it does not exist.

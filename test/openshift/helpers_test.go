@@ -103,31 +103,24 @@ func (m manifests) imageStream(name string) *imagev1.ImageStream {
 // kindsDecoded maps every kind config/openshift may hold to the type it must decode into without unknown or
 // duplicate fields. Anything else is an error: a kind added here needs its checks too.
 var kindsDecoded = map[schema.GroupVersionKind]func(m *manifests, data []byte) error{
-	buildv1.GroupVersion.WithKind("BuildConfig"): func(m *manifests, data []byte) error {
-		o := &buildv1.BuildConfig{}
-		m.BuildConfigs = append(m.BuildConfigs, o)
+	buildv1.GroupVersion.WithKind("BuildConfig"): decodeInto(func(m *manifests) *[]*buildv1.BuildConfig { return &m.BuildConfigs }),
+	imagev1.GroupVersion.WithKind("ImageStream"): decodeInto(func(m *manifests) *[]*imagev1.ImageStream { return &m.ImageStreams }),
+	operatorsv1alpha1.SchemeGroupVersion.WithKind("CatalogSource"): decodeInto(func(m *manifests) *[]*operatorsv1alpha1.CatalogSource {
+		return &m.CatalogSources
+	}),
+	operatorsv1alpha1.SchemeGroupVersion.WithKind("Subscription"): decodeInto(func(m *manifests) *[]*operatorsv1alpha1.Subscription {
+		return &m.Subscriptions
+	}),
+	operatorsv1.GroupVersion.WithKind("OperatorGroup"): decodeInto(func(m *manifests) *[]*operatorsv1.OperatorGroup { return &m.OperatorGroups }),
+}
+
+// decodeInto decodes a document strictly into a new T appended to the list of m that field names.
+func decodeInto[T any](field func(m *manifests) *[]*T) func(m *manifests, data []byte) error {
+	return func(m *manifests, data []byte) error {
+		o := new(T)
+		*field(m) = append(*field(m), o)
 		return yaml.UnmarshalStrict(data, o)
-	},
-	imagev1.GroupVersion.WithKind("ImageStream"): func(m *manifests, data []byte) error {
-		o := &imagev1.ImageStream{}
-		m.ImageStreams = append(m.ImageStreams, o)
-		return yaml.UnmarshalStrict(data, o)
-	},
-	operatorsv1alpha1.SchemeGroupVersion.WithKind("CatalogSource"): func(m *manifests, data []byte) error {
-		o := &operatorsv1alpha1.CatalogSource{}
-		m.CatalogSources = append(m.CatalogSources, o)
-		return yaml.UnmarshalStrict(data, o)
-	},
-	operatorsv1alpha1.SchemeGroupVersion.WithKind("Subscription"): func(m *manifests, data []byte) error {
-		o := &operatorsv1alpha1.Subscription{}
-		m.Subscriptions = append(m.Subscriptions, o)
-		return yaml.UnmarshalStrict(data, o)
-	},
-	operatorsv1.GroupVersion.WithKind("OperatorGroup"): func(m *manifests, data []byte) error {
-		o := &operatorsv1.OperatorGroup{}
-		m.OperatorGroups = append(m.OperatorGroups, o)
-		return yaml.UnmarshalStrict(data, o)
-	},
+	}
 }
 
 // splitDocuments splits a YAML stream at `---`, dropping documents that hold only comments or whitespace.
