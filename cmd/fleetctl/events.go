@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/platform-operator/platform-operator/internal/iot/fleet"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/agent"
 )
@@ -15,37 +17,25 @@ import (
 // the device's agent keeps them in memory, and what the agent says of itself. The reply is bounded by
 // agent.RequestEvents whatever the device sends.
 func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var (
-		o                       options
-		device, namespace, name string
-	)
-	fs := newFlagSet("events", stderr)
-	o.bind(fs)
-	fs.StringVar(&device, "device", "", "The device's ID.")
-	fs.StringVar(&namespace, "namespace", "", "Only the events of the iot Deployment in this namespace (with --name).")
-	fs.StringVar(&name, "name", "", "Only the events of the iot Deployment of this name (with --namespace).")
-	if err := o.parse(fs, args); err != nil {
+	var c deviceCommand
+	fs := c.flags("events", stderr,
+		"Only the events of the iot Deployment in this namespace (with --name).",
+		"Only the events of the iot Deployment of this name (with --namespace).")
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
-	if err := fleet.ValidDeviceID(device); err != nil {
-		return usageError{fmt.Errorf("--device: %w", err)}
+	if (c.namespace == "") != (c.name == "") || c.namespace != "" && (!fleet.ValidToken(c.namespace) || !fleet.ValidToken(c.name)) {
+		return usagef("--namespace and --name name an iot Deployment together (got %q and %q)", c.namespace, c.name)
 	}
-	d := fleet.DeploymentKey{Namespace: namespace, Name: name}
-	if (namespace == "") != (name == "") || namespace != "" && (!fleet.ValidToken(namespace) || !fleet.ValidToken(name)) {
-		return usagef("--namespace and --name name an iot Deployment together (got %q and %q)", namespace, name)
-	}
-	s, err := o.connect(ctx)
-	if err != nil {
+	var reply *agent.EventsReply
+	if err := c.ask(ctx, "events", func(ctx context.Context, nc *nats.Conn) (int, error) {
+		var err error
+		reply, err = agent.RequestEvents(ctx, nc, c.device, c.deployment())
+		return 0, err
+	}); err != nil {
 		return err
 	}
-	defer s.close()
-	rctx, cancel := context.WithTimeout(s.ctx, o.timeout)
-	defer cancel()
-	reply, err := agent.RequestEvents(rctx, s.nc, device, d)
-	if err != nil {
-		return deviceError(s, device, "events", 0, o, err)
-	}
-	if o.output == "json" {
+	if c.o.output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(reply)

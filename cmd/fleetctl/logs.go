@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 
@@ -16,50 +17,87 @@ import (
 // lines as they are, json an array of strings.
 func runLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
-		o                       options
-		device, namespace, name string
-		lines                   int
+		c     deviceCommand
+		lines int
 	)
-	fs := newFlagSet("logs", stderr)
-	o.bind(fs)
-	fs.StringVar(&device, "device", "", "The device's ID.")
-	fs.StringVar(&namespace, "namespace", "", "The iot Deployment's namespace.")
-	fs.StringVar(&name, "name", "", "The iot Deployment's name.")
+	fs := c.flags("logs", stderr, "The iot Deployment's namespace.", "The iot Deployment's name.")
 	fs.IntVar(&lines, "lines", 0, fmt.Sprintf("How many newest lines (default and at most %d).", agent.DefaultLogLines))
-	if err := o.parse(fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
-	if err := fleet.ValidDeviceID(device); err != nil {
-		return usageError{fmt.Errorf("--device: %w", err)}
-	}
-	if !fleet.ValidToken(namespace) || !fleet.ValidToken(name) {
-		return usagef("--namespace and --name must name an iot Deployment (got %q and %q)", namespace, name)
+	if !fleet.ValidToken(c.namespace) || !fleet.ValidToken(c.name) {
+		return usagef("--namespace and --name must name an iot Deployment (got %q and %q)", c.namespace, c.name)
 	}
 	if lines < 0 || lines > agent.DefaultLogLines {
 		return usagef("--lines must be between 1 and %d", agent.DefaultLogLines)
 	}
-	s, err := o.connect(ctx)
+	out := &jsonList{w: stdout}
+	if err := c.ask(ctx, "logs", func(ctx context.Context, nc *nats.Conn) (int, error) {
+		n := 0
+		err := agent.RequestLogs(ctx, nc, c.device, c.deployment(), lines, func(line string) {
+			n++
+			if c.o.output == "json" {
+				out.add(line)
+				return
+			}
+			_, _ = fmt.Fprintln(stdout, line)
+		})
+		return n, err
+	}); err != nil {
+		return err
+	}
+	if c.o.output == "json" {
+		return out.close()
+	}
+	return nil
+}
+
+// deviceCommand is what the commands that ask one device's agent (logs, events) share: the connection
+// options, the device and the iot Deployment they name, and how a request is sent and its failure told.
+type deviceCommand struct {
+	o                       options
+	device, namespace, name string
+}
+
+// flags is the command's flag set: the connection options, --device, and --namespace and --name with
+// the command's help.
+func (c *deviceCommand) flags(cmd string, stderr io.Writer, namespaceHelp, nameHelp string) *flag.FlagSet {
+	fs := newFlagSet(cmd, stderr)
+	c.o.bind(fs)
+	fs.StringVar(&c.device, "device", "", "The device's ID.")
+	fs.StringVar(&c.namespace, "namespace", "", namespaceHelp)
+	fs.StringVar(&c.name, "name", "", nameHelp)
+	return fs
+}
+
+// parse parses args and checks the device's ID; the command checks --namespace and --name, which it
+// requires or not.
+func (c *deviceCommand) parse(fs *flag.FlagSet, args []string) error {
+	if err := c.o.parse(fs, args); err != nil {
+		return err
+	}
+	if err := fleet.ValidDeviceID(c.device); err != nil {
+		return usageError{fmt.Errorf("--device: %w", err)}
+	}
+	return nil
+}
+
+func (c *deviceCommand) deployment() fleet.DeploymentKey {
+	return fleet.DeploymentKey{Namespace: c.namespace, Name: c.name}
+}
+
+// ask connects and runs req under --timeout; a failure is told by deviceError, with what req says it
+// received before it.
+func (c *deviceCommand) ask(ctx context.Context, what string, req func(ctx context.Context, nc *nats.Conn) (received int, err error)) error {
+	s, err := c.o.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	rctx, cancel := context.WithTimeout(s.ctx, o.timeout)
+	rctx, cancel := context.WithTimeout(s.ctx, c.o.timeout)
 	defer cancel()
-	out := &jsonList{w: stdout}
-	n := 0
-	err = agent.RequestLogs(rctx, s.nc, device, fleet.DeploymentKey{Namespace: namespace, Name: name}, lines, func(line string) {
-		n++
-		if o.output == "json" {
-			out.add(line)
-			return
-		}
-		_, _ = fmt.Fprintln(stdout, line)
-	})
-	if err != nil {
-		return deviceError(s, device, "logs", n, o, err)
-	}
-	if o.output == "json" {
-		return out.close()
+	if n, err := req(rctx, s.nc); err != nil {
+		return deviceError(s, c.device, what, n, c.o, err)
 	}
 	return nil
 }
