@@ -13,6 +13,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/kit/admit"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
@@ -91,13 +92,7 @@ func deletionProtected(env *catalystv1.Environment) bool {
 }
 
 func (v *EnvironmentValidator) validate(ctx context.Context, env *catalystv1.Environment) error {
-	if env.Namespace == "" {
-		// The API server fills it in from the request before admission; be sure of it all the same.
-		if req, err := admission.RequestFromContext(ctx); err == nil {
-			env = env.DeepCopy()
-			env.Namespace = req.Namespace
-		}
-	}
+	env = admit.WithRequestNamespace(ctx, env)
 	if err := v.validateProjectRef(ctx, env); err != nil {
 		return err
 	}

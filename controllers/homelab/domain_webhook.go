@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/kit/admit"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
@@ -105,7 +106,7 @@ func (v *DomainValidator) ValidateCreate(ctx context.Context, obj runtime.Object
 	if !ok {
 		return nil, fmt.Errorf("expected a Domain, got %T", obj)
 	}
-	d = withRequestNamespace(ctx, d)
+	d = admit.WithRequestNamespace(ctx, d)
 	if ok, msg := v.Policy.Allows(d.Namespace, d.Spec.Hostname, d.Spec.Issuer); !ok {
 		return nil, apierrors.NewForbidden(homelabv1.GroupVersion.WithResource("domains").GroupResource(), d.Name,
 			fmt.Errorf("%s", msg))
@@ -142,19 +143,6 @@ func (v *DomainValidator) ValidateDelete(context.Context, runtime.Object) (admis
 	return nil, nil
 }
 
-// withRequestNamespace fills in the namespace from the admission request when the object lacks it (the
-// API server sets it before admission; be sure of it all the same).
-func withRequestNamespace[T client.Object](ctx context.Context, o T) T {
-	if o.GetNamespace() != "" {
-		return o
-	}
-	if req, err := admission.RequestFromContext(ctx); err == nil {
-		o = o.DeepCopyObject().(T)
-		o.SetNamespace(req.Namespace)
-	}
-	return o
-}
-
 // AuthentikServerValidator refuses an AuthentikServer whose spec.domain names a Domain in another
 // namespace that does not list the AuthentikServer's namespace in spec.allowedNamespaces, or does not
 // exist there (the same answer, so that a tenant cannot probe another namespace for Domain names). The
@@ -175,7 +163,7 @@ func (v *AuthentikServerValidator) ValidateCreate(ctx context.Context, obj runti
 	if !ok {
 		return nil, fmt.Errorf("expected an AuthentikServer, got %T", obj)
 	}
-	return nil, v.validate(ctx, withRequestNamespace(ctx, a))
+	return nil, v.validate(ctx, admit.WithRequestNamespace(ctx, a))
 }
 
 // ValidateUpdate checks spec.domain when it changed; an unchanged reference is left to the controller,
@@ -192,7 +180,7 @@ func (v *AuthentikServerValidator) ValidateUpdate(ctx context.Context, oldObj, n
 	if !a.DeletionTimestamp.IsZero() {
 		return nil, nil
 	}
-	return nil, v.validate(ctx, withRequestNamespace(ctx, a))
+	return nil, v.validate(ctx, admit.WithRequestNamespace(ctx, a))
 }
 
 // ValidateDelete admits every deletion.

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/kit/admit"
 )
 
 // The webhook answers creation, and updates that change the spec of a Deployment not being deleted
@@ -61,12 +62,7 @@ func (v *DeploymentValidator) ValidateDelete(context.Context, runtime.Object) (a
 }
 
 func (v *DeploymentValidator) validate(ctx context.Context, d *iotv1.Deployment) error {
-	if d.Namespace == "" {
-		if req, err := admission.RequestFromContext(ctx); err == nil {
-			d = d.DeepCopy()
-			d.Namespace = req.Namespace
-		}
-	}
+	d = admit.WithRequestNamespace(ctx, d)
 	if msgs := v.Policy.Violations(d); len(msgs) > 0 {
 		return apierrors.NewForbidden(iotv1.GroupVersion.WithResource("deployments").GroupResource(), d.Name,
 			fmt.Errorf("%s", strings.Join(msgs, "; ")))
