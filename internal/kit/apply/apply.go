@@ -114,24 +114,49 @@ func Conflict(live, desired, owner client.Object) *ConflictError {
 // of a slim child. Callers read the child's status from it rather than from a cache that may not have
 // seen their own write yet.
 func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Result, error) {
-	want, result, done, err := a.check(ctx, owner, desired, false)
+	return a.ApplyWith(ctx, owner, desired, Options{})
+}
+
+// ApplyWith is Apply with where it reads and writes changed by o (see Options); Options{} is Apply.
+func (a *Applier) ApplyWith(ctx context.Context, owner, desired client.Object, o Options) (Result, error) {
+	check := func(read bool) (*unstructured.Unstructured, Result, bool, error) {
+		if o.Live != nil {
+			return a.checkLive(ctx, owner, desired, o.Live)
+		}
+		return a.check(ctx, owner, desired, read)
+	}
+	want, result, done, err := check(false)
 	if done || err != nil {
 		return result, err
 	}
 	gvk := want.GroupVersionKind()
 	rkey := childKey(gvk, desired.GetName())
-	createOnly := result == Created && a.Reader != nil
+	// The cache path sends create-only when a Reader can judge a name that turns out taken; Live has
+	// already asked the API server. A dry run creates nothing, so it needs no guard.
+	createOnly := result == Created && (a.Reader != nil || o.Live != nil) && !o.DryRun
 	if createOnly {
 		want.SetResourceVersion(createOnlyVersion)
 	}
+	opts := []client.ApplyOption{client.FieldOwner(a.FieldOwner), client.ForceOwnership}
+	if o.DryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	var w client.Writer = a.Client
+	if o.Writer != nil {
+		w = o.Writer
+	}
 	send := func() error {
-		return a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(a.FieldOwner), client.ForceOwnership)
+		return w.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), opts...)
 	}
 	err = send()
+	if createOnly && apierrors.IsConflict(err) && o.Live != nil {
+		// Live found the name free on the API server a moment ago: someone made an object of it since.
+		return "", &ConflictError{Kind: gvk.Kind, Name: desired.GetName(), Why: "was made by someone else while the operator was creating it"}
+	}
 	if createOnly && apierrors.IsConflict(err) {
 		// The name is taken (by someone else, or by our own object the cache has not seen yet): read it
 		// and decide as for any existing object.
-		if want, result, done, err = a.check(ctx, owner, desired, true); done || err != nil {
+		if want, result, done, err = check(true); done || err != nil {
 			return result, err
 		}
 		if result == Created { // it went again in between: still create-only
@@ -140,12 +165,19 @@ func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Resu
 		err = send()
 	}
 	if err != nil {
-		a.records.drop(owner, rkey)
+		if o.Live == nil {
+			a.records.drop(owner, rkey)
+		}
 		return "", fmt.Errorf("apply %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
 	}
-	// The apply request decoded the server's answer into want.
-	a.records.put(owner, childRecord{key: rkey, uid: hash(string(want.GetUID())), digest: parseDigest(want.GetAnnotations()[DigestAnnotation]),
-		rv: parseRV(want.GetResourceVersion())})
+	switch {
+	case o.DryRun:
+		return result, nil
+	case o.Live == nil:
+		// The apply request decoded the server's answer into want.
+		a.records.put(owner, childRecord{key: rkey, uid: hash(string(want.GetUID())), digest: parseDigest(want.GetAnnotations()[DigestAnnotation]),
+			rv: parseRV(want.GetResourceVersion())})
+	}
 	return result, setLive(desired, want.Object)
 }
 
@@ -275,7 +307,7 @@ func (a *Applier) compare(owner, desired client.Object, want *unstructured.Unstr
 	if err != nil {
 		return "", true, err
 	}
-	if !Contains(liveMap, want.Object) && !Contains(liveMap, underLegacyKey(live, want).Object) {
+	if !holds(live, liveMap, want) {
 		return "", false, nil
 	}
 	a.records.put(owner, childRecord{key: rkey, uid: hash(string(live.GetUID())), digest: wantDigest,
@@ -364,6 +396,12 @@ func setSlimLive(desired client.Object, want *unstructured.Unstructured, live cl
 
 var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
 
+// holds says whether live (liveMap its map) holds every field of want, with want's applied digest
+// under DigestAnnotation or, when live still keeps it there, LegacyDigestAnnotation.
+func holds(live client.Object, liveMap map[string]any, want *unstructured.Unstructured) bool {
+	return Contains(liveMap, want.Object) || Contains(liveMap, underLegacyKey(live, want).Object)
+}
+
 // underLegacyKey is want with its digest moved to LegacyDigestAnnotation when live carries that digest
 // there and none under DigestAnnotation; otherwise want itself.
 func underLegacyKey(live client.Object, want *unstructured.Unstructured) *unstructured.Unstructured {
@@ -382,6 +420,13 @@ func underLegacyKey(live client.Object, want *unstructured.Unstructured) *unstru
 
 // setLive overwrites obj with the object live holds.
 func setLive(obj client.Object, live map[string]any) error {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		// The converter fills only typed structs; an Unstructured takes the map.
+		gvk := u.GroupVersionKind()
+		u.Object = live
+		u.SetGroupVersionKind(gvk)
+		return nil
+	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	v := reflect.ValueOf(obj).Elem()
 	v.Set(reflect.Zero(v.Type()))

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -80,35 +79,18 @@ func (s *Session) Warn(reason, message string) {
 }
 
 // Apply applies one child (see apply.Applier.Apply; on success obj holds the live child) and remembers
-// whether it was created or updated, for Announce. When the child's name is taken by an object that is
-// not the owner's (apply.ConflictError), that object is left untouched, the part's condition is
-// NameConflict, a Warning event says whose it is, and the result asks for a retry after ConflictRetry.
-// When the API server refuses the child (invalid,
-// forbidden, bad request), the part's condition says why, a Warning event tells the user, and the
-// result asks for a retry after RefusedRetry instead of an error's fast backoff. Other errors set the
-// condition Unknown and are returned. applied is false in both cases: later steps that need the child
-// should wait.
+// whether it was created or updated, for Announce. A failure is reported by ApplyFailed with the kit's
+// wording: a name taken by an object that is not the owner's is NameConflict (that object is left
+// untouched), a refusal by the API server is ApplyFailed, both with a Warning event and a slow retry;
+// other errors set the condition Unknown and are returned. applied is false in these cases: later steps
+// that need the child should wait.
 func (s *Session) Apply(ctx context.Context, obj client.Object, condType string) (applied bool, res ctrl.Result, err error) {
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	result, err := s.Applier.Apply(ctx, s.Owner, obj)
-	var (
-		status   apierrors.APIStatus
-		conflict *apply.ConflictError
-	)
 	switch {
-	case errors.As(err, &conflict):
-		msg := conflict.Error()
-		s.Set(condType, metav1.ConditionFalse, ReasonNameConflict, msg)
-		s.Warn(ReasonNameConflict, msg)
-		return false, ctrl.Result{RequeueAfter: ConflictRetry}, nil
-	case err != nil && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)) && errors.As(err, &status):
-		msg := fmt.Sprintf("the API server refused %s %s: %s", kind, obj.GetName(), status.Status().Message)
-		s.Set(condType, metav1.ConditionFalse, ReasonApplyFailed, msg)
-		s.Warn(ReasonApplyFailed, msg)
-		return false, ctrl.Result{RequeueAfter: RefusedRetry}, nil
 	case err != nil:
-		s.Set(condType, metav1.ConditionUnknown, ReasonApplyFailed, err.Error())
-		return false, ctrl.Result{}, err
+		res, err := s.ApplyFailed(condType, obj, err, Refusal{})
+		return false, res, err
 	case result == apply.Created:
 		s.created = append(s.created, kind+" "+obj.GetName())
 	case result == apply.Updated:
