@@ -2,7 +2,6 @@ package catalyst
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,31 +87,27 @@ type applyCount struct {
 	attempted, written int
 }
 
-// applyObjects applies each object as the tenant (reading it first: one that already holds every field is
-// not written), or with dryRun only asks the API server whether it would accept each. ok is false when one
-// was refused or failed: the condition says which and why.
+// applyObjects applies each object as the tenant through the kit's Applier (reading it first: one that
+// already holds every field is not written; a new one is sent create-only, so one that someone made a
+// moment ago under that name is never taken over; one of that name the operator did not make is left
+// untouched), or with dryRun only asks the API server whether it would accept each. ok is false when one
+// was refused or failed: the condition says which and why, in the kit's classification with the deploy's
+// wording of a refusal.
 func (r *deployReconciler) applyObjects(ctx context.Context, s *environmentScope, objs []*unstructured.Unstructured, dryRun bool) (applyCount, bool, ctrl.Result, error) {
 	var n applyCount
+	opts := apply.Options{Writer: s.tenant, DryRun: dryRun, Live: func(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
+		return r.readLive(ctx, s, gvk, key)
+	}}
 	for _, o := range objs {
 		n.attempted++
-		result, err := r.applyObject(ctx, s, o, dryRun)
-		var conflict *apply.ConflictError
-		var status apierrors.APIStatus
-		switch {
-		case errors.As(err, &conflict):
-			msg := conflict.Error()
-			s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonNameConflict, msg)
-			s.Warn(catalystv1.ReasonNameConflict, msg)
-			return n, false, ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
-		case errors.As(err, &status) && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)):
-			msg := refusalMessage(o, s.namespace, dryRun, err)
-			opmetrics.Refused(opmetrics.RefusalCheck(err, dryRun))
-			s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonApplyFailed, msg)
-			s.Warn(catalystv1.ReasonApplyFailed, msg)
-			return n, false, ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil
-		case err != nil:
-			s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionUnknown, catalystv1.ReasonApplyFailed, err.Error())
-			return n, false, ctrl.Result{}, err
+		// A copy: the Applier annotates the object it is given, and o is kept to repair drift with.
+		result, err := s.Applier.ApplyWith(ctx, s.env, o.DeepCopy(), opts)
+		if err != nil {
+			res, err := s.ApplyFailed(catalystv1.ConditionDeploymentReady, o, err, reconcile.Refusal{
+				Message: func(err error) string { return refusalMessage(o, s.namespace, dryRun, err) },
+				Observe: func(err error) { opmetrics.Refused(opmetrics.RefusalCheck(err, dryRun)) },
+			})
+			return n, false, res, err
 		}
 		if result != apply.Unchanged && !dryRun {
 			ctrl.LoggerFrom(ctx).V(1).Info("applied a deployed object", "object", render.Describe(o), "result", result)
@@ -133,47 +128,6 @@ func refusalMessage(o *unstructured.Unstructured, ns string, dryRun bool, err er
 		what = "was refused by the API server in a dry run; nothing of the commit was applied"
 	}
 	return fmt.Sprintf("%s %s: %s: %v", render.Describe(o), what, verb, err)
-}
-
-// applyObject applies one deployed object as the tenant with server-side apply under the operator's field
-// owner, unless the live object already holds every field; an object of that name the operator did not
-// make is left untouched (apply.ConflictError). A new object is sent create-only, so one that someone
-// made a moment ago under that name is never taken over.
-func (r *deployReconciler) applyObject(ctx context.Context, s *environmentScope, desired *unstructured.Unstructured, dryRun bool) (apply.Result, error) {
-	// A copy: ToUnstructured annotates the map it is given, and desired is kept to repair drift with.
-	want, err := apply.ToUnstructured(desired.DeepCopy())
-	if err != nil {
-		return "", err
-	}
-	live, err := r.readLive(ctx, s, want.GroupVersionKind(), client.ObjectKeyFromObject(want))
-	result := apply.Updated
-	switch {
-	case apierrors.IsNotFound(err):
-		result = apply.Created
-	case err != nil:
-		return "", err
-	default:
-		if c := apply.Conflict(live, want, s.env); c != nil {
-			return "", c
-		}
-		if apply.Contains(live.Object, want.Object) {
-			return apply.Unchanged, nil
-		}
-	}
-	opts := []client.ApplyOption{client.FieldOwner(oplabels.FieldOwner), client.ForceOwnership}
-	switch {
-	case dryRun:
-		opts = append(opts, client.DryRunAll)
-	case result == apply.Created:
-		want.SetResourceVersion(apply.CreateOnlyVersion)
-	}
-	if err := s.tenant.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), opts...); err != nil {
-		if result == apply.Created && !dryRun && apierrors.IsConflict(err) {
-			return "", &apply.ConflictError{Kind: want.GetKind(), Name: want.GetName(), Why: "was made by someone else while the operator was creating it"}
-		}
-		return "", fmt.Errorf("apply %s: %w", render.Describe(desired), err)
-	}
-	return result, nil
 }
 
 // readLive reads an object: a watched kind from the operator's cache (it holds what the operator labelled;

@@ -247,6 +247,23 @@ var _ = Describe("Environment deploys", func() {
 		}).Should(Succeed())
 		Eventually(normalEvents(ctx, env, catalystv1.EventPruned)).Should(ContainElement(ContainSubstring("Deleted ConfigMap extra")))
 		Expect(webContainer(ctx, ns).Image).To(HavePrefix(testRegistry.Host + "/" + t.projectNS + "/web@sha256:"))
+
+		By("a name someone else took in the namespace: the commit is a NameConflict and their object is left untouched")
+		// The commits above deployed new names (the positive control); this one names an object the operator did not make.
+		taken := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"}, Data: map[string]string{"owner": "someone"}}
+		Expect(k8s.Create(ctx, taken)).To(Succeed())
+		pushCommit(ctx, t, repo, env, "take a name", map[string]string{"deploy/taken.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: taken
+data:
+  owner: the-repository
+`})
+		refusedWith(ctx, env, catalystv1.ReasonNameConflict, "ConfigMap taken already exists", "was not made by the operator")
+		Eventually(warningEvents(ctx, env, catalystv1.ReasonNameConflict)).ShouldNot(BeEmpty())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(taken), taken)).To(Succeed())
+		Expect(taken.Data).To(Equal(map[string]string{"owner": "someone"}))
+		Expect(taken.Labels).NotTo(HaveKey(DeployLabel))
 	})
 
 	It("builds a kustomization with the image and a generated env ConfigMap, and refuses a commit holding another namespace's object without touching what runs", func(ctx SpecContext) {
