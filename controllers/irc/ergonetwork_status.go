@@ -48,7 +48,6 @@ func (r *ErgoNetworkReconciler) newScope(n *ircv1.ErgoNetwork) *scope {
 func (s *scope) summarize() *ircv1.ErgoNetworkStatus {
 	s.status.ObservedGeneration = s.net.Generation
 	s.status.NetworkName = s.net.Spec.EffectiveNetworkName()
-	ready := reconcile.Summary(s.status.Conditions, partConditions, ircv1.ReasonReady, "the network is running")
-	s.Set(ircv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
+	s.Summarize(partConditions, ircv1.ReasonReady, "the network is running")
 	return s.status
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 )
@@ -16,11 +15,7 @@ import (
 // ConfigMap holds the rendered ircd.yaml under ConfigKey. It never holds secrets: the oper password
 // hash reaches ergo through OperPasswordEnv.
 func ConfigMap(n *ircv1.ErgoNetwork, rendered []byte) *corev1.ConfigMap {
-	return &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: childMeta(n).Object(ConfigMapName(n)),
-		Data:       map[string]string{ConfigKey: string(rendered)},
-	}
+	return childMeta(n).ConfigMap(ConfigMapName(n), ConfigKey, rendered)
 }
 
 // ConfigSource identifies the config c as rendered ircd.yaml would carry it: a digest of its JSON form

@@ -75,3 +75,15 @@ func TestContainerPorts(t *testing.T) {
 		})
 	}
 }
+
+func TestConfigMap(t *testing.T) {
+	m := Meta{Namespace: "ns", Labels: map[string]string{"app": "x"}, Owner: metav1.OwnerReference{Kind: "SojuBouncer", Name: "b"}}
+	c := m.ConfigMap("b-config", "config", []byte("listen irc://\n"))
+	if c.Kind != "ConfigMap" || c.APIVersion != "v1" || c.Name != "b-config" || c.Namespace != "ns" ||
+		!reflect.DeepEqual(c.Labels, m.Labels) || len(c.OwnerReferences) != 1 {
+		t.Errorf("identity %+v %+v", c.TypeMeta, c.ObjectMeta)
+	}
+	if !reflect.DeepEqual(c.Data, map[string]string{"config": "listen irc://\n"}) || c.BinaryData != nil {
+		t.Errorf("data %v, binary %v; want the config under its key alone", c.Data, c.BinaryData)
+	}
+}

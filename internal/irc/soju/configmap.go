@@ -2,7 +2,6 @@ package soju
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 )
@@ -10,9 +9,5 @@ import (
 // ConfigMap holds the rendered config under ConfigKey. It never holds a password: the database's
 // reaches soju through PGPASSWORD, the admin user's through the init container's environment.
 func ConfigMap(b *ircv1.SojuBouncer, rendered []byte) *corev1.ConfigMap {
-	return &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: ChildMeta(b).Object(ConfigMapName(b)),
-		Data:       map[string]string{ConfigKey: string(rendered)},
-	}
+	return ChildMeta(b).ConfigMap(ConfigMapName(b), ConfigKey, rendered)
 }
