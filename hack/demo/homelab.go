@@ -6,8 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -77,13 +75,13 @@ func postgresShow(ctx context.Context, e *Env, obj client.Object) {
 	if connErr == nil {
 		e.Step("PostgresConnections (like kubectl get postgresconnections -n %s)", conn.Namespace)
 		e.Table([]string{"NAME", "SECRET", "VERSION", "READY", "AGE"}, [][]string{{
-			conn.Name, conn.Spec.Secret, conn.Status.ServerVersion, postgresReady(conn.Status.Conditions), Age(conn.CreationTimestamp.Time),
+			conn.Name, conn.Spec.Secret, conn.Status.ServerVersion, readyStatus(conn.Status.Conditions), Age(conn.CreationTimestamp.Time),
 		}})
 		e.Conditions("PostgresConnection", conn, conn.Status.Conditions)
 	}
 	e.Step("PostgresDatabases (like kubectl get postgresdatabases -n %s)", db.Namespace)
 	e.Table([]string{"NAME", "CONNECTION", "DATABASE", "SECRET", "READY", "AGE"}, [][]string{{
-		db.Name, db.Spec.Connection, db.Status.DatabaseName, db.Status.SecretName, postgresReady(db.Status.Conditions), Age(db.CreationTimestamp.Time),
+		db.Name, db.Spec.Connection, db.Status.DatabaseName, db.Status.SecretName, readyStatus(db.Status.Conditions), Age(db.CreationTimestamp.Time),
 	}})
 	e.Conditions("PostgresDatabase", db, db.Status.Conditions)
 	e.Children(ctx, e.Client, db, postgresChildKinds)
@@ -118,11 +116,4 @@ func postgresLogin(ctx context.Context, e *Env, db *homelabv1.PostgresDatabase) 
 	}
 	e.Table([]string{"CURRENT_USER", "CURRENT_DATABASE()"}, [][]string{{user, database}})
 	postgresServer.showPasswordNotLogged(e, secret.Data["password"])
-}
-
-func postgresReady(conds []metav1.Condition) string {
-	if c := meta.FindStatusCondition(conds, homelabv1.ConditionReady); c != nil {
-		return string(c.Status)
-	}
-	return ""
 }

@@ -100,10 +100,7 @@ func iotShow(ctx context.Context, e *Env, obj client.Object) {
 	d := obj.(*iotv1.Deployment)
 	e.Step("iot Deployments (like kubectl get deployments.iot.nationtech.io -n %s)", d.Namespace)
 	a := d.Status.Aggregate
-	ready := ""
-	if c := meta.FindStatusCondition(d.Status.Conditions, iotv1.ConditionReady); c != nil {
-		ready = string(c.Status)
-	}
+	ready := readyStatus(d.Status.Conditions)
 	e.Table([]string{"NAME", "MATCHED", "SUCCEEDED", "FAILED", "PENDING", "READY", "AGE"}, [][]string{{
 		d.Name, fmt.Sprint(a.MatchedDevices), fmt.Sprint(a.Succeeded), fmt.Sprint(a.Failed), fmt.Sprint(a.Pending), ready, Age(d.CreationTimestamp.Time),
 	}})

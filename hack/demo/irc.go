@@ -15,7 +15,6 @@ import (
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/irc/ergo"
-	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
@@ -56,8 +55,7 @@ func ircSteps(obj client.Object) []Step {
 	en := obj.(*ircv1.ErgoNetwork)
 	steps := []Step{
 		WaitFor(fmt.Sprintf("Waiting for the operator to reconcile ErgoNetwork %s/%s", en.Namespace, en.Name), Reconciled),
-		WaitFor("Waiting for the ergo Deployment to become Available (the deployment controller, the scheduler and "+
-			"kwok's fake node run its pod)", ConditionTrue(ircv1.ConditionDeployment)),
+		DeploymentAvailable("ergo", ircv1.ConditionDeployment),
 	}
 	if en.Spec.TLS != nil {
 		steps = append(steps, Play(playCertManager))
@@ -68,16 +66,7 @@ func ircSteps(obj client.Object) []Step {
 // playCertManager marks the network's Certificate Ready, as cert-manager does once it has issued it.
 func playCertManager(ctx context.Context, e *Env, obj client.Object) error {
 	en := obj.(*ircv1.ErgoNetwork)
-	cert := ergo.CertificateName(en)
-	e.Step("Playing cert-manager: no cert-manager runs in this local cluster, so the demo itself marks "+
-		"Certificate %s Ready", cert)
-	e.Printf("(on a real cluster, cert-manager issues the certificate into Secret %s and sets this condition)",
-		ergo.TLSSecretName(en))
-	if err := ergotest.MarkCertificateReady(ctx, e.Client, en.Namespace, cert); err != nil {
-		return fmt.Errorf("mark Certificate %s Ready: %w", cert, err)
-	}
-	e.Printf("Certificate %s: Ready=True (set by the demo)", cert)
-	return nil
+	return playCertificateReady(ctx, e, en.Namespace, ergo.CertificateName(en), ergo.TLSSecretName(en))
 }
 
 // ircShow prints what a user would look at: the network like kubectl get, its conditions, what it owns,
@@ -85,10 +74,7 @@ func playCertManager(ctx context.Context, e *Env, obj client.Object) error {
 func ircShow(ctx context.Context, e *Env, obj client.Object) {
 	en := obj.(*ircv1.ErgoNetwork)
 	e.Step("ErgoNetworks (like kubectl get ergonetworks -n %s)", en.Namespace)
-	ready := ""
-	if cond := meta.FindStatusCondition(en.Status.Conditions, ircv1.ConditionReady); cond != nil {
-		ready = string(cond.Status)
-	}
+	ready := readyStatus(en.Status.Conditions)
 	e.Table([]string{"NAME", "HOSTNAME", "NETWORK", "READY", "AGE"}, [][]string{{
 		en.Name, en.Spec.Hostname, en.Status.NetworkName, ready, Age(en.CreationTimestamp.Time),
 	}})

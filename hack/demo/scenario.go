@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/platform-operator/platform-operator/internal/testutil/standin"
 )
 
 // Scenario is one API's part of the demo: what to apply, how it becomes Ready on the local cluster and
@@ -159,6 +161,38 @@ func names(all []Scenario) []string {
 
 // readyCondition is the condition every API of the operator sums its state up in.
 const readyCondition = "Ready"
+
+// readyStatus is the status of the Ready condition among conds, empty while there is none: the READY
+// column of a kubectl-like table.
+func readyStatus(conds []metav1.Condition) string {
+	if c := meta.FindStatusCondition(conds, readyCondition); c != nil {
+		return string(c.Status)
+	}
+	return ""
+}
+
+// DeploymentAvailable is the step that waits for the app's Deployment to become Available, which the
+// operator reports in condType (the kube-controller-manager, kube-scheduler and kwok of the local
+// cluster run its pod).
+func DeploymentAvailable(app, condType string) Step {
+	return WaitFor("Waiting for the "+app+" Deployment to become Available (the deployment controller, the scheduler and "+
+		"kwok's fake node run its pod)", ConditionTrue(condType))
+}
+
+// playCertificateReady marks Certificate ns/name Ready, as cert-manager does once it has issued it into
+// Secret secret (named to the reader when not empty): no cert-manager runs in the local cluster.
+func playCertificateReady(ctx context.Context, e *Env, ns, name, secret string) error {
+	e.Step("Playing cert-manager: no cert-manager runs in this local cluster, so the demo itself marks "+
+		"Certificate %s Ready", name)
+	if secret != "" {
+		e.Printf("(on a real cluster, cert-manager issues the certificate into Secret %s and sets this condition)", secret)
+	}
+	if err := standin.MarkCertificateReady(ctx, e.Client, ns, name); err != nil {
+		return fmt.Errorf("mark Certificate %s Ready: %w", name, err)
+	}
+	e.Printf("Certificate %s: Ready=True (set by the demo)", name)
+	return nil
+}
 
 // ConditionTrue is a check for WaitFor and Scenario.Ready: the condition is True and describes the
 // current generation (status.observedGeneration). It reads status.conditions and

@@ -9,12 +9,10 @@ import (
 	routev1 "github.com/openshift/api/route/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/irc/soju"
 )
 
@@ -60,8 +58,7 @@ func sojuSteps(obj client.Object) []Step {
 		Play(playSojuPostgres),
 		WaitFor(fmt.Sprintf("Waiting for the operator to make the database of SojuBouncer %s/%s", b.Namespace, b.Name),
 			ConditionTrue(ircv1.ConditionDatabase)),
-		WaitFor("Waiting for the soju Deployment to become Available (the deployment controller, the scheduler and "+
-			"kwok's fake node run its pod)", ConditionTrue(ircv1.ConditionDeployment)),
+		DeploymentAvailable("soju", ircv1.ConditionDeployment),
 	}
 	if b.Spec.TLS != nil {
 		steps = append(steps, Play(playSojuCertManager))
@@ -81,14 +78,7 @@ func playSojuPostgres(ctx context.Context, e *Env, obj client.Object) error {
 // playSojuCertManager marks the bouncer's Certificate Ready, as cert-manager does once it has issued it.
 func playSojuCertManager(ctx context.Context, e *Env, obj client.Object) error {
 	b := obj.(*ircv1.SojuBouncer)
-	cert := soju.CertificateName(b)
-	e.Step("Playing cert-manager: no cert-manager runs in this local cluster, so the demo itself marks "+
-		"Certificate %s Ready", cert)
-	if err := ergotest.MarkCertificateReady(ctx, e.Client, b.Namespace, cert); err != nil {
-		return fmt.Errorf("mark Certificate %s Ready: %w", cert, err)
-	}
-	e.Printf("Certificate %s: Ready=True (set by the demo)", cert)
-	return nil
+	return playCertificateReady(ctx, e, b.Namespace, soju.CertificateName(b), "")
 }
 
 // sojuShow prints the bouncer like kubectl get, its conditions, what it owns, its pod, soju's config, a
@@ -96,10 +86,7 @@ func playSojuCertManager(ctx context.Context, e *Env, obj client.Object) error {
 func sojuShow(ctx context.Context, e *Env, obj client.Object) {
 	b := obj.(*ircv1.SojuBouncer)
 	e.Step("SojuBouncers (like kubectl get sojubouncers -n %s)", b.Namespace)
-	ready := ""
-	if c := meta.FindStatusCondition(b.Status.Conditions, ircv1.ConditionReady); c != nil {
-		ready = string(c.Status)
-	}
+	ready := readyStatus(b.Status.Conditions)
 	e.Table([]string{"NAME", "HOSTNAME", "READY", "AGE"}, [][]string{{b.Name, b.Spec.Hostname, ready, Age(b.CreationTimestamp.Time)}})
 	e.Table([]string{"DATABASE", "SECRET", "SERVICE HOST"}, [][]string{{b.Status.DatabaseName, b.Status.DatabaseSecretName, b.Status.ServiceHost}})
 	e.Conditions("SojuBouncer", b, b.Status.Conditions)
