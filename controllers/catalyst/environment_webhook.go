@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -41,27 +40,19 @@ type EnvironmentValidator struct {
 	APIReader client.Reader
 }
 
-var _ admission.CustomValidator = (*EnvironmentValidator)(nil)
+var _ admit.Validator[*catalystv1.Environment] = (*EnvironmentValidator)(nil)
 
 // ValidateCreate refuses a new Environment whose namespace is taken or reserved, or whose Project does
 // not allow it.
-func (v *EnvironmentValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
-	env, ok := obj.(*catalystv1.Environment)
-	if !ok {
-		return nil, fmt.Errorf("expected an Environment, got %T", obj)
-	}
+func (v *EnvironmentValidator) ValidateCreate(ctx context.Context, env *catalystv1.Environment) (admission.Warnings, error) {
 	return nil, v.validate(ctx, env)
 }
 
 // ValidateUpdate checks an Environment that has no namespace yet as on creation (its labels or its
 // projectRef may have changed); one that has a namespace keeps it (the controller checks its Project on
 // every reconcile), and a deleted one is never held up.
-func (v *EnvironmentValidator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
-	env, ok := newObj.(*catalystv1.Environment)
-	if !ok {
-		return nil, fmt.Errorf("expected an Environment, got %T", newObj)
-	}
-	if old, ok := oldObj.(*catalystv1.Environment); ok && old.Status.Namespace != "" {
+func (v *EnvironmentValidator) ValidateUpdate(ctx context.Context, old, env *catalystv1.Environment) (admission.Warnings, error) {
+	if old.Status.Namespace != "" {
 		return nil, nil
 	}
 	if !env.DeletionTimestamp.IsZero() || env.Status.Namespace != "" {
@@ -72,11 +63,7 @@ func (v *EnvironmentValidator) ValidateUpdate(ctx context.Context, oldObj, newOb
 
 // ValidateDelete refuses to delete a deployment (staging, production) Environment unless it carries the
 // annotation catalyst.dev/allow-deletion: "true"; previews are deleted freely.
-func (v *EnvironmentValidator) ValidateDelete(_ context.Context, obj runtime.Object) (admission.Warnings, error) {
-	env, ok := obj.(*catalystv1.Environment)
-	if !ok {
-		return nil, fmt.Errorf("expected an Environment, got %T", obj)
-	}
+func (v *EnvironmentValidator) ValidateDelete(_ context.Context, env *catalystv1.Environment) (admission.Warnings, error) {
 	if !deletionProtected(env) {
 		return nil, nil
 	}

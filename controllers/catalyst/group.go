@@ -15,6 +15,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/kit/admit"
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
@@ -70,7 +71,7 @@ func Group(opts Options) manager.Group {
 		}},
 		manager.Controller{Name: "Environment webhook", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return ctrl.NewWebhookManagedBy(mgr).For(&catalystv1.Environment{}).
-				WithValidator(&EnvironmentValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).Complete()
+				WithValidator(admit.Typed(&EnvironmentValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader()})).Complete()
 		}},
 	)
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -98,14 +97,10 @@ type DomainValidator struct {
 	Policy DomainPolicy
 }
 
-var _ admission.CustomValidator = (*DomainValidator)(nil)
+var _ admit.Validator[*homelabv1.Domain] = (*DomainValidator)(nil)
 
 // ValidateCreate refuses a Domain the policy does not allow, or whose hostname is taken.
-func (v *DomainValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
-	d, ok := obj.(*homelabv1.Domain)
-	if !ok {
-		return nil, fmt.Errorf("expected a Domain, got %T", obj)
-	}
+func (v *DomainValidator) ValidateCreate(ctx context.Context, d *homelabv1.Domain) (admission.Warnings, error) {
 	d = admit.WithRequestNamespace(ctx, d)
 	if ok, msg := v.Policy.Allows(d.Namespace, d.Spec.Hostname, d.Spec.Issuer); !ok {
 		return nil, apierrors.NewForbidden(homelabv1.GroupVersion.WithResource("domains").GroupResource(), d.Name,
@@ -134,12 +129,12 @@ func (v *DomainValidator) ValidateCreate(ctx context.Context, obj runtime.Object
 
 // ValidateUpdate admits every update: the API server does not call it (the webhook is registered for
 // creation only), and the controller checks a changed issuer.
-func (v *DomainValidator) ValidateUpdate(context.Context, runtime.Object, runtime.Object) (admission.Warnings, error) {
+func (v *DomainValidator) ValidateUpdate(context.Context, *homelabv1.Domain, *homelabv1.Domain) (admission.Warnings, error) {
 	return nil, nil
 }
 
 // ValidateDelete admits every deletion.
-func (v *DomainValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+func (v *DomainValidator) ValidateDelete(context.Context, *homelabv1.Domain) (admission.Warnings, error) {
 	return nil, nil
 }
 
@@ -155,26 +150,18 @@ type AuthentikServerValidator struct {
 	APIReader client.Reader
 }
 
-var _ admission.CustomValidator = (*AuthentikServerValidator)(nil)
+var _ admit.Validator[*homelabv1.AuthentikServer] = (*AuthentikServerValidator)(nil)
 
 // ValidateCreate refuses a reference to a Domain that does not allow the AuthentikServer's namespace.
-func (v *AuthentikServerValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
-	a, ok := obj.(*homelabv1.AuthentikServer)
-	if !ok {
-		return nil, fmt.Errorf("expected an AuthentikServer, got %T", obj)
-	}
+func (v *AuthentikServerValidator) ValidateCreate(ctx context.Context, a *homelabv1.AuthentikServer) (admission.Warnings, error) {
 	return nil, v.validate(ctx, admit.WithRequestNamespace(ctx, a))
 }
 
 // ValidateUpdate checks spec.domain when it changed; an unchanged reference is left to the controller,
 // so that a Domain withdrawing its allowance does not block edits of the AuthentikServer's labels, nor
 // its deletion.
-func (v *AuthentikServerValidator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
-	a, ok := newObj.(*homelabv1.AuthentikServer)
-	if !ok {
-		return nil, fmt.Errorf("expected an AuthentikServer, got %T", newObj)
-	}
-	if old, ok := oldObj.(*homelabv1.AuthentikServer); ok && old.Spec.Domain == a.Spec.Domain {
+func (v *AuthentikServerValidator) ValidateUpdate(ctx context.Context, old, a *homelabv1.AuthentikServer) (admission.Warnings, error) {
+	if old.Spec.Domain == a.Spec.Domain {
 		return nil, nil
 	}
 	if !a.DeletionTimestamp.IsZero() {
@@ -184,7 +171,7 @@ func (v *AuthentikServerValidator) ValidateUpdate(ctx context.Context, oldObj, n
 }
 
 // ValidateDelete admits every deletion.
-func (v *AuthentikServerValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+func (v *AuthentikServerValidator) ValidateDelete(context.Context, *homelabv1.AuthentikServer) (admission.Warnings, error) {
 	return nil, nil
 }
 

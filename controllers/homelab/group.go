@@ -7,6 +7,7 @@ import (
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 
+	"github.com/platform-operator/platform-operator/internal/kit/admit"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
 )
@@ -61,9 +62,9 @@ func setupWebhooks(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr).For(&homelabv1.Domain{}).
-		WithValidator(&DomainValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Policy: policy}).Complete(); err != nil {
+		WithValidator(admit.Typed(&DomainValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Policy: policy})).Complete(); err != nil {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr).For(&homelabv1.AuthentikServer{}).
-		WithValidator(&AuthentikServerValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).Complete()
+		WithValidator(admit.Typed(&AuthentikServerValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader()})).Complete()
 }

@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
@@ -28,26 +27,18 @@ type DeploymentValidator struct {
 	Policy Policy
 }
 
-var _ admission.CustomValidator = (*DeploymentValidator)(nil)
+var _ admit.Validator[*iotv1.Deployment] = (*DeploymentValidator)(nil)
 
 // ValidateCreate refuses a Deployment outside the policy.
-func (v *DeploymentValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
-	d, ok := obj.(*iotv1.Deployment)
-	if !ok {
-		return nil, fmt.Errorf("expected an iot Deployment, got %T", obj)
-	}
+func (v *DeploymentValidator) ValidateCreate(ctx context.Context, d *iotv1.Deployment) (admission.Warnings, error) {
 	return nil, v.validate(ctx, d)
 }
 
 // ValidateUpdate refuses a spec change that leaves the Deployment outside the policy. An update that
 // keeps the spec, or of a Deployment being deleted, is admitted: the controller reports a Deployment the
 // policy refuses since it was stored, and removing its finalizer must stay possible.
-func (v *DeploymentValidator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
-	d, ok := newObj.(*iotv1.Deployment)
-	if !ok {
-		return nil, fmt.Errorf("expected an iot Deployment, got %T", newObj)
-	}
-	if old, ok := oldObj.(*iotv1.Deployment); ok && equality.Semantic.DeepEqual(old.Spec, d.Spec) {
+func (v *DeploymentValidator) ValidateUpdate(ctx context.Context, old, d *iotv1.Deployment) (admission.Warnings, error) {
+	if equality.Semantic.DeepEqual(old.Spec, d.Spec) {
 		return nil, nil
 	}
 	if !d.DeletionTimestamp.IsZero() {
@@ -57,7 +48,7 @@ func (v *DeploymentValidator) ValidateUpdate(ctx context.Context, oldObj, newObj
 }
 
 // ValidateDelete admits every deletion.
-func (v *DeploymentValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+func (v *DeploymentValidator) ValidateDelete(context.Context, *iotv1.Deployment) (admission.Warnings, error) {
 	return nil, nil
 }
 

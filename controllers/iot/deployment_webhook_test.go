@@ -24,6 +24,7 @@ import (
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
+	"github.com/platform-operator/platform-operator/internal/kit/admit"
 	"github.com/platform-operator/platform-operator/internal/kit/scheme"
 	"github.com/platform-operator/platform-operator/internal/testutil"
 	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
@@ -112,7 +113,7 @@ func serveValidator(policy Policy) string {
 	Expect(err).NotTo(HaveOccurred())
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: ports[0], CertDir: webhookCerts.Dir})
 	srv.Register("/validate-iot-nationtech-io-v1alpha1-deployment",
-		admission.WithCustomValidator(scheme.Scheme, &iotv1.Deployment{}, &DeploymentValidator{Policy: policy}))
+		admission.WithCustomValidator(scheme.Scheme, &iotv1.Deployment{}, admit.Typed(&DeploymentValidator{Policy: policy})))
 	ctx, stop := context.WithCancel(context.Background())
 	DeferCleanup(stop)
 	go func() {

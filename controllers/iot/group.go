@@ -4,6 +4,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/kit/admit"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
 )
@@ -32,7 +33,7 @@ func groupOf(r *DeploymentReconciler) manager.Group {
 			return r.SetupWithManager(mgr)
 		}},
 		manager.Controller{Name: "Deployment webhook", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
-			return ctrl.NewWebhookManagedBy(mgr).For(&iotv1.Deployment{}).WithValidator(&DeploymentValidator{Policy: r.Policy}).Complete()
+			return ctrl.NewWebhookManagedBy(mgr).For(&iotv1.Deployment{}).WithValidator(admit.Typed(&DeploymentValidator{Policy: r.Policy})).Complete()
 		}},
 	)
 }
