@@ -21,19 +21,13 @@ import (
 // end to end (control planes, operator processes, metrics, pprof, watches, each workload's floor and
 // observer, report), not how fast anything is; `make bench` measures.
 func TestTinyRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts four control planes per workload")
-	}
-	// As in main: the caches log through controller-runtime, and the run reports its own progress.
-	ctrllog.SetLogger(logr.Discard())
-	root := testutil.RepoRoot(t)
-	c := &config{
-		RepoRoot: root, Operator: operatorBinary(t, root), LogDir: t.TempDir(), Workloads: registered(),
-		Sizes: []int{3}, Clients: 4, Timeout: 2 * time.Minute,
-		SteadyWindow: time.Second, ChurnRate: 10, ChurnDuration: time.Second,
-		MemorySizes: []int{0, 3}, Unrelated: 4,
-		Sweep: []sweepCase{{Name: "two workers", Args: []string{"--max-concurrent-reconciles=2"}}}, SweepSize: 2,
-	}
+	c := tinyRunConfig(t, "starts four control planes per workload")
+	c.Workloads = registered()
+	c.Sizes, c.Clients, c.Timeout = []int{3}, 4, 2*time.Minute
+	c.SteadyWindow, c.ChurnRate, c.ChurnDuration = time.Second, 10, time.Second
+	c.MemorySizes, c.Unrelated = []int{0, 3}, 4
+	c.Sweep = []sweepCase{{Name: "two workers", Args: []string{"--max-concurrent-reconciles=2"}}}
+	c.SweepSize = 2
 	rep := &report{Started: time.Now()}
 	for _, w := range c.Workloads {
 		info := w.Info()
@@ -104,6 +98,19 @@ func checkTinyRun(t *testing.T, info Info, res *results) {
 	if len(res.Sweep) != 1 || res.Sweep[0].Operator <= 0 {
 		t.Errorf("sweep: %+v", res.Sweep)
 	}
+}
+
+// tinyRunConfig is the configuration of a tiny run (the repository, the operator binary, a log directory
+// of t's); with -short the test is skipped, saying why (what the run starts).
+func tinyRunConfig(t *testing.T, starts string) *config {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(starts)
+	}
+	// As in main: the caches log through controller-runtime, and the run reports its own progress.
+	ctrllog.SetLogger(logr.Discard())
+	root := testutil.RepoRoot(t)
+	return &config{RepoRoot: root, Operator: operatorBinary(t, root), LogDir: t.TempDir()}
 }
 
 // operatorBinary is $OPERATOR_BINARY (make sets it to bin/platform-operator), else a fresh build.

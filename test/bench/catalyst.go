@@ -192,21 +192,12 @@ func (o *catalystObserver) Watches() []Watch {
 	}
 }
 
-func (o *catalystObserver) state(name string) *catalystState {
-	s := o.envs[name]
-	if s == nil {
-		s = &catalystState{}
-		o.envs[name] = s
-	}
-	return s
-}
-
 func (o *catalystObserver) Observe(obj client.Object) Progress {
 	var s *catalystState
 	name := obj.GetName()
 	switch obj := obj.(type) {
 	case *catalystv1.Environment:
-		s = o.state(name)
+		s = entry(o.envs, name)
 		s.generation, s.observed = obj.Generation, obj.Status.ObservedGeneration
 		s.ready = obj.Status.Namespace != "" &&
 			meta.IsStatusConditionTrue(obj.Status.Conditions, catalystv1.ConditionNamespaceReady) &&
@@ -218,7 +209,7 @@ func (o *catalystObserver) Observe(obj client.Object) Progress {
 			return Progress{}
 		}
 		name = obj.GetLabels()[oplabels.InstanceLabel]
-		s = o.state(name)
+		s = entry(o.envs, name)
 		switch obj := obj.(type) {
 		case *corev1.Namespace:
 			s.kinds |= envNamespace
@@ -245,6 +236,6 @@ func (o *catalystObserver) Observe(obj client.Object) Progress {
 }
 
 func (o *catalystObserver) StartEdit(name string, seq int) {
-	s := o.state(name)
+	s := entry(o.envs, name)
 	s.marker, s.observedBefore = branchMarker(seq), s.observed
 }

@@ -50,11 +50,6 @@ func envChildren() []client.Object {
 func TestCatalystObserver(t *testing.T) {
 	const name = "env-00000"
 	ns := catalyst.PartsOf(catalystWorkload{}.environment(benchNamespace, 0)).Namespace()
-	type step struct {
-		obj  client.Object
-		edit int // StartEdit(name, edit) before obj when > 0
-		want Progress
-	}
 	// children are the four objects in the namespace, each seen without converging the environment.
 	children := func() []step {
 		var out []step
@@ -111,15 +106,7 @@ func TestCatalystObserver(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := catalystWorkload{}.NewObserver()
-			for i, s := range tt.steps {
-				if s.edit > 0 {
-					o.StartEdit(name, s.edit)
-				}
-				if got := o.Observe(s.obj); got != s.want {
-					t.Errorf("step %d: Observe(%T) = %+v, want %+v", i, s.obj, got, s.want)
-				}
-			}
+			observe(t, catalystWorkload{}.NewObserver(), name, tt.steps)
 		})
 	}
 }

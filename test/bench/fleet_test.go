@@ -6,23 +6,13 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
-	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // TestFleetTinyRun runs the fleet workload at a tiny N: it proves the run works end to end (NATS, the
 // simulator, the operator binary on a control plane, the status watch, pprof, the naive recount, the
 // report), not how fast anything is; `make bench` measures.
 func TestFleetTinyRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane, a NATS server and the operator")
-	}
-	ctrllog.SetLogger(logr.Discard())
-	root := testutil.RepoRoot(t)
-	c := &config{RepoRoot: root, Operator: operatorBinary(t, root), LogDir: t.TempDir()}
+	c := tinyRunConfig(t, "starts a control plane, a NATS server and the operator")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := runFleet(ctx, c, fleetOptions{Sizes: []int{3}, Batch: 2, Connections: 2, Workers: 3, Timeout: 2 * time.Minute})

@@ -208,26 +208,17 @@ func (o *ircObserver) Watches() []Watch {
 	}
 }
 
-func (o *ircObserver) state(name string) *ircState {
-	s := o.nets[name]
-	if s == nil {
-		s = &ircState{}
-		o.nets[name] = s
-	}
-	return s
-}
-
 func (o *ircObserver) Observe(obj client.Object) Progress {
 	var s *ircState
 	name := obj.GetName()
 	if n, ok := obj.(*ircv1.ErgoNetwork); ok {
-		s = o.state(name)
+		s = entry(o.nets, name)
 		s.generation, s.observed = n.Generation, n.Status.ObservedGeneration
 	} else {
 		if name = obj.GetLabels()[oplabels.InstanceLabel]; name == "" {
 			return Progress{}
 		}
-		s = o.state(name)
+		s = entry(o.nets, name)
 		switch obj := obj.(type) {
 		case *corev1.ConfigMap:
 			s.kinds |= kindConfigMap
@@ -255,6 +246,6 @@ func (o *ircObserver) Observe(obj client.Object) Progress {
 }
 
 func (o *ircObserver) StartEdit(name string, seq int) {
-	s := o.state(name)
+	s := entry(o.nets, name)
 	s.marker, s.digestBefore = churnMarker(seq), s.digest
 }

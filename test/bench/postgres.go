@@ -364,21 +364,12 @@ func (o *postgresObserver) Watches() []Watch {
 	}
 }
 
-func (o *postgresObserver) state(name string) *postgresState {
-	s := o.dbs[name]
-	if s == nil {
-		s = &postgresState{}
-		o.dbs[name] = s
-	}
-	return s
-}
-
 func (o *postgresObserver) Observe(obj client.Object) Progress {
 	var s *postgresState
 	name := obj.GetName()
 	switch obj := obj.(type) {
 	case *homelabv1.PostgresDatabase:
-		s = o.state(name)
+		s = entry(o.dbs, name)
 		s.generation, s.observed = obj.Generation, obj.Status.ObservedGeneration
 		s.ready = meta.IsStatusConditionTrue(obj.Status.Conditions, homelabv1.ConditionReady)
 	case *corev1.Secret:
@@ -386,7 +377,7 @@ func (o *postgresObserver) Observe(obj client.Object) Progress {
 			return Progress{}
 		}
 		name = obj.Labels[oplabels.InstanceLabel]
-		s = o.state(name)
+		s = entry(o.dbs, name)
 		s.secret = true
 		s.rotation = obj.Annotations[postgres.AnnotationRotation]
 	default:
@@ -402,5 +393,5 @@ func (o *postgresObserver) Observe(obj client.Object) Progress {
 }
 
 func (o *postgresObserver) StartEdit(name string, seq int) {
-	o.state(name).marker = rotationMarker(seq)
+	entry(o.dbs, name).marker = rotationMarker(seq)
 }

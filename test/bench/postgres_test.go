@@ -30,13 +30,29 @@ func dbSecret(rotation string) *corev1.Secret {
 	return postgres.Secret(db, postgres.Settings{Host: "127.0.0.1", Port: 5432}, "role", "password", rotation)
 }
 
+// step is one object an observer sees, after an edit of the object named begins when edit > 0.
+type step struct {
+	obj  client.Object
+	edit int // StartEdit(name, edit) before obj when > 0
+	want Progress
+}
+
+// observe shows o the steps in order (StartEdit(name, edit) first where a step has an edit) and checks the
+// Progress each returns.
+func observe(t *testing.T, o Observer, name string, steps []step) {
+	t.Helper()
+	for i, s := range steps {
+		if s.edit > 0 {
+			o.StartEdit(name, s.edit)
+		}
+		if got := o.Observe(s.obj); got != s.want {
+			t.Errorf("step %d: Observe(%T) = %+v, want %+v", i, s.obj, got, s.want)
+		}
+	}
+}
+
 func TestPostgresObserver(t *testing.T) {
 	const name = "db-00000"
-	type step struct {
-		obj  client.Object
-		edit int // StartEdit(name, edit) before obj when > 0
-		want Progress
-	}
 	tests := []struct {
 		name  string
 		steps []step
@@ -65,15 +81,7 @@ func TestPostgresObserver(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := (&postgresWorkload{}).NewObserver()
-			for i, s := range tt.steps {
-				if s.edit > 0 {
-					o.StartEdit(name, s.edit)
-				}
-				if got := o.Observe(s.obj); got != s.want {
-					t.Errorf("step %d: Observe(%T) = %+v, want %+v", i, s.obj, got, s.want)
-				}
-			}
+			observe(t, (&postgresWorkload{}).NewObserver(), name, tt.steps)
 		})
 	}
 }

@@ -97,13 +97,19 @@ func (t *tracker) stop() {
 	<-t.done
 }
 
-func (t *tracker) state(name string) *objState {
-	s := t.objs[name]
+// entry is m's entry for name, made (zero) the first time it is asked for: each workload's observer keeps
+// one per object as the tracker does.
+func entry[S any](m map[string]*S, name string) *S {
+	s := m[name]
 	if s == nil {
-		s = &objState{}
-		t.objs[name] = s
+		s = new(S)
+		m[name] = s
 	}
 	return s
+}
+
+func (t *tracker) state(name string) *objState {
+	return entry(t.objs, name)
 }
 
 // expect resets the convergence count: reached closes once n objects have converged.
