@@ -71,10 +71,7 @@ func expectBuildReason(ctx context.Context, env *catalystv1.Environment, reason,
 var _ = Describe("Environment builds' fences", func() {
 	It("fences the build pods with a NetworkPolicy, hands them the Git CA, and adopts neither from someone else", func(ctx SpecContext) {
 		t := buildTeam(ctx)
-		commit := commitSHA()
-		env := t.environment("fence-1")
-		env.Spec.Source.CommitSHA = commit
-		Expect(k8s.Create(ctx, env)).To(Succeed())
+		env, commit := t.createAtNewCommit(ctx, "fence-1")
 		job := theBuildJob(ctx, t, env, commit)
 
 		By("the NetworkPolicy: build pods only, nothing in, DNS and the registry's and Git host's ports out")
@@ -144,10 +141,7 @@ var _ = Describe("Environment builds' fences", func() {
 	It("refuses a registry outside --catalyst-registries and a Git host builds may not clone from", func(ctx SpecContext) {
 		t := buildTeam(ctx)
 		t.updateProject(ctx, func(p *catalystv1.Project) { p.Spec.Build.Registry = "registry.evil.test:5000" })
-		env := t.environment("allow-1")
-		commit := commitSHA()
-		env.Spec.Source.CommitSHA = commit
-		Expect(k8s.Create(ctx, env)).To(Succeed())
+		env, commit := t.createAtNewCommit(ctx, "allow-1")
 
 		expectBuildReason(ctx, env, catalystv1.ReasonRegistryNotAllowed, "registry.evil.test:5000")
 		Eventually(warningEvents(ctx, env, catalystv1.ReasonRegistryNotAllowed)).Should(HaveLen(1))
@@ -175,10 +169,7 @@ var _ = Describe("Environment builds' fences", func() {
 	It("builds a Project without spec.build into the default registry", func(ctx SpecContext) {
 		t := newTeam(ctx)
 		Expect(k8s.Create(ctx, testRegistry.Secret(t.projectNS, registrySecret))).To(Succeed())
-		commit := commitSHA()
-		env := t.environment("default-1")
-		env.Spec.Source.CommitSHA = commit
-		Expect(k8s.Create(ctx, env)).To(Succeed())
+		env, commit := t.createAtNewCommit(ctx, "default-1")
 
 		job := theBuildJob(ctx, t, env, commit)
 		image := testRegistry.Host + "/" + t.projectNS + "/web:" + commit
@@ -192,25 +183,12 @@ var _ = Describe("Environment builds' fences", func() {
 			g.Expect(got.Status.Build.JobName).To(Equal(job.Name))
 		}).Should(Succeed())
 
-		digest, err := testRegistry.Push(image)
-		Expect(err).NotTo(HaveOccurred())
-		finishJob(ctx, job, true, "")
-		Eventually(func(g Gomega) {
-			got := getEnv(ctx, env)
-			c := condition(g, got, catalystv1.ConditionBuildReady)
-			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(c.Reason).To(Equal(catalystv1.ReasonImagePushed))
-			g.Expect(got.Status.Build.Image).To(Equal(image))
-			g.Expect(got.Status.Build.Digest).To(Equal(digest))
-		}).Should(Succeed())
+		pushAndFinish(ctx, env, job, image, nil)
 	})
 
 	It("quotes no credential of a failed build in its status or event", func(ctx SpecContext) {
 		t := buildTeam(ctx)
-		commit := commitSHA()
-		env := t.environment("redact-1")
-		env.Spec.Source.CommitSHA = commit
-		Expect(k8s.Create(ctx, env)).To(Succeed())
+		env, commit := t.createAtNewCommit(ctx, "redact-1")
 		job := theBuildJob(ctx, t, env, commit)
 
 		// The git Secret's token, the registry's password, and a token of a known shape.
@@ -249,11 +227,8 @@ var _ = Describe("Environment builds' fences", func() {
 
 		fast := buildTeam(ctx)
 		commit := commitSHA()
-		_, err := testRegistry.Push(fast.imageOf(commit))
-		Expect(err).NotTo(HaveOccurred())
-		ok := fast.environment("fast-1")
-		ok.Spec.Source.CommitSHA = commit
-		Expect(k8s.Create(ctx, ok)).To(Succeed())
+		fast.pushImage(commit)
+		ok := fast.createAt(ctx, "fast-1", commit)
 
 		Eventually(func(g Gomega) {
 			g.Expect(condition(g, getEnv(ctx, ok), catalystv1.ConditionBuildReady).Reason).To(Equal(catalystv1.ReasonImageExists))

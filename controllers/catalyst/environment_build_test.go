@@ -109,6 +109,42 @@ func (t team) updateProject(ctx context.Context, change func(*catalystv1.Project
 }
 
 // imageOf is the image of a team's commit in the suite's registry.
+// createAt creates the team's environment name at commit.
+func (t team) createAt(ctx context.Context, name, commit string) *catalystv1.Environment {
+	GinkgoHelper()
+	env := t.environment(name)
+	env.Spec.Source.CommitSHA = commit
+	Expect(k8s.Create(ctx, env)).To(Succeed())
+	return env
+}
+
+// createAtNewCommit creates the team's environment name at a new commit and returns it with the commit.
+func (t team) createAtNewCommit(ctx context.Context, name string) (*catalystv1.Environment, string) {
+	GinkgoHelper()
+	commit := commitSHA()
+	return t.createAt(ctx, name, commit), commit
+}
+
+// pushAndFinish plays a build Job that pushed image and succeeded, and waits until env's BuildReady is
+// True with ImagePushed, the image and its digest, and whatever more also says of the Environment.
+func pushAndFinish(ctx context.Context, env *catalystv1.Environment, job *batchv1.Job, image string, also func(g Gomega, got *catalystv1.Environment)) {
+	GinkgoHelper()
+	digest, err := testRegistry.Push(image)
+	Expect(err).NotTo(HaveOccurred())
+	finishJob(ctx, job, true, "")
+	Eventually(func(g Gomega) {
+		got := getEnv(ctx, env)
+		c := condition(g, got, catalystv1.ConditionBuildReady)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(catalystv1.ReasonImagePushed))
+		g.Expect(got.Status.Build.Image).To(Equal(image))
+		g.Expect(got.Status.Build.Digest).To(Equal(digest))
+		if also != nil {
+			also(g, got)
+		}
+	}).Should(Succeed())
+}
+
 func (t team) imageOf(commit string) string {
 	return testRegistry.Host + "/" + t.projectNS + "/web:" + commit
 }
@@ -198,11 +234,8 @@ var _ = Describe("Environment builds", func() {
 	It("finds the commit's image in the registry and builds nothing", func(ctx SpecContext) {
 		t := buildTeam(ctx)
 		commit := commitSHA()
-		digest, err := testRegistry.Push(t.imageOf(commit))
-		Expect(err).NotTo(HaveOccurred())
-		env := t.environment("pr-1")
-		env.Spec.Source.CommitSHA = commit
-		Expect(k8s.Create(ctx, env)).To(Succeed())
+		digest := t.pushImage(commit)
+		env := t.createAt(ctx, "pr-1", commit)
 
 		Eventually(func(g Gomega) {
 			got := getEnv(ctx, env)
@@ -218,10 +251,7 @@ var _ = Describe("Environment builds", func() {
 
 	It("builds an absent image with a Kaniko Job, is ready once the registry has it, and builds a new commit again", func(ctx SpecContext) {
 		t := buildTeam(ctx)
-		commit := commitSHA()
-		env := t.environment("pr-2")
-		env.Spec.Source.CommitSHA = commit
-		Expect(k8s.Create(ctx, env)).To(Succeed())
+		env, commit := t.createAtNewCommit(ctx, "pr-2")
 
 		By("a Job builds it")
 		job := theBuildJob(ctx, t, env, commit)
@@ -256,18 +286,9 @@ var _ = Describe("Environment builds", func() {
 		expectNoWrites(ctx, t, env, t.namespaceOf("pr-2"))
 
 		By("the Job succeeds, having pushed the image")
-		digest, err := testRegistry.Push(t.imageOf(commit))
-		Expect(err).NotTo(HaveOccurred())
-		finishJob(ctx, job, true, "")
-		Eventually(func(g Gomega) {
-			got := getEnv(ctx, env)
-			c := condition(g, got, catalystv1.ConditionBuildReady)
-			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(c.Reason).To(Equal(catalystv1.ReasonImagePushed))
-			g.Expect(got.Status.Build.Image).To(Equal(t.imageOf(commit)))
-			g.Expect(got.Status.Build.Digest).To(Equal(digest))
+		pushAndFinish(ctx, env, job, t.imageOf(commit), func(g Gomega, got *catalystv1.Environment) {
 			g.Expect(got.Status.Phase).NotTo(Equal(catalystv1.PhaseBuilding))
-		}).Should(Succeed())
+		})
 		Eventually(normalEvents(ctx, env, catalystv1.EventBuildSucceeded)).Should(HaveLen(1))
 		expectNoWrites(ctx, t, env, t.namespaceOf("pr-2"))
 
@@ -292,10 +313,7 @@ var _ = Describe("Environment builds", func() {
 
 	It("reports a failed build with its reason in an event, builds it again only when asked, and never twice on its own", func(ctx SpecContext) {
 		t := buildTeam(ctx)
-		commit := commitSHA()
-		env := t.environment("pr-3")
-		env.Spec.Source.CommitSHA = commit
-		Expect(k8s.Create(ctx, env)).To(Succeed())
+		env, commit := t.createAtNewCommit(ctx, "pr-3")
 		job := theBuildJob(ctx, t, env, commit)
 
 		finishJob(ctx, job, false, batchv1.JobReasonBackoffLimitExceeded)

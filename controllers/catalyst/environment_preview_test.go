@@ -139,10 +139,7 @@ var _ = Describe("Environment project references", func() {
 
 	It("stops building for an Environment whose Project takes its allowance back, keeping its namespace, and refuses another team's Project in the controller", func(ctx SpecContext) {
 		t := buildTeam(ctx)
-		commit := commitSHA()
-		env := t.environment("pr-1")
-		env.Spec.Source.CommitSHA = commit
-		Expect(k8s.Create(ctx, env)).To(Succeed())
+		env, commit := t.createAtNewCommit(ctx, "pr-1")
 		theBuildJob(ctx, t, env, commit) // allowed: built in the Project's namespace
 		ns := waitForNamespace(ctx, env)
 
