@@ -4,42 +4,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render/rendertest"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
-
-// seriesValue is the counter value or histogram sample count of family name's series whose labels
-// include want, in reg.
-func seriesValue(reg prometheus.Gatherer, name string, want map[string]string) float64 {
-	GinkgoHelper()
-	families, err := reg.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if labelsInclude(m, want) {
-				return m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	Fail("no series " + name)
-	return 0
-}
-
-func labelsInclude(m *dto.Metric, want map[string]string) bool {
-	n := 0
-	for _, l := range m.GetLabel() {
-		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
-			n++
-		}
-	}
-	return n == len(want)
-}
 
 // The catalyst counters move where things happen, in the suite's real reconciles: a commit deployed, one
 // refused by render.Policy, and one refused by the whole-commit dry run.
@@ -48,7 +18,7 @@ var _ = Describe("metrics", func() {
 		reg := prometheus.NewRegistry()
 		Expect(opmetrics.Register(reg, k8s, nil)).To(Succeed())
 		value := func(name string, labels map[string]string) func() float64 {
-			return func() float64 { return seriesValue(reg, name, labels) }
+			return func() float64 { return testenv.Metric(reg, name, labels) }
 		}
 		deployed := value("platform_operator_catalyst_deploys_total", map[string]string{"type": "manifest", "result": opmetrics.ResultSucceeded})
 		failed := value("platform_operator_catalyst_deploys_total", map[string]string{"type": "manifest", "result": opmetrics.ResultFailed})

@@ -6,13 +6,13 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // namespacedReader lists only one namespace: the spec's collector counts the spec's objects alone, whatever
@@ -27,33 +27,12 @@ func (r namespacedReader) List(ctx context.Context, list client.ObjectList, opts
 }
 
 // sample is the value of the series of family name whose labels include want (a histogram's sample count;
-// several series add up), from a gather of reg.
+// several series add up; none is 0), from a gather of reg.
 func sample(reg prometheus.Gatherer, name string, want map[string]string) float64 {
 	GinkgoHelper()
-	families, err := reg.Gather()
+	v, _, err := testutil.MetricValue(reg, name, want)
 	Expect(err).NotTo(HaveOccurred())
-	var v float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if hasLabels(m, want) {
-				v += m.GetGauge().GetValue() + m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
 	return v
-}
-
-func hasLabels(m *dto.Metric, want map[string]string) bool {
-	found := 0
-	for _, l := range m.GetLabel() {
-		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
-			found++
-		}
-	}
-	return found == len(want)
 }
 
 // The metrics of internal/kit/metrics as the operator registers them (opmetrics.Register), computed from the

@@ -12,31 +12,11 @@ import (
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
 // errNotYet is a condition not written for the object's generation yet.
 var errNotYet = errors.New("the condition is not for the current generation yet")
-
-// counterValue is the value of family name's series with label result=result in reg.
-func counterValue(reg prometheus.Gatherer, name, result string) float64 {
-	GinkgoHelper()
-	families, err := reg.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && l.GetValue() == result {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	Fail("no series " + name + "{result=" + result + "}")
-	return 0
-}
 
 // The suite's manager runs the ErgoNetwork controller as main.go does; its config rollouts are counted
 // where the ConfigMap is written.
@@ -45,9 +25,9 @@ var _ = Describe("metrics", func() {
 		reg := prometheus.NewRegistry()
 		Expect(opmetrics.Register(reg, k8s, nil)).To(Succeed())
 		rollouts := func() float64 {
-			return counterValue(reg, "platform_operator_ergo_config_rollouts_total", opmetrics.ResultSucceeded)
+			return testenv.Metric(reg, "platform_operator_ergo_config_rollouts_total", map[string]string{"result": opmetrics.ResultSucceeded})
 		}
-		counterValue(reg, "platform_operator_ergo_config_rollouts_total", opmetrics.ResultFailed) // there from the start
+		testenv.Metric(reg, "platform_operator_ergo_config_rollouts_total", map[string]string{"result": opmetrics.ResultFailed}) // there from the start
 
 		ns := newNamespace()
 		before := rollouts()

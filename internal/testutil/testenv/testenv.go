@@ -14,6 +14,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -189,4 +190,14 @@ func NewNamespace(c client.Client, prefix string) string {
 	name, err := CreateNamespace(context.Background(), c, prefix)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return name
+}
+
+// Metric is testutil.MetricValue in a Ginkgo spec: the value of family name's series whose labels include
+// want, failing the spec on an error or when no series matches.
+func Metric(reg prometheus.Gatherer, name string, want map[string]string) float64 {
+	ginkgo.GinkgoHelper()
+	v, found, err := testutil.MetricValue(reg, name, want)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	gomega.Expect(found).NotTo(gomega.BeZero(), "no series %s%v", name, want)
+	return v
 }
