@@ -43,28 +43,44 @@ func workDir(t *testing.T) (dir string, testFiles []string) {
 	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), rules, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	files, err := filepath.Glob(filepath.Join(root, "test", "alerts", "testdata", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no promtool unit tests in test/alerts/testdata (%v)", err)
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var u unitTestFile
-		if err := yaml.Unmarshal(data, &u); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+	for _, u := range unitTests(t, root) {
 		if !slices.Equal(u.RuleFiles, []string{"rules.yaml"}) {
-			t.Fatalf("%s: rule_files %q, want [rules.yaml] (the PrometheusRule's spec, which the test writes)", f, u.RuleFiles)
+			t.Fatalf("%s: rule_files %q, want [rules.yaml] (the PrometheusRule's spec, which the test writes)", u.path, u.RuleFiles)
 		}
-		testFiles = append(testFiles, filepath.Base(f))
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), data, 0o600); err != nil {
+		testFiles = append(testFiles, filepath.Base(u.path))
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(u.path)), u.data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return dir, testFiles
+}
+
+// unitTest is one promtool unit test file of test/alerts/testdata, as read and as parsed.
+type unitTest struct {
+	unitTestFile
+	path string
+	data []byte
+}
+
+// unitTests reads and parses every promtool unit test file of test/alerts/testdata; there must be some.
+func unitTests(t *testing.T, root string) []unitTest {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "test", "alerts", "testdata", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no promtool unit tests in test/alerts/testdata (%v)", err)
+	}
+	var out []unitTest
+	for _, f := range files {
+		u := unitTest{path: f}
+		if u.data, err = os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(u.data, &u.unitTestFile); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // promtool runs promtool in dir and returns its combined output and whether it succeeded.
@@ -157,16 +173,7 @@ func TestEveryAlertIsTestedFiringAndQuiet(t *testing.T) {
 		t.Fatal(err)
 	}
 	firing, quiet := map[string]int{}, map[string]int{}
-	files, _ := filepath.Glob(filepath.Join(root, "test", "alerts", "testdata", "*.yaml"))
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var u unitTestFile
-		if err := yaml.Unmarshal(data, &u); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+	for _, u := range unitTests(t, root) {
 		for _, tg := range u.Tests {
 			for _, at := range tg.AlertRuleTests {
 				if len(at.ExpAlerts) > 0 {

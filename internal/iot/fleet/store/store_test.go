@@ -47,14 +47,20 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func TestFleetAgainstNATS(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	nc, st, err := fleettest.Connect(ctx, natsURL, 0)
+// connect connects the operator's store to the package's server; the connection closes and the context
+// is cancelled when t ends.
+func connect(t *testing.T) (context.Context, *store.Store) {
+	t.Helper()
+	nc, st, err := fleettest.Connect(t.Context(), natsURL, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
+	return t.Context(), st
+}
+
+func TestFleetAgainstNATS(t *testing.T) {
+	ctx, st := connect(t)
 	counters := &fleet.Counters{}
 	synced := make(chan struct{}, 16)
 	go func() { _ = st.Fold(ctx, counters, func() { synced <- struct{}{} }) }()
@@ -244,13 +250,7 @@ func TestCountersSurviveANATSRestart(t *testing.T) {
 // refuses (junk, a device record under another device's key) reaches the fold's hooks with its reason
 // and the device and Deployment its key names, and moves no count; an honest device's count stays.
 func TestBadInputAgainstNATS(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	nc, st, err := fleettest.Connect(ctx, natsURL, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	ctx, st := connect(t)
 
 	t.Run("the buckets refuse records beyond their bounds", func(t *testing.T) {
 		for _, b := range []struct {
