@@ -153,13 +153,10 @@ var _ = AfterSuite(func() {
 	}
 	timings.Record("processes stop", time.Since(t), "")
 	if cluster != nil {
-		t = time.Now()
-		if err := cluster.Stop(); err != nil {
-			errs = append(errs, fmt.Errorf("stop cluster: %w", err))
-		}
-		timings.Record("cluster stop", time.Since(t), "")
-		if err := cluster.CheckStopped(); err != nil {
-			errs = append(errs, fmt.Errorf("left behind by the cluster: %w", err))
+		took, err := cluster.StopAndCheck()
+		timings.Record("cluster stop", took, "")
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for _, p := range ps {

@@ -92,3 +92,19 @@ func (c *Cluster) CheckStopped() error {
 	}
 	return errors.Join(errs...)
 }
+
+// StopAndCheck is what a suite runs last: Stop, then CheckStopped. took is how long Stop took (the
+// suite's "cluster stop" phase); the error joins both failures, each saying which it is.
+func (c *Cluster) StopAndCheck() (took time.Duration, err error) {
+	start := time.Now()
+	stopErr := c.Stop()
+	took = time.Since(start)
+	if stopErr != nil {
+		stopErr = fmt.Errorf("stop cluster: %w", stopErr)
+	}
+	checkErr := c.CheckStopped()
+	if checkErr != nil {
+		checkErr = fmt.Errorf("left behind by the cluster: %w", checkErr)
+	}
+	return took, errors.Join(stopErr, checkErr)
+}

@@ -134,6 +134,27 @@ func fakeOperator(args []string) int {
 }
 
 // fakeOptions runs this test binary as the operator, logging into a directory of the test.
+// startOperator starts an operator process with o, stopped when t ends unless the test stopped it with
+// stop (whose error the test checks; a failed stop is tried again then).
+func startOperator(t *testing.T, o OperatorOptions) (op *Operator, stop func() error) {
+	t.Helper()
+	op, err := StartOperator(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = op.Stop()
+		}
+	})
+	return op, func() error {
+		err := op.Stop()
+		stopped = err == nil
+		return err
+	}
+}
+
 func fakeOptions(t *testing.T, mode string) OperatorOptions {
 	t.Helper()
 	dir := t.TempDir()
@@ -161,16 +182,7 @@ func TestStartOperator(t *testing.T) {
 	o.Pprof = true
 	o.LeaderElection = &LeaderElection{Namespace: "ns-1", LeaseDuration: 8 * time.Second}
 	o.Args = []string{"--max-concurrent-reconciles=3"}
-	op, err := StartOperator(t.Context(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = op.Stop()
-		}
-	})
+	op, stop := startOperator(t, o)
 	if op.ReadyAfter <= 0 || op.StartedAt.IsZero() {
 		t.Errorf("StartedAt %v, ReadyAfter %v: want both set", op.StartedAt, op.ReadyAfter)
 	}
@@ -205,10 +217,9 @@ func TestStartOperator(t *testing.T) {
 	}
 	_ = resp.Body.Close()
 
-	if err := op.Stop(); err != nil {
+	if err := stop(); err != nil {
 		t.Errorf("Stop: %v", err)
 	}
-	stopped = true
 	if err := op.Err(); err != nil {
 		t.Errorf("exit after SIGTERM: %v, want status 0", err)
 	}

@@ -456,16 +456,7 @@ func TestWebhooksOnLocalCluster(t *testing.T) {
 		o.Kubeconfig = c.KubeconfigPath()
 		o.Env = append(o.Env, "WATCH_NAMESPACE=team-a")
 		o.WebhookManifests = manifests
-		op, err := StartOperator(t.Context(), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stopped := false
-		t.Cleanup(func() {
-			if !stopped {
-				_ = op.Stop()
-			}
-		})
+		op, stop := startOperator(t, o)
 		if len(op.Webhooks) != 1 {
 			t.Fatalf("installed %d webhook configurations, want 1", len(op.Webhooks))
 		}
@@ -488,10 +479,9 @@ func TestWebhooksOnLocalCluster(t *testing.T) {
 			t.Errorf("a labelled ConfigMap in a namespace the operator does not watch: %v, want no webhook called", err)
 		}
 
-		if err := op.Stop(); err != nil {
+		if err := stop(); err != nil {
 			t.Fatal(err)
 		}
-		stopped = true
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		if err := k8s.Get(t.Context(), client.ObjectKey{Name: name}, vwc); !apierrors.IsNotFound(err) {
 			t.Errorf("after Stop, get %s: %v, want NotFound", name, err)
@@ -625,16 +615,7 @@ func TestStartOperatorNoWebhookFlags(t *testing.T) {
 }
 
 func TestStartOperatorServesWebhooks(t *testing.T) {
-	op, err := StartOperator(t.Context(), fakeOptions(t, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = op.Stop()
-		}
-	})
+	op, stop := startOperator(t, fakeOptions(t, ""))
 	// The fake operator serves fakeWebhookPath with the certificate StartOperator wrote: a client that
 	// trusts only the CA reaches it at WebhookAddr.
 	pool := x509.NewCertPool()
@@ -656,10 +637,9 @@ func TestStartOperatorServesWebhooks(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(op.WebhookCerts.Dir, WebhookCertFile)); err != nil {
 		t.Error(err)
 	}
-	if err := op.Stop(); err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	stopped = true
 	if _, err := os.Stat(op.WebhookCerts.Dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("after Stop, the certificate directory: %v, want it gone", err)
 	}
