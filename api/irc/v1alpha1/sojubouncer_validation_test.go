@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 )
@@ -24,12 +25,7 @@ func validBouncer() ircv1.SojuBouncerSpec {
 
 // TestSojuBouncerAdmission checks the SojuBouncer's own rules and that the shared sub-types keep theirs.
 func TestSojuBouncerAdmission(t *testing.T) {
-	tests := []struct {
-		name   string
-		mutate func(*ircv1.SojuBouncerSpec)
-		// want is empty for a spec the API server must accept, else a piece of the refusal message.
-		want string
-	}{
+	tests := []specCase[ircv1.SojuBouncerSpec]{
 		{name: "the sample", mutate: func(*ircv1.SojuBouncerSpec) {}},
 		{name: "minimal", mutate: func(s *ircv1.SojuBouncerSpec) {
 			*s = ircv1.SojuBouncerSpec{Hostname: "b.example.com", Listeners: []ircv1.Listener{{Address: ":6667"}}}
@@ -83,15 +79,9 @@ func TestSojuBouncerAdmission(t *testing.T) {
 		{name: "metrics below 1024", want: "spec.metrics.port: Invalid value", mutate: func(s *ircv1.SojuBouncerSpec) { s.Metrics = &ircv1.SojuMetrics{Enabled: true, Port: 80} }},
 		{name: "metrics above 65535", want: "spec.metrics.port: Invalid value", mutate: func(s *ircv1.SojuBouncerSpec) { s.Metrics = &ircv1.SojuMetrics{Enabled: true, Port: 65536} }},
 	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			spec := validBouncer()
-			tt.mutate(&spec)
-			b := &ircv1.SojuBouncer{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "soju-" + itoa(i)}, Spec: spec}
-			err := c.Create(context.Background(), b)
-			checkAdmission(t, err, tt.want)
-		})
-	}
+	admitSpecs(t, tests, validBouncer, func(i int, spec ircv1.SojuBouncerSpec) client.Object {
+		return &ircv1.SojuBouncer{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "soju-" + itoa(i)}, Spec: spec}
+	})
 }
 
 func TestSojuBouncerNames(t *testing.T) {

@@ -61,12 +61,7 @@ func valid() ircv1.ErgoNetworkSpec {
 }
 
 func TestAdmission(t *testing.T) {
-	tests := []struct {
-		name   string
-		mutate func(*ircv1.ErgoNetworkSpec)
-		// want is empty for a spec the API server must accept, else a piece of the refusal message.
-		want string
-	}{
+	tests := []specCase[ircv1.ErgoNetworkSpec]{
 		{name: "the reference sample", mutate: func(*ircv1.ErgoNetworkSpec) {}},
 		{name: "plain listener only", mutate: func(s *ircv1.ErgoNetworkSpec) {
 			s.Listeners = []ircv1.Listener{{Address: "0.0.0.0:6667"}}
@@ -209,15 +204,9 @@ func TestAdmission(t *testing.T) {
 		}},
 		{name: "oper secret name", want: "spec.operCredentials.secretName", mutate: func(s *ircv1.ErgoNetworkSpec) { s.OperCredentials.SecretName = "Not_A_Name" }},
 	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			spec := valid()
-			tt.mutate(&spec)
-			n := &ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "case-" + itoa(i)}, Spec: spec}
-			err := c.Create(context.Background(), n)
-			checkAdmission(t, err, tt.want)
-		})
-	}
+	admitSpecs(t, tests, valid, func(i int, spec ircv1.ErgoNetworkSpec) client.Object {
+		return &ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "case-" + itoa(i)}, Spec: spec}
+	})
 }
 
 func TestNetworkNames(t *testing.T) {
@@ -266,6 +255,27 @@ func TestDefaults(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// specCase is a change to a valid spec and what the API server must answer to an object with it.
+type specCase[S any] struct {
+	name   string
+	mutate func(*S)
+	// want is empty for a spec the API server must accept, else a piece of the refusal message.
+	want string
+}
+
+// admitSpecs creates, for each case, the object obj makes of valid() changed by the case, and checks the
+// API server's answer (checkAdmission).
+func admitSpecs[S any](t *testing.T, tests []specCase[S], valid func() S, obj func(i int, spec S) client.Object) {
+	t.Helper()
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := valid()
+			tt.mutate(&spec)
+			checkAdmission(t, c.Create(context.Background(), obj(i, spec)), tt.want)
+		})
+	}
+}
 
 // checkAdmission fails t unless the API server's answer err to a create is what the case wants: accepted
 // when want is empty, else refused as Invalid with a message containing want.
