@@ -1,7 +1,6 @@
 package localcluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -14,11 +13,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // fakeOperatorEnv makes this test binary play the operator (TestMain): the flags StartOperator gives,
@@ -253,7 +253,7 @@ func TestStartOperator(t *testing.T) {
 func TestStartOperatorOutput(t *testing.T) {
 	o := fakeOptions(t, "")
 	o.LogDir = ""
-	var out lockedBuffer
+	var out testutil.SyncBuffer
 	o.Output = &out
 	op, err := StartOperator(t.Context(), o)
 	if err != nil {
@@ -434,22 +434,4 @@ func TestTailFile(t *testing.T) {
 	if got := TailFile(filepath.Join(dir, "missing"), 3); !strings.Contains(got, "no such file") {
 		t.Errorf("TailFile of a missing file = %q, want the error", got)
 	}
-}
-
-// lockedBuffer is an io.Writer safe for the concurrent writes of a process's stdout and stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -4,7 +4,6 @@
 package redistest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -32,7 +30,7 @@ type Server struct {
 	Password string
 
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *testutil.SyncBuffer
 	exited chan struct{}
 }
 
@@ -65,7 +63,7 @@ func Start(opts Options) (*Server, error) {
 	if opts.Password != "" {
 		args = append(args, "--requirepass", opts.Password)
 	}
-	s := &Server{Host: "127.0.0.1", Port: port, Password: opts.Password, out: &syncBuffer{}, exited: make(chan struct{})}
+	s := &Server{Host: "127.0.0.1", Port: port, Password: opts.Password, out: &testutil.SyncBuffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Dir = dir
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
@@ -129,21 +127,4 @@ func ClosedPort() (int, error) {
 		return 0, err
 	}
 	return ports[0], nil
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
