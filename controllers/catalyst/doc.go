@@ -1,4 +1,10 @@
-// Package catalyst holds the reconcilers of the catalyst.catalyst.dev API: Projects, and Environments,
-// each a locked-down namespace of its own with quota, network policy and an https Ingress; and the
-// Environment admission webhook that refuses two Environments one namespace or host.
+// Package catalyst holds the reconcilers of the catalyst.catalyst.dev API. The Project reconciler checks a
+// Project and counts its Environments. An Environment is reconciled by three parts sharing one work queue
+// (group.go): the Environment reconciler (a locked-down namespace of its own with quota, limits, network
+// policy, the tenant's ServiceAccount and RoleBinding, an https Ingress and Certificate; deletion and
+// expiry), the build reconciler (a Kaniko Job per commit, unless the image is already in the registry)
+// and the deploy reconciler (Helm, kustomize or plain manifests from Git, applied as the tenant, pruned by
+// inventory). Each owns its status fields through its own StatusWriter (environment_status_owners.go).
+// The Environment admission webhook refuses a Project it may not use and two Environments one namespace
+// or host.
 package catalyst
