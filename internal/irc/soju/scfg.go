@@ -7,6 +7,10 @@ import (
 	"unicode/utf8"
 )
 
+// The encoder is written here rather than taken from emersion's go-scfg (git.sr.ht/~emersion/go-scfg), the
+// library soju reads its config with: the Go module proxy this project builds from does not serve it. The
+// tests read what Encode writes with a reader written from the format's description and fuzz the quoting.
+
 // Directive is one line of an scfg document (https://git.sr.ht/~emersion/scfg): a name, its parameters,
 // and an optional block of child directives.
 type Directive struct {

@@ -102,6 +102,8 @@ func (a *Agent) Run(ctx context.Context) error {
 			defer func() { _ = esub.Unsubscribe() }()
 		}
 	}
+	// Not wait.Until: a watch that ends for a reconnection starts again at once (every desired state comes
+	// again); only one that failed waits before the next.
 	for ctx.Err() == nil {
 		if err := a.watch(ctx); err != nil && ctx.Err() == nil {
 			a.Log.Error(err, "watch desired state")
@@ -130,9 +132,8 @@ func (a *Agent) retryAfter() time.Duration {
 }
 
 func (a *Agent) heartbeats(ctx context.Context) {
-	every := a.Store.HeartbeatTTL / 3
 	var rev uint64 // the revision of this agent's last heartbeat: the next one replaces it
-	for {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		next, err := a.Store.Heartbeat(ctx, a.Device.ID, rev)
 		if err != nil && ctx.Err() == nil {
 			a.Log.Error(err, "heartbeat")
@@ -141,12 +142,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			a.events.heartbeat(time.Now().UTC())
 		}
 		rev = next
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(every):
-		}
-	}
+	}, a.Store.HeartbeatTTL/3)
 }
 
 // watch follows the device's desired state: on a (re)start it sees every current desired state, then
@@ -172,14 +168,14 @@ func (a *Agent) watch(ctx context.Context) error {
 			if e == nil {
 				continue
 			}
-			for ctx.Err() == nil {
+			// Until it is handled or the agent stops; the error is always nil.
+			_ = wait.PollUntilContextCancel(ctx, a.retryAfter(), true, func(ctx context.Context) (bool, error) {
 				err := a.handle(ctx, e)
-				if err == nil {
-					break
+				if err != nil {
+					a.Log.Error(err, "reconcile desired state", "key", e.Key())
 				}
-				a.Log.Error(err, "reconcile desired state", "key", e.Key())
-				a.wait(ctx)
-			}
+				return err == nil, nil
+			})
 		}
 	}
 }

@@ -81,7 +81,10 @@ func recountCause(err error) string {
 	return CauseReconnect
 }
 
-// backoff is the delay before the next recount the fleet's records cause.
+// backoff is the delay before the next recount the fleet's records cause. It is not a wait.Backoff: the
+// delay depends on why the pass ended (a reconnection or a new selector is recounted at once, a device's
+// fault doubles the delay) and falls back to none after a pass that stayed in step, which wait's
+// backoffs (one schedule for every retry) do not express.
 type backoff struct{ next time.Duration }
 
 // after is the delay before a recount of cause, after a pass that lasted ran.
