@@ -207,17 +207,7 @@ func finishJobSaying(ctx context.Context, job *batchv1.Job, succeeded bool, reas
 
 // normalEvents lists env's Normal events of reason.
 func normalEvents(ctx context.Context, env *catalystv1.Environment, reason string) func() []string {
-	return func() []string {
-		var list corev1.EventList
-		Expect(k8s.List(ctx, &list, client.InNamespace(env.Namespace))).To(Succeed())
-		var out []string
-		for _, e := range list.Items {
-			if e.InvolvedObject.Name == env.Name && e.Reason == reason && e.Type == corev1.EventTypeNormal {
-				out = append(out, e.Message)
-			}
-		}
-		return out
-	}
+	return eventMessages(ctx, env, corev1.EventTypeNormal, reason)
 }
 
 // expectNoWrites touches env and checks that neither it nor its team's namespaces are written.

@@ -91,18 +91,37 @@ func finalizeNamespace(ctx context.Context, name string) {
 	}).Should(Succeed())
 }
 
-func warningEvents(ctx context.Context, env *catalystv1.Environment, reason string) func() []string {
+// eventsOf lists the events of type typ and reason about obj (an Environment or a Project).
+func eventsOf(ctx context.Context, obj client.Object, typ, reason string) []corev1.Event {
+	kind := "Environment"
+	if _, ok := obj.(*catalystv1.Project); ok {
+		kind = "Project"
+	}
+	var list corev1.EventList
+	Expect(k8s.List(ctx, &list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == obj.GetName() && e.InvolvedObject.Kind == kind && e.Type == typ && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// eventMessages lists the messages of env's events of type typ and reason.
+func eventMessages(ctx context.Context, env *catalystv1.Environment, typ, reason string) func() []string {
 	return func() []string {
-		var list corev1.EventList
-		Expect(k8s.List(ctx, &list, client.InNamespace(env.Namespace))).To(Succeed())
 		var out []string
-		for _, e := range list.Items {
-			if e.InvolvedObject.Name == env.Name && e.InvolvedObject.Kind == "Environment" && e.Reason == reason && e.Type == corev1.EventTypeWarning {
-				out = append(out, e.Message)
-			}
+		for _, e := range eventsOf(ctx, env, typ, reason) {
+			out = append(out, e.Message)
 		}
 		return out
 	}
+}
+
+// warningEvents lists env's Warning events of reason.
+func warningEvents(ctx context.Context, env *catalystv1.Environment, reason string) func() []string {
+	return eventMessages(ctx, env, corev1.EventTypeWarning, reason)
 }
 
 var _ = Describe("Environment", func() {

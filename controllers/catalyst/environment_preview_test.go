@@ -41,17 +41,10 @@ func newNamespace(ctx context.Context, prefix string) string {
 // eventCount is how many times obj (an Environment or a Project) got an event of type and reason whose
 // message is msg ("": any), the recorder's repetitions of one event counted.
 func eventCount(ctx context.Context, obj client.Object, typ, reason, msg string) func() int32 {
-	kind := "Environment"
-	if _, ok := obj.(*catalystv1.Project); ok {
-		kind = "Project"
-	}
 	return func() int32 {
-		var list corev1.EventList
-		Expect(k8s.List(ctx, &list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
 		var n int32
-		for _, e := range list.Items {
-			if e.InvolvedObject.Name == obj.GetName() && e.InvolvedObject.Kind == kind &&
-				e.Type == typ && e.Reason == reason && (msg == "" || e.Message == msg) {
+		for _, e := range eventsOf(ctx, obj, typ, reason) {
+			if msg == "" || e.Message == msg {
 				n += max(e.Count, 1)
 			}
 		}
