@@ -2,6 +2,8 @@
 package testutil
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -35,4 +37,20 @@ func WantError(t testing.TB, err error, want string) (wanted bool) {
 		t.Fatalf("error %v, want one containing %q", err, want)
 	}
 	return true
+}
+
+// RunThenStop is a TestMain for a package whose tests start a server once, on first use, into *started:
+// it runs the tests, stops the server if one was started (a failure to stop is reported, not fatal: the
+// tests' result stands), and exits with the tests' code.
+func RunThenStop[T any, S interface {
+	*T
+	Stop() error
+}](m *testing.M, started *S) {
+	code := m.Run()
+	if *started != nil {
+		if err := (*started).Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stop the API server: %v\n", err)
+		}
+	}
+	os.Exit(code)
 }

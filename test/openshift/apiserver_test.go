@@ -3,7 +3,6 @@ package openshift
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -17,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // The API server is started once, on first use, and stopped after the package's tests: only the tests that
@@ -29,13 +30,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if apiEnv != nil {
-		if err := apiEnv.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stop the API server: %v\n", err)
-		}
-	}
-	os.Exit(code)
+	testutil.RunThenStop(m, &apiEnv)
 }
 
 // apiServer is a kube-apiserver (envtest, KUBEBUILDER_ASSETS as `make test` sets it) serving OLM's CRDs from

@@ -45,13 +45,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if apiEnv != nil {
-		if err := apiEnv.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stop the API server: %v\n", err)
-		}
-	}
-	os.Exit(code)
+	testutil.RunThenStop(m, &apiEnv)
 }
 
 // localRunner is a Runner for the committed bundle's configuration: operator-sdk's scorecard-test built

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
-	"github.com/platform-operator/platform-operator/internal/kit/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
 // c talks to a real kube-apiserver serving the generated CRDs, so the OpenAPI and CEL rules in the type
@@ -28,17 +26,11 @@ import (
 var c client.Client
 
 func TestMain(m *testing.M) {
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
+	env, err := testenv.Start(testenv.Options{})
 	if err != nil {
 		panic(err)
 	}
-	if c, err = client.New(cfg, client.Options{Scheme: scheme.Scheme}); err != nil {
-		panic(err)
-	}
+	c = env.Client
 	code := m.Run()
 	if err := env.Stop(); err != nil {
 		panic(err)

@@ -3,7 +3,6 @@ package v1alpha1_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,10 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/kit/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
 // c talks to a real kube-apiserver serving the generated CRD, so the OpenAPI and CEL rules in the type
@@ -26,20 +25,13 @@ import (
 var c client.Client
 
 func TestMain(m *testing.M) {
-	env := &envtest.Environment{
-		CRDDirectoryPaths: []string{
-			filepath.Join("..", "..", "..", "config", "crd", "bases"),
-			filepath.Join("..", "..", "..", "config", "crd", "external"),
-		},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
+	env, err := testenv.Start(testenv.Options{External: true})
 	if err != nil {
 		panic(err)
 	}
 	// The fuzz test sends a burst of requests per input; client-go's default 5 QPS would be its pace.
-	cfg.QPS, cfg.Burst = 500, 1000
-	if c, err = client.New(cfg, client.Options{Scheme: scheme.Scheme}); err != nil {
+	env.Config.QPS, env.Config.Burst = 500, 1000
+	if c, err = client.New(env.Config, client.Options{Scheme: scheme.Scheme}); err != nil {
 		panic(err)
 	}
 	code := m.Run()
