@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
+	"github.com/platform-operator/platform-operator/internal/kit/retry"
 )
 
 // Condition and event reasons the provisioner returns. The API groups export the same values under their
@@ -118,11 +118,11 @@ func where(s Settings) string { return fmt.Sprintf("%s:%d", s.Host, s.Port) }
 func (p *Provisioner) LoginFailure(err error) (string, time.Duration) {
 	switch Classify(err) {
 	case FailureAuthentication:
-		return ReasonAuthenticationFailed, reconcile.RefusedRetry
+		return ReasonAuthenticationFailed, retry.Refused
 	case FailureUnreachable:
 		return ReasonUnreachable, p.UnreachableRetry
 	default:
-		return p.LoginErrorReason, reconcile.RefusedRetry
+		return p.LoginErrorReason, retry.Refused
 	}
 }
 
@@ -144,29 +144,29 @@ func (p *Provisioner) Ensure(ctx context.Context, req Request) (Result, error) {
 		setPassword = CheckLogin(ctx, login) != nil
 	}
 	at := where(req.Admin)
-	fail := func(r Result, reason string, retry time.Duration, msg string) (Result, error) {
-		r.Reason, r.RequeueAfter, r.Message = reason, retry, msg
+	fail := func(r Result, reason string, after time.Duration, msg string) (Result, error) {
+		r.Reason, r.RequeueAfter, r.Message = reason, after, msg
 		return r, nil
 	}
 
 	admin, err := Sessions.Acquire(ctx, req.SessionOwner, req.Admin)
 	if err != nil {
-		reason, retry := p.LoginFailure(err)
+		reason, after := p.LoginFailure(err)
 		as := ""
 		if p.Login != "" {
 			as = " as " + p.Login
 		}
-		return fail(Result{}, reason, retry, fmt.Sprintf("cannot log in to %s%s: %v", at, as, err))
+		return fail(Result{}, reason, after, fmt.Sprintf("cannot log in to %s%s: %v", at, as, err))
 	}
 	defer func() { _ = admin.Close(ctx) }()
 	res := Result{Transport: admin.Transport()}
 	if p.CheckPrivileges {
 		priv, err := admin.Privileges(ctx)
 		if err != nil {
-			return fail(res, ReasonSQLFailed, reconcile.RefusedRetry, fmt.Sprintf("on %s: %v", at, err))
+			return fail(res, ReasonSQLFailed, retry.Refused, fmt.Sprintf("on %s: %v", at, err))
 		}
 		if !priv.Sufficient() {
-			return fail(res, ReasonInsufficientPrivileges, reconcile.RefusedRetry,
+			return fail(res, ReasonInsufficientPrivileges, retry.Refused,
 				fmt.Sprintf("%s on %s lacks %s: it cannot make the %s's role and database", p.Login, at, priv.Missing(), p.Kind))
 		}
 	}
@@ -177,13 +177,13 @@ func (p *Provisioner) Ensure(ctx context.Context, req Request) (Result, error) {
 	var claimed *ClaimedError
 	switch {
 	case errors.As(err, &claimed):
-		return fail(res, ReasonDatabaseClaimed, reconcile.ConflictRetry, claimed.Error())
+		return fail(res, ReasonDatabaseClaimed, retry.Conflict, claimed.Error())
 	case err != nil:
-		reason, retry := ReasonSQLFailed, reconcile.RefusedRetry
+		reason, after := ReasonSQLFailed, retry.Refused
 		if Classify(err) == FailureUnreachable {
-			reason, retry = ReasonUnreachable, p.UnreachableRetry
+			reason, after = ReasonUnreachable, p.UnreachableRetry
 		}
-		return fail(res, reason, retry, fmt.Sprintf("on %s: %v", at, err))
+		return fail(res, reason, after, fmt.Sprintf("on %s: %v", at, err))
 	}
 	p.logins.Store(req.UID, keyOf(login))
 	res.Login, res.NewPassword = login, !kept

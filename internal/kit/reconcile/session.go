@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	"github.com/platform-operator/platform-operator/internal/kit/retry"
 )
 
 // Reasons the kit sets. API packages export the same strings among their own reasons, since users match
@@ -36,14 +36,12 @@ const (
 	EventDeleted = "Deleted"
 )
 
-// RefusedRetry is how soon an owner whose child the API server refused is tried again: the refusal
-// comes from the spec (a spec change retries at once) or from the cluster's policy (RBAC, admission, a
-// storage class made expandable), which no fast retry fixes.
-const RefusedRetry = 5 * time.Minute
+// RefusedRetry is how soon an owner whose child the API server refused is tried again (retry.Refused,
+// where clients below the kit read it).
+const RefusedRetry = retry.Refused
 
-// ConflictRetry is how soon an owner whose child's name is taken is tried again: the object in the way
-// is not the operator's, so its deletion sends no event the operator sees.
-const ConflictRetry = time.Minute
+// ConflictRetry is how soon an owner whose child's name is taken is tried again (retry.Conflict).
+const ConflictRetry = retry.Conflict
 
 // Session is one reconcile of one owner: the conditions it computes, the children it applies, and the
 // events it owes the user. A controller makes one per reconcile and hands it from step to step.
