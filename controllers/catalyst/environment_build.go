@@ -22,7 +22,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
-	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
@@ -153,7 +153,7 @@ func (r *buildReconciler) reconcileBuild(ctx context.Context, s *environmentScop
 	reg := &catalyst.Registry{Insecure: r.Build.InsecureRegistries, Timeout: r.Build.RegistryTimeout}
 	asked := time.Now()
 	digest, found, err := reg.Head(ctx, image, kc)
-	opmetrics.RegistryChecked(err == nil, time.Since(asked))
+	instruments.RegistryChecked(err == nil, time.Since(asked))
 	switch {
 	case errors.Is(err, catalyst.ErrUnauthorized):
 		msg := fmt.Sprintf("registry %s refused to say whether it has %s: %v; check the registry Secret (%s)", b.Registry, image,
@@ -200,7 +200,7 @@ func (r *buildReconciler) imageFound(ctx context.Context, s *environmentScope, p
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: st.JobName}, job); err != nil {
 			job = nil
 		}
-		opmetrics.BuildFinished(true, buildDuration(job))
+		instruments.BuildFinished(true, buildDuration(job))
 		s.Normalf(catalystv1.EventBuildSucceeded, "Built and pushed %s with Job %s/%s",
 			st.Image, s.project.Namespace, st.JobName)
 	}

@@ -18,7 +18,7 @@ import (
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
-	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
@@ -74,7 +74,7 @@ func (r *buildReconciler) build(ctx context.Context, s *environmentScope, p *cat
 		failure := catalyst.Redact(catalyst.Failure(ns+"/"+name, reason, message), secrets)
 		st.Failure = failure
 		if known != failure {
-			opmetrics.BuildFinished(false, buildDuration(job))
+			instruments.BuildFinished(false, buildDuration(job))
 			s.Warn(catalystv1.ReasonBuildFailed,
 				catalyst.FailureEvent(failure, r.buildLog(ctx, ns, name), secrets))
 		}

@@ -26,7 +26,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/source"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
-	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
@@ -231,7 +231,7 @@ func (r *deployReconciler) reconcileDeploy(ctx context.Context, s *environmentSc
 
 	rd := r.render(ctx, s, in, true)
 	if rd == nil {
-		opmetrics.DeployFinished(string(in.typ), false)
+		instruments.DeployFinished(string(in.typ), false)
 		return ctrl.Result{RequeueAfter: fetchRetryFor(s)}, nil
 	}
 	st := &catalystv1.DeploymentStatus{Commit: in.req.Commit, Type: in.typ, Image: in.Image.Ref(), Digest: in.digest}
@@ -245,7 +245,7 @@ func (r *deployReconciler) reconcileDeploy(ctx context.Context, s *environmentSc
 	} else {
 		res, err = r.deployObjects(ctx, s, in, rd, st)
 	}
-	opmetrics.DeployFinished(string(in.typ), err == nil && !deployRefused(s))
+	instruments.DeployFinished(string(in.typ), err == nil && !deployRefused(s))
 	return res, err
 }
 

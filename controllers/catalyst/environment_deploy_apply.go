@@ -19,7 +19,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
-	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
@@ -105,7 +105,7 @@ func (r *deployReconciler) applyObjects(ctx context.Context, s *environmentScope
 		if err != nil {
 			res, err := s.ApplyFailed(catalystv1.ConditionDeploymentReady, o, err, reconcile.Refusal{
 				Message: func(err error) string { return refusalMessage(o, s.namespace, dryRun, err) },
-				Observe: func(err error) { opmetrics.Refused(opmetrics.RefusalCheck(err, dryRun)) },
+				Observe: func(err error) { instruments.Refused(instruments.RefusalCheck(err, dryRun)) },
 			})
 			return n, false, res, err
 		}

@@ -22,7 +22,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render"
-	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 )
 
 // helmTimeout bounds one Helm install, upgrade or rollback, hooks included.
@@ -84,9 +84,9 @@ func (r *deployReconciler) deployHelm(ctx context.Context, s *environmentScope, 
 			// What Helm was about to send (on this revision: an upgrade's template may differ from the
 			// render checked before) holds what the environment may not.
 			reason, st.Refused = catalystv1.ReasonObjectsRefused, firstRefusals(refused)
-			opmetrics.Refused(opmetrics.RefusalPolicy)
-		} else if opmetrics.RefusalCheck(err, false) == opmetrics.RefusalImpersonation {
-			opmetrics.Refused(opmetrics.RefusalImpersonation)
+			instruments.Refused(instruments.RefusalPolicy)
+		} else if instruments.RefusalCheck(err, false) == instruments.RefusalImpersonation {
+			instruments.Refused(instruments.RefusalImpersonation)
 		}
 		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, reason, msg)
 		s.Warn(reason, msg)

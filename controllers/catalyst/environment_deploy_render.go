@@ -24,7 +24,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 	"github.com/platform-operator/platform-operator/internal/catalyst/source"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
-	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 )
 
 // What a deploy is made of (the commit, the Project's deployment, the image, the environment's settings)
@@ -191,7 +191,7 @@ func (r *deployReconciler) render(ctx context.Context, s *environmentScope, in *
 	if renderErr != nil {
 		var remote *render.RemoteRefusedError
 		if report && errors.As(renderErr, &remote) {
-			opmetrics.Refused(opmetrics.RefusalPolicy)
+			instruments.Refused(instruments.RefusalPolicy)
 		}
 		fail(catalystv1.ReasonRenderFailed, fmt.Sprintf("commit %s: %v", shortCommit(in.req.Commit), renderErr))
 		s.status.Deployment = &catalystv1.DeploymentStatus{Commit: in.req.Commit, Type: in.typ, Image: in.Image.Ref(), Digest: in.digest}
@@ -200,7 +200,7 @@ func (r *deployReconciler) render(ctx context.Context, s *environmentScope, in *
 	refused := r.policy(in).Check(objs)
 	if len(refused) > 0 {
 		if report {
-			opmetrics.Refused(opmetrics.RefusalPolicy)
+			instruments.Refused(instruments.RefusalPolicy)
 		}
 		shown := refused
 		if len(shown) > 32 {

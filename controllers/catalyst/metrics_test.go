@@ -8,6 +8,7 @@ import (
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render/rendertest"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
@@ -20,12 +21,12 @@ var _ = Describe("metrics", func() {
 		value := func(name string, labels map[string]string) func() float64 {
 			return func() float64 { return testenv.Metric(reg, name, labels) }
 		}
-		deployed := value("platform_operator_catalyst_deploys_total", map[string]string{"type": "manifest", "result": opmetrics.ResultSucceeded})
-		failed := value("platform_operator_catalyst_deploys_total", map[string]string{"type": "manifest", "result": opmetrics.ResultFailed})
-		fetched := value("platform_operator_catalyst_git_fetch_duration_seconds", map[string]string{"result": opmetrics.ResultSucceeded})
-		checked := value("platform_operator_catalyst_registry_check_duration_seconds", map[string]string{"result": opmetrics.ResultSucceeded})
-		policy := value("platform_operator_catalyst_refusals_total", map[string]string{"check": opmetrics.RefusalPolicy})
-		dryRun := value("platform_operator_catalyst_refusals_total", map[string]string{"check": opmetrics.RefusalDryRun})
+		deployed := value("platform_operator_catalyst_deploys_total", map[string]string{"type": "manifest", "result": instruments.ResultSucceeded})
+		failed := value("platform_operator_catalyst_deploys_total", map[string]string{"type": "manifest", "result": instruments.ResultFailed})
+		fetched := value("platform_operator_catalyst_git_fetch_duration_seconds", map[string]string{"result": instruments.ResultSucceeded})
+		checked := value("platform_operator_catalyst_registry_check_duration_seconds", map[string]string{"result": instruments.ResultSucceeded})
+		policy := value("platform_operator_catalyst_refusals_total", map[string]string{"check": instruments.RefusalPolicy})
+		dryRun := value("platform_operator_catalyst_refusals_total", map[string]string{"check": instruments.RefusalDryRun})
 		d0, f0, g0, c0, p0, r0 := deployed(), failed(), fetched(), checked(), policy(), dryRun()
 
 		By("a repository without an escape: deployed")

@@ -12,6 +12,7 @@ import (
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
@@ -50,7 +51,7 @@ var _ = Describe("metrics", Ordered, func() {
 		kind := map[string]string{"kind": "PostgresConnection"}
 		notReady := map[string]string{"kind": "PostgresConnection", "ready": "False"}
 		ready := map[string]string{"kind": "PostgresConnection", "ready": "True", "reason": homelabv1.ReasonReady}
-		logins := map[string]string{"result": opmetrics.ResultSucceeded}
+		logins := map[string]string{"result": instruments.ResultSucceeded}
 
 		By("before anything: every metric is there, at zero")
 		Expect(sample(reg, "platform_operator_objects", map[string]string{"kind": "PostgresConnection", "reason": opmetrics.ReasonNoCondition})).To(BeZero())

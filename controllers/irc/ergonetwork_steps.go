@@ -16,7 +16,7 @@ import (
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/irc/ergo"
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
-	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
@@ -236,7 +236,7 @@ func (r *ErgoNetworkReconciler) reconcileConfig(ctx context.Context, s *scope) (
 	rollout := !cached || !bytes.Equal(ergo.ConfigStateOf(live.Annotations), prefix)
 	ok, res, err := s.Apply(ctx, desired, ircv1.ConditionConfig)
 	if rollout {
-		opmetrics.ErgoConfigRolledOut(ok)
+		instruments.ErgoConfigRolledOut(ok)
 	}
 	if !ok {
 		return res, err

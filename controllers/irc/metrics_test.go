@@ -12,6 +12,7 @@ import (
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
@@ -25,9 +26,9 @@ var _ = Describe("metrics", func() {
 		reg := prometheus.NewRegistry()
 		Expect(opmetrics.Register(reg, k8s, nil)).To(Succeed())
 		rollouts := func() float64 {
-			return testenv.Metric(reg, "platform_operator_ergo_config_rollouts_total", map[string]string{"result": opmetrics.ResultSucceeded})
+			return testenv.Metric(reg, "platform_operator_ergo_config_rollouts_total", map[string]string{"result": instruments.ResultSucceeded})
 		}
-		testenv.Metric(reg, "platform_operator_ergo_config_rollouts_total", map[string]string{"result": opmetrics.ResultFailed}) // there from the start
+		testenv.Metric(reg, "platform_operator_ergo_config_rollouts_total", map[string]string{"result": instruments.ResultFailed}) // there from the start
 
 		ns := newNamespace()
 		before := rollouts()

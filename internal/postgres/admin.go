@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 )
 
 // Failure classifies why talking to a server failed, for a condition's reason.
@@ -302,7 +302,7 @@ func (a *Admin) Ensure(ctx context.Context, d Database) (changed []string, err e
 		if err := pgx.BeginFunc(ctx, a.conn, func(tx pgx.Tx) error {
 			for _, q := range []string{CreateRole(d.Name, v), CommentOnRole(d.Name, comment)} {
 				_, err := tx.Exec(ctx, q)
-				opmetrics.PostgresStatement(q, err)
+				instruments.PostgresStatement(q, err)
 				if err != nil {
 					return err
 				}
@@ -371,7 +371,7 @@ func (a *Admin) exec(ctx context.Context, stmts []string, changed *[]string) err
 	roleSet := false
 	for _, q := range stmts {
 		_, err := a.conn.Exec(ctx, q)
-		opmetrics.PostgresStatement(q, err)
+		instruments.PostgresStatement(q, err)
 		if err != nil {
 			if roleSet {
 				_, _ = a.conn.Exec(ctx, ResetRole)

@@ -3,7 +3,7 @@ package postgres_test
 import (
 	"testing"
 
-	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 )
 
@@ -19,7 +19,7 @@ func TestPostgresStatementsClassified(t *testing.T) {
 	stmts = append(stmts, postgres.CreateRole("db", "v"), postgres.SetPassword("db", "v"), postgres.CommentOnRole("db", "c"),
 		postgres.SetDatabaseOwner("db", "db"))
 	for _, s := range stmts {
-		if op := opmetrics.PostgresOperation(s); op == opmetrics.OpOther {
+		if op := instruments.PostgresOperation(s); op == instruments.OpOther {
 			t.Errorf("%q is classified as %s", s, op)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 )
 
 // Pool bounds and defaults.
@@ -122,7 +122,7 @@ func (p *Pool) Acquire(ctx context.Context, owner string, s Settings) (*Admin, e
 	if err == nil {
 		var c *pgx.Conn
 		c, err = pgx.ConnectConfig(ctx, cfg)
-		opmetrics.AdminLogin(err)
+		instruments.AdminLogin(err)
 		if err == nil {
 			return &Admin{conn: c, release: p.releaser(l)}, nil
 		}

@@ -23,7 +23,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 )
 
 // Limits on what one checkout may hold: a repository beyond them is refused rather than filling the
@@ -176,7 +176,7 @@ func (f *Fetcher) With(ctx context.Context, req Request, fn func(Checkout) error
 	if err != nil {
 		began := time.Now()
 		commit, err = f.fetch(ctx, req, dir)
-		opmetrics.GitFetched(err == nil, time.Since(began))
+		instruments.GitFetched(err == nil, time.Since(began))
 	} else {
 		now := time.Now()
 		_ = os.Chtimes(dir, now, now)

@@ -1,4 +1,10 @@
-package metrics
+// Package instruments holds the counters and histograms that the code doing a thing records at the single
+// point where it happens (a build finished, a Git fetch, a statement sent to PostgreSQL, an ergo config
+// rolled out), with their label values. It is a leaf (it imports only Prometheus' client and
+// apimachinery's errors), so clients such as internal/postgres and internal/catalyst/source record without
+// pulling in internal/kit/metrics, which lists every API group and controller-runtime. kit/metrics'
+// Register registers what Collectors returns.
+package instruments
 
 import (
 	"errors"
@@ -56,65 +62,54 @@ const (
 var postgresOps = []string{OpCreateRole, OpAlterRole, OpCreateDatabase, OpAlterDatabase, OpDropDatabase, OpDropRole,
 	OpGrant, OpRevoke, OpComment, OpOther}
 
-// durationBuckets are for things that take seconds to tens of minutes: readiness, builds.
-var durationBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600}
+// DurationBuckets are for things that take seconds to tens of minutes: readiness, builds.
+var DurationBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600}
 
 // requestBuckets are for one request to a remote server: a registry check, a Git fetch.
 var requestBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 
 var (
-	reconcileErrors = counter("reconcile_errors_total", []string{"kind", "reason"},
-		"Reconciles that returned an error, by API kind and the error's Kubernetes status reason (Other when it has none).")
-	readyDuration = histogram("ready_duration_seconds", durationBuckets, []string{"kind"},
-		"Time from an object's creation or generation change to its Ready condition becoming True for that generation.")
-
-	catalystBuilds = counter("catalyst_builds_total", []string{"result"},
+	catalystBuilds = Counter("catalyst_builds_total", []string{"result"},
 		"Catalyst image build Jobs finished, by result.")
-	catalystBuildDuration = histogram("catalyst_build_duration_seconds", durationBuckets, []string{"result"},
+	catalystBuildDuration = Histogram("catalyst_build_duration_seconds", DurationBuckets, []string{"result"},
 		"Duration of catalyst image build Jobs (start to completion), by result.")
-	catalystDeploys = counter("catalyst_deploys_total", []string{"type", "result"},
+	catalystDeploys = Counter("catalyst_deploys_total", []string{"type", "result"},
 		"Catalyst deploy attempts of a new commit or input, by deployment type and result.")
-	catalystRefusals = counter("catalyst_refusals_total", []string{"check"},
+	catalystRefusals = Counter("catalyst_refusals_total", []string{"check"},
 		"Tenant input refused, by the check that refused it: policy (render.Policy or a render guard), impersonation (403 as the tenant), dryrun (the whole-commit dry run).")
-	catalystGitFetch = histogram("catalyst_git_fetch_duration_seconds", requestBuckets, []string{"result"},
+	catalystGitFetch = Histogram("catalyst_git_fetch_duration_seconds", requestBuckets, []string{"result"},
 		"Latency of catalyst Git fetches of a commit not in the checkout cache, by result.")
-	catalystRegistryCheck = histogram("catalyst_registry_check_duration_seconds", requestBuckets, []string{"result"},
+	catalystRegistryCheck = Histogram("catalyst_registry_check_duration_seconds", requestBuckets, []string{"result"},
 		"Latency of catalyst registry checks for an environment's image, by result (failed: the registry could not be asked or refused the credentials).")
 
-	postgresOperations = counter("postgres_operations_total", []string{"operation", "result"},
+	postgresOperations = Counter("postgres_operations_total", []string{"operation", "result"},
 		"PostgreSQL statements the operator sent, by kind of statement and result.")
-	postgresAdminLogins = counter("postgres_admin_logins_total", []string{"result"},
+	postgresAdminLogins = Counter("postgres_admin_logins_total", []string{"result"},
 		"Admin connections the operator opened to PostgreSQL servers (a pooled session reused is not one), by result.")
-	ergoConfigRollouts = counter("ergo_config_rollouts_total", []string{"result"},
+	ergoConfigRollouts = Counter("ergo_config_rollouts_total", []string{"result"},
 		"ErgoNetwork config rollouts: a changed ircd.yaml written to its ConfigMap (which rolls ergo's pod), by result.")
 )
 
-// counter is a counter vector of the operator's: name under Namespace, its labels and help.
-func counter(name string, labels []string, help string) *prometheus.CounterVec {
+// Counter is a counter vector of the operator's: name under Namespace, its labels and help.
+func Counter(name string, labels []string, help string) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
 }
 
-// histogram is a histogram vector of the operator's: name under Namespace, its buckets, labels and help.
-func histogram(name string, buckets []float64, labels []string, help string) *prometheus.HistogramVec {
+// Histogram is a histogram vector of the operator's: name under Namespace, its buckets, labels and help.
+func Histogram(name string, buckets []float64, labels []string, help string) *prometheus.HistogramVec {
 	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: name, Help: help, Buckets: buckets}, labels)
 }
 
-// instruments are the counters and histograms, registered by Register.
+// instruments are the counters and histograms of this package.
 var instruments = []prometheus.Collector{
-	reconcileErrors, readyDuration,
 	catalystBuilds, catalystBuildDuration, catalystDeploys, catalystRefusals, catalystGitFetch, catalystRegistryCheck,
 	postgresOperations, postgresAdminLogins, ergoConfigRollouts,
 }
 
-// initLabels gives every counter and histogram its known label values at zero, so that each series is
-// on /metrics from the start (rate() of a counter that appears at 1 misses that first increment).
-func initLabels(kinds []*Kind) {
-	for _, k := range kinds {
-		readyDuration.WithLabelValues(k.Name)
-		for _, reason := range errorReasons {
-			reconcileErrors.WithLabelValues(k.Name, reason)
-		}
-	}
+// Collectors returns the counters and histograms for kit/metrics' Register, each with its known label
+// values at zero, so that each series is on /metrics from the start (rate() of a counter that appears at
+// 1 misses that first increment).
+func Collectors() []prometheus.Collector {
 	for _, r := range results {
 		catalystBuilds.WithLabelValues(r)
 		catalystBuildDuration.WithLabelValues(r)
@@ -132,20 +127,7 @@ func initLabels(kinds []*Kind) {
 	for _, c := range refusalChecks {
 		catalystRefusals.WithLabelValues(c)
 	}
-}
-
-// Register registers every metric of the package with reg: the counters and histograms (with their
-// known label values at zero) and one Collector computing the gauges of kinds from reader at scrape time,
-// once elected is closed (see Collector). kinds must be those whose controllers run: the collector lists
-// each of them from reader, which for a cache starts an informer for a kind no controller watches.
-func Register(reg prometheus.Registerer, reader Reader, elected <-chan struct{}, kinds ...*Kind) error {
-	initLabels(kinds)
-	for _, c := range instruments {
-		if err := reg.Register(c); err != nil {
-			return err
-		}
-	}
-	return reg.Register(NewCollector(reader, elected, kinds...))
+	return instruments
 }
 
 func result(ok bool) string {
