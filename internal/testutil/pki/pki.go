@@ -1,5 +1,5 @@
 // Package pki makes the private certificate authorities tests, the demo and the local cluster need: a CA,
-// server certificates for 127.0.0.1 and localhost, client certificates, as PEM or as files. Keys are ECDSA
+// server certificates for 127.0.0.1, ::1 and localhost, client certificates, as PEM or as files. Keys are ECDSA
 // P-256. It is the one place such certificates are made.
 package pki
 
@@ -62,13 +62,13 @@ func NewCA(name string, validity time.Duration) (*CA, error) {
 	return &CA{PEM: encode("CERTIFICATE", der), cert: cert, key: key, notAfter: tmpl.NotAfter}, nil
 }
 
-// Server issues a serving certificate named name for 127.0.0.1 and localhost, the addresses tests reach
-// their servers by (so that a client verifying the host, such as sslmode verify-full, accepts it).
+// Server issues a serving certificate named name for 127.0.0.1, ::1 and localhost, the addresses tests
+// reach their servers by (so that a client verifying the host, such as sslmode verify-full, accepts it).
 func (ca *CA) Server(name string) (Pair, error) {
 	return ca.issue(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: name},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		DNSNames:    []string{"localhost"},
 	})
 }

@@ -31,7 +31,7 @@ func pool(t *testing.T, ca *CA) *x509.CertPool {
 	return p
 }
 
-// TestIssued: a server certificate verifies for 127.0.0.1 and localhost against its CA and not against
+// TestIssued: a server certificate verifies for 127.0.0.1, ::1 and localhost against its CA and not against
 // another CA or for another host; a client certificate verifies for client use only.
 func TestIssued(t *testing.T) {
 	ca, other := TestCA(t, "test"), TestCA(t, "other")
@@ -55,6 +55,7 @@ func TestIssued(t *testing.T) {
 	}{
 		{"server for 127.0.0.1", leaf(t, srv), ca, "127.0.0.1", server, true},
 		{"server for localhost", leaf(t, srv), ca, "localhost", server, true},
+		{"server for ::1", leaf(t, srv), ca, "::1", server, true},
 		{"server for another host", leaf(t, srv), ca, "example.com", server, false},
 		{"server against another CA", leaf(t, srv), other, "127.0.0.1", server, false},
 		{"server used as a client", leaf(t, srv), ca, "", client, false},

@@ -4,17 +4,10 @@ package sourcetest
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -33,6 +26,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
+
+	"github.com/platform-operator/platform-operator/internal/testutil/pki"
 )
 
 // Repo is a Git repository with a work tree, on disk.
@@ -117,33 +112,25 @@ func (s *Server) Requests() int64 { return s.requests.Load() }
 var (
 	certOnce sync.Once
 	cert     tls.Certificate
+	caPEM    []byte
 )
 
-// localCert is a self-signed certificate for the names a test server is reached by, made once per
-// process.
+// localCert is a serving certificate for the names a test server is reached by (127.0.0.1, ::1 and
+// localhost), signed by a CA of its own whose PEM is caPEM; both are made once per process.
 func localCert() tls.Certificate {
 	certOnce.Do(func() {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		ca, err := pki.NewCA("sourcetest CA", 10*365*24*time.Hour)
 		if err != nil {
 			panic(err)
 		}
-		tmpl := &x509.Certificate{
-			SerialNumber:          big.NewInt(1),
-			Subject:               pkix.Name{CommonName: "sourcetest"},
-			NotBefore:             time.Now().Add(-time.Hour),
-			NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
-			KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-			ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-			BasicConstraintsValid: true,
-			IsCA:                  true,
-			DNSNames:              []string{"localhost"},
-			IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		pair, err := ca.Server("sourcetest")
 		if err != nil {
 			panic(err)
 		}
-		cert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+		if cert, err = tls.X509KeyPair(pair.Cert, pair.Key); err != nil {
+			panic(err)
+		}
+		caPEM = ca.PEM
 	})
 	return cert
 }
@@ -162,15 +149,16 @@ func (s *Server) LocalhostURL(dir string) string {
 	return strings.Replace(s.URL(dir), "://127.0.0.1:", "://localhost:", 1)
 }
 
-// CABundle is the PEM certificate clients must trust.
+// CABundle is the PEM of the CA clients must trust.
 func (s *Server) CABundle() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.srv.Certificate().Raw})
+	localCert()
+	return caPEM
 }
 
-// CertPool is the certificate as a pool.
+// CertPool is the CA as a pool.
 func (s *Server) CertPool() *x509.CertPool {
 	p := x509.NewCertPool()
-	p.AddCert(s.srv.Certificate())
+	p.AppendCertsFromPEM(s.CABundle())
 	return p
 }
 
