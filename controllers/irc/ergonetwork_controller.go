@@ -251,6 +251,6 @@ func secretIdentity(in any) (any, error) {
 			out.Labels[k] = v
 		}
 	}
-	manager.Compact(out)
+	apply.Compact(out)
 	return out, nil
 }

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
-	"github.com/platform-operator/platform-operator/internal/kit/manager"
 )
 
 // CachedAnnotation marks a slim cached copy (see Slim) and carries the digest of what the transform
@@ -64,7 +63,7 @@ func SlimKeeping[T client.Object](fieldOwner string, keep []string, content func
 		}
 		obj.SetManagedFields(nil)
 		strip(obj)
-		manager.CompactIdentity(obj)
+		CompactIdentity(obj)
 		// Of the labels and annotations, the digest covers every one; the copy keeps only what is read
 		// without it: the managed-by label (Conflict) and the applied digests.
 		var kept map[string]string

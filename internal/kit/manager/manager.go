@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/platform-operator/platform-operator/internal/kit/apply"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/kit/scheme"
 )
@@ -86,7 +87,7 @@ func New(cfg *rest.Config, opts ctrl.Options, caps platform.Capabilities, groups
 		opts.LeaderElectionID = LeaderElectionID
 	}
 	if opts.Cache.DefaultTransform == nil {
-		opts.Cache.DefaultTransform = CompactTransform()
+		opts.Cache.DefaultTransform = apply.CompactTransform()
 	}
 	if opts.Cache.ByObject != nil {
 		return nil, errors.New("manager: Cache.ByObject comes from the groups' cache rules; leave it empty")
@@ -204,10 +205,10 @@ func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]ca
 }
 
 // selectedTransform applies the first rule whose selector matches an object's labels, and to objects no
-// rule selects what the cache does by default (CompactTransform): ByObject's transform replaces the
+// rule selects what the cache does by default (apply.CompactTransform): ByObject's transform replaces the
 // default one.
 func selectedTransform(rules []namedRule) toolscache.TransformFunc {
-	strip := CompactTransform()
+	strip := apply.CompactTransform()
 	return func(in any) (any, error) {
 		if obj, ok := in.(client.Object); ok {
 			l := labels.Set(obj.GetLabels())

@@ -1,4 +1,4 @@
-package manager
+package apply
 
 import (
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
