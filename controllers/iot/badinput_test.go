@@ -11,16 +11,13 @@ import (
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet"
-	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
 )
 
 var _ = Describe("iot Deployment with bad device input", func() {
 	It("refuses a device's junk record with an event naming the device, keeps the honest counts, and shows device messages sanitized", func(ctx SpecContext) {
 		ns := newNamespace()
-		devices := fleettest.StartFleet(suiteCtx, fleetStore, ns+"-dev", ns, 2)
-		DeferCleanup(stopAll, devices)
-		d := fleettest.Deployment(ns, "web", ns, "registry.example/web:1")
-		Expect(k8s.Create(ctx, d)).To(Succeed())
+		startDevices(ns, 2)
+		d := createWeb(ctx, ns)
 		Eventually(func() iotv1.Aggregate { return get(ctx, d).Status.Aggregate }).Should(Equal(iotv1.Aggregate{MatchedDevices: 2, Succeeded: 2, Updated: 2}))
 		key := fleet.DeploymentKey{Namespace: ns, Name: "web"}
 		refused := rejectedRecords.WithLabelValues(fleet.RecordsState, fleet.ReasonDecode)

@@ -44,16 +44,30 @@ func stopAll(devices []*fleettest.Device) {
 	}
 }
 
+// startDevices starts n devices labelled for ns's Deployments (named ns-dev-<i>), stopped when the spec
+// ends.
+func startDevices(ns string, n int) []*fleettest.Device {
+	devices := fleettest.StartFleet(suiteCtx, fleetStore, ns+"-dev", ns, n)
+	DeferCleanup(stopAll, devices)
+	return devices
+}
+
+// createWeb creates iot Deployment "web" of registry.example/web:1 for ns's devices.
+func createWeb(ctx context.Context, ns string) *iotv1.Deployment {
+	GinkgoHelper()
+	d := fleettest.Deployment(ns, "web", ns, "registry.example/web:1")
+	Expect(k8s.Create(ctx, d)).To(Succeed())
+	return d
+}
+
 var _ = Describe("iot Deployment", func() {
 	It("reaches Ready across the devices it selects, publishes to no other, and writes nothing when reconciled again", func(ctx SpecContext) {
 		ns := newNamespace()
-		devices := fleettest.StartFleet(suiteCtx, fleetStore, ns+"-dev", ns, 3)
-		DeferCleanup(stopAll, devices)
+		devices := startDevices(ns, 3)
 		other := fleettest.StartFleet(suiteCtx, fleetStore, ns+"-other", ns+"-x", 1)
 		DeferCleanup(stopAll, other)
 
-		d := fleettest.Deployment(ns, "web", ns, "registry.example/web:1")
-		Expect(k8s.Create(ctx, d)).To(Succeed())
+		d := createWeb(ctx, ns)
 		Eventually(func(g Gomega) {
 			got := get(ctx, d)
 			g.Expect(condition(got, iotv1.ConditionReady)).NotTo(BeNil())
@@ -85,8 +99,7 @@ var _ = Describe("iot Deployment", func() {
 
 	It("rolls an image change out batch by batch and stops at a failing device, which shows in lastError", func(ctx SpecContext) {
 		ns := newNamespace()
-		devices := fleettest.StartFleet(suiteCtx, fleetStore, ns+"-dev", ns, 3)
-		DeferCleanup(stopAll, devices)
+		devices := startDevices(ns, 3)
 		devices[1].Runtime.SetFail("registry.example/web:2", "manifest unknown")
 
 		d := fleettest.Deployment(ns, "web", ns, "registry.example/web:1")
@@ -127,8 +140,7 @@ var _ = Describe("iot Deployment", func() {
 		ns := newNamespace()
 		devices := fleettest.StartFleet(suiteCtx, fleetStore, ns+"-dev", ns, 3)
 		DeferCleanup(stopAll, devices[1:])
-		d := fleettest.Deployment(ns, "web", ns, "registry.example/web:1")
-		Expect(k8s.Create(ctx, d)).To(Succeed())
+		d := createWeb(ctx, ns)
 		Eventually(func() int32 { return get(ctx, d).Status.Aggregate.Succeeded }).Should(BeEquivalentTo(3))
 
 		devices[0].Stop()
@@ -157,10 +169,8 @@ var _ = Describe("iot Deployment", func() {
 
 	It("removes its desired state from every device when deleted", func(ctx SpecContext) {
 		ns := newNamespace()
-		devices := fleettest.StartFleet(suiteCtx, fleetStore, ns+"-dev", ns, 3)
-		DeferCleanup(stopAll, devices)
-		d := fleettest.Deployment(ns, "web", ns, "registry.example/web:1")
-		Expect(k8s.Create(ctx, d)).To(Succeed())
+		devices := startDevices(ns, 3)
+		d := createWeb(ctx, ns)
 		Eventually(func() int32 { return get(ctx, d).Status.Aggregate.Succeeded }).Should(BeEquivalentTo(3))
 
 		Expect(k8s.Delete(ctx, d)).To(Succeed())
@@ -175,8 +185,7 @@ var _ = Describe("iot Deployment", func() {
 
 	It("holds a paused rollout", func(ctx SpecContext) {
 		ns := newNamespace()
-		devices := fleettest.StartFleet(suiteCtx, fleetStore, ns+"-dev", ns, 2)
-		DeferCleanup(stopAll, devices)
+		startDevices(ns, 2)
 		d := fleettest.Deployment(ns, "web", ns, "registry.example/web:1")
 		d.Spec.Paused = true
 		Expect(k8s.Create(ctx, d)).To(Succeed())
