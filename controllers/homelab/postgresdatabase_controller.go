@@ -39,6 +39,9 @@ const (
 	EventRetained = "Retained"
 )
 
+// postgresDatabaseKind is the owner kind of the Secret a PostgresDatabase gets (postgres.Secret).
+var postgresDatabaseKind = homelabv1.GroupVersion.WithKind("PostgresDatabase")
+
 // postgresDatabaseParts are the PostgresDatabase's part conditions, in the order Ready reports them.
 // Cleanup, present only while a deleted object waits, comes first: it is what the user must act on then.
 var postgresDatabaseParts = []string{homelabv1.ConditionCleanup, homelabv1.ConditionConnection, homelabv1.ConditionDatabase, homelabv1.ConditionCredentials}
@@ -223,7 +226,7 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *d
 		s.wait(homelabv1.ConditionDatabase, "the Secret could not be read: "+err.Error())
 		return ctrl.Result{}, err
 	default:
-		if c := apply.Conflict(live, postgres.Secret(s.db, *s.settings, s.name, "", ""), s.db); c != nil {
+		if c := apply.Conflict(live, postgres.Secret(s.db, postgresDatabaseKind, *s.settings, s.name, "", ""), s.db); c != nil {
 			s.Fail(s.before, homelabv1.ConditionCredentials, reconcile.ReasonNameConflict, c.Error())
 			s.wait(homelabv1.ConditionDatabase, "waiting for the Secret's name to be free")
 			return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
@@ -270,7 +273,7 @@ func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *dat
 		}
 		return ctrl.Result{}, nil
 	}
-	desired := postgres.Secret(s.db, *s.settings, s.name, s.password, s.rotation)
+	desired := postgres.Secret(s.db, postgresDatabaseKind, *s.settings, s.name, s.password, s.rotation)
 	if s.secretLive != nil && secretHolds(s.secretLive, desired) {
 		// Unchanged, as read at the start of this reconcile: no apply, which would write the password back
 		// into a Secret deleted since (a deleted Secret asks for a new password, in the next reconcile).

@@ -5,8 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
@@ -17,19 +17,21 @@ const AppName = "postgres"
 // annotation that its password answers. A different value on the PostgresDatabase asks for a new password.
 const AnnotationRotation = "homelab.mortenolsen.pro/password-rotation"
 
-// Secret is the Secret <name>-postgres holding db's credentials: the server's host, port and sslmode from
-// server, the role, its password and the database, and all of it as a postgresql:// url. rotation is the
-// db's rotate-password annotation that password answers ("" when none).
-func Secret(db *homelabv1.PostgresDatabase, server Settings, role, password, rotation string) *corev1.Secret {
+// Secret is the Secret <name>-postgres holding the credentials of db, a PostgresDatabase of kind dbKind:
+// the server's host, port and sslmode from server, the role, its password and the database, and all of
+// it as a postgresql:// url. rotation is the db's rotate-password annotation that password answers (""
+// when none). db is any object and its kind a parameter, so that this package, which SojuBouncer's
+// closure shares, imports no API group (test/layout).
+func Secret(db metav1.Object, dbKind schema.GroupVersionKind, server Settings, role, password, rotation string) *corev1.Secret {
 	login := server.As(role, password, role)
 	s := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      SecretName(db.Name),
-			Namespace: db.Namespace,
-			Labels:    labels.Labels(AppName, db.Name),
+			Name:      SecretName(db.GetName()),
+			Namespace: db.GetNamespace(),
+			Labels:    labels.Labels(AppName, db.GetName()),
 			OwnerReferences: []metav1.OwnerReference{
-				*metav1.NewControllerRef(db, homelabv1.GroupVersion.WithKind("PostgresDatabase")),
+				*metav1.NewControllerRef(db, dbKind),
 			},
 		},
 		Type: corev1.SecretTypeOpaque,

@@ -83,7 +83,7 @@ func TestConnConfigAndURL(t *testing.T) {
 func TestSecret(t *testing.T) {
 	db := &homelabv1.PostgresDatabase{ObjectMeta: metav1.ObjectMeta{Name: "test2", Namespace: "homelab", UID: "u1"}}
 	server := Settings{Host: "db.example", Port: 5432, User: "admin", Password: "adminpw", SSLMode: "require", Database: "postgres"}
-	s := Secret(db, server, "homelab_test2_abc", "pw", "")
+	s := Secret(db, homelabv1.GroupVersion.WithKind("PostgresDatabase"), server, "homelab_test2_abc", "pw", "")
 	if s.Name != "test2-postgres" || s.Namespace != "homelab" || s.Kind != "Secret" || !labels.IsManaged(s.Labels) {
 		t.Errorf("Secret metadata %+v", s.ObjectMeta)
 	}
@@ -103,7 +103,7 @@ func TestSecret(t *testing.T) {
 	if strings.Contains(string(s.Data["url"]), "adminpw") || s.Annotations != nil {
 		t.Errorf("the Secret holds the operator's password or an annotation: %+v", s)
 	}
-	if r := Secret(db, server, "r", "pw", "2026-01"); r.Annotations[AnnotationRotation] != "2026-01" {
+	if r := Secret(db, homelabv1.GroupVersion.WithKind("PostgresDatabase"), server, "r", "pw", "2026-01"); r.Annotations[AnnotationRotation] != "2026-01" {
 		t.Errorf("rotation annotation %v", r.Annotations)
 	}
 }

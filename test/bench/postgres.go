@@ -91,7 +91,7 @@ func (*postgresWorkload) Info() Info {
 
 func (w *postgresWorkload) Kinds() []client.Object {
 	db := w.database(benchNamespace, 0)
-	return []client.Object{db, w.connection(benchNamespace), postgres.Secret(db, postgres.Settings{}, "x", "x", "")}
+	return []client.Object{db, w.connection(benchNamespace), postgres.Secret(db, homelabv1.GroupVersion.WithKind("PostgresDatabase"), postgres.Settings{}, "x", "x", "")}
 }
 
 func (*postgresWorkload) ObjectName(i int) string { return fmt.Sprintf("db-%05d", i) }
@@ -315,7 +315,7 @@ func (w *postgresWorkload) Floor(ctx context.Context, c client.Client, namespace
 	if err != nil {
 		return err
 	}
-	secret := postgres.Secret(db, settings, name, password, "")
+	secret := postgres.Secret(db, homelabv1.GroupVersion.WithKind("PostgresDatabase"), settings, name, password, "")
 	if err := c.Create(ctx, secret); err != nil {
 		return fmt.Errorf("floor: create Secret %s: %w", secret.Name, err)
 	}

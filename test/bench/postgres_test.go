@@ -27,7 +27,7 @@ func dbAt(gen, observed int64, ready bool) *homelabv1.PostgresDatabase {
 // dbSecret is database 0's Secret as the operator writes it, answering rotation.
 func dbSecret(rotation string) *corev1.Secret {
 	db := (&postgresWorkload{}).database(benchNamespace, 0)
-	return postgres.Secret(db, postgres.Settings{Host: "127.0.0.1", Port: 5432}, "role", "password", rotation)
+	return postgres.Secret(db, homelabv1.GroupVersion.WithKind("PostgresDatabase"), postgres.Settings{Host: "127.0.0.1", Port: 5432}, "role", "password", rotation)
 }
 
 // step is one object an observer sees, after an edit of the object named begins when edit > 0.
