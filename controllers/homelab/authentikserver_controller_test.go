@@ -45,8 +45,7 @@ func makeAuthentikDependencies(ctx context.Context, ns string, server *redistest
 	Eventually(domainCondition(k8s, ns, "home", homelabv1.ConditionGateway)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonApplied))
 	issue(ctx, client.ObjectKey{Namespace: testGatewayNamespace, Name: domain.ChildName(d)})
 
-	Expect(k8s.Create(ctx, redisSecret(ns, "cache-credentials", server.Port, ""))).To(Succeed())
-	Expect(k8s.Create(ctx, newRedisConnection(ns, "cache", "cache-credentials"))).To(Succeed())
+	createRedisConnection(ctx, ns, "cache", "cache-credentials", server.Port, "")
 
 	Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pg-admin"},
 		Data: pg.SecretData(pg.User, pg.Password)})).To(Succeed())

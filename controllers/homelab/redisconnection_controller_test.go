@@ -49,6 +49,14 @@ func newRedisConnection(ns, name, secret string) *homelabv1.RedisConnection {
 	return homelabtest.RedisConnection(ns, name, secret)
 }
 
+// createRedisConnection creates RedisConnection name and its Secret secret (the server on 127.0.0.1:port,
+// with password when not empty).
+func createRedisConnection(ctx context.Context, ns, name, secret string, port int, password string) {
+	GinkgoHelper()
+	Expect(k8s.Create(ctx, redisSecret(ns, secret, port, password))).To(Succeed())
+	Expect(k8s.Create(ctx, newRedisConnection(ns, name, secret))).To(Succeed())
+}
+
 // startRedis runs a real redis-server for the specs of the enclosing Ordered container and stops it after
 // them.
 func startRedis(opts redistest.Options) *redistest.Server {
@@ -67,8 +75,7 @@ var _ = Describe("RedisConnection", Ordered, func() {
 
 	It("is Ready when the server answers PING, and a reconcile of an unchanged connection writes nothing", func(ctx SpecContext) {
 		ns := newNamespace("redis")
-		Expect(k8s.Create(ctx, redisSecret(ns, "redis", open.Port, ""))).To(Succeed())
-		Expect(k8s.Create(ctx, newRedisConnection(ns, "cache", "redis"))).To(Succeed())
+		createRedisConnection(ctx, ns, "cache", "redis", open.Port, "")
 		Eventually(redisCondition(ns, "cache", homelabv1.ConditionReady)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonReady))
 		Expect(redisCondition(ns, "cache", homelabv1.ConditionServer)()).To(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonConnected))
 		var conn homelabv1.RedisConnection
@@ -89,8 +96,7 @@ var _ = Describe("RedisConnection", Ordered, func() {
 
 	It("reports a wrong password, and is Ready once the Secret has the right one", func(ctx SpecContext) {
 		ns := newNamespace("redis")
-		Expect(k8s.Create(ctx, redisSecret(ns, "redis", locked.Port, "wrong"))).To(Succeed())
-		Expect(k8s.Create(ctx, newRedisConnection(ns, "cache", "redis"))).To(Succeed())
+		createRedisConnection(ctx, ns, "cache", "redis", locked.Port, "wrong")
 		Eventually(redisCondition(ns, "cache", homelabv1.ConditionServer)).Should(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonAuthenticationFailed))
 		Expect(redisCondition(ns, "cache", homelabv1.ConditionReady)()).To(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonAuthenticationFailed))
 		Expect(redisCondition(ns, "cache", homelabv1.ConditionServer)().Message).NotTo(ContainSubstring("wrong"))
@@ -106,8 +112,7 @@ var _ = Describe("RedisConnection", Ordered, func() {
 		ns := newNamespace("redis")
 		port, err := redistest.ClosedPort()
 		Expect(err).NotTo(HaveOccurred())
-		Expect(k8s.Create(ctx, redisSecret(ns, "redis", port, ""))).To(Succeed())
-		Expect(k8s.Create(ctx, newRedisConnection(ns, "cache", "redis"))).To(Succeed())
+		createRedisConnection(ctx, ns, "cache", "redis", port, "")
 		Eventually(redisCondition(ns, "cache", homelabv1.ConditionServer)).Should(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonUnreachable))
 		Expect(redisCondition(ns, "cache", homelabv1.ConditionReady)()).To(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonUnreachable))
 	})
