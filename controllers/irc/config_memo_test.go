@@ -6,16 +6,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/irc/ergo"
-	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 )
@@ -50,13 +47,7 @@ var _ = Describe("the config of an unchanged network", func() {
 		ctx = context.Background()
 		ns = newNamespace()
 		req = ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "memo"}}
-		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "memo-oper", "pw"))).To(Succeed())
-		Expect(k8s.Create(ctx, fullNetwork(ns, "memo"))).To(Succeed())
-		Eventually(get(ctx, &appsv1.Deployment{}, ns, "memo")).Should(Succeed())
-		markCertificateReady(ctx, ns, "memo")
-		markDeploymentAvailable(ctx, ns, "memo")
-		markClaimBound(ctx, ns, "memo-data")
-		eventuallyNetwork(ctx, ns, "memo", haveCondition(ircv1.ConditionReady, metav1.ConditionTrue, ircv1.ReasonReady))
+		readyFullNetwork(ctx, ns, "memo")
 		reconcileUntilQuiet(ctx, ns, "memo")
 	})
 

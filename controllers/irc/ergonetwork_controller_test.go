@@ -129,6 +129,19 @@ func markDeploymentAvailable(ctx context.Context, ns, name string) {
 }
 
 // markClaimBound plays the volume binder: Bound, or phase when given.
+// readyFullNetwork creates fullNetwork name with its oper Secret (password pw) and plays the controllers
+// envtest does not run (cert-manager, the Deployment controller, the volume binder) until it is Ready.
+func readyFullNetwork(ctx context.Context, ns, name string) {
+	GinkgoHelper()
+	Expect(k8s.Create(ctx, ergotest.OperSecret(ns, name+"-oper", "pw"))).To(Succeed())
+	Expect(k8s.Create(ctx, fullNetwork(ns, name))).To(Succeed())
+	Eventually(get(ctx, &appsv1.Deployment{}, ns, name)).Should(Succeed())
+	markCertificateReady(ctx, ns, name)
+	markDeploymentAvailable(ctx, ns, name)
+	markClaimBound(ctx, ns, name+"-data")
+	eventuallyNetwork(ctx, ns, name, haveCondition(ircv1.ConditionReady, metav1.ConditionTrue, ircv1.ReasonReady))
+}
+
 func markClaimBound(ctx context.Context, ns, name string, phase ...corev1.PersistentVolumeClaimPhase) {
 	ExpectWithOffset(1, ergotest.MarkClaimBound(ctx, k8s, ns, name, phase...)).To(Succeed())
 }
@@ -251,13 +264,7 @@ var _ = Describe("ErgoNetwork reconciler", func() {
 	})
 
 	It("writes nothing when reconciling an unchanged network", func() {
-		Expect(k8s.Create(ctx, ergotest.OperSecret(ns, "quiet-oper", "pw"))).To(Succeed())
-		Expect(k8s.Create(ctx, fullNetwork(ns, "quiet"))).To(Succeed())
-		Eventually(get(ctx, &appsv1.Deployment{}, ns, "quiet")).Should(Succeed())
-		markCertificateReady(ctx, ns, "quiet")
-		markDeploymentAvailable(ctx, ns, "quiet")
-		markClaimBound(ctx, ns, "quiet-data")
-		eventuallyNetwork(ctx, ns, "quiet", haveCondition(ircv1.ConditionReady, metav1.ConditionTrue, ircv1.ReasonReady))
+		readyFullNetwork(ctx, ns, "quiet")
 
 		versions := func() map[string]string {
 			out := map[string]string{}
