@@ -244,14 +244,14 @@ type Cleaned struct {
 func (p *Provisioner) Drop(ctx context.Context, c Cleanup) Cleaned {
 	dropped, kept, at, err := p.drop(ctx, c)
 	if err != nil {
-		retry, giveUp := p.NextCleanup(c.Deleting)
+		after, giveUp := p.NextCleanup(c.Deleting)
 		timeout := p.timeout()
 		if giveUp {
 			p.Forget(c.UID)
 			return Cleaned{Done: true, Event: Event{Type: corev1.EventTypeWarning, Reason: ReasonCleanupAbandoned, Message: fmt.Sprintf(
 				"Gave up dropping database and role %s after %s: %v. They are left on the server; drop them by hand", c.Name, timeout, err)}}
 		}
-		return Cleaned{RequeueAfter: retry, Blocked: fmt.Sprintf(
+		return Cleaned{RequeueAfter: after, Blocked: fmt.Sprintf(
 			"cannot drop database and role %s yet: %v. The operator retries until %s after the deletion, then leaves them on the server; to let the %s go at once without touching the server, annotate it %s=true",
 			c.Name, err, timeout, p.Kind, p.ReleaseAnnotation)}
 	}
@@ -291,7 +291,7 @@ func (p *Provisioner) timeout() time.Duration {
 }
 
 // NextCleanup is NextCleanup with the provisioner's timeout and retry.
-func (p *Provisioner) NextCleanup(deleting time.Duration) (retry time.Duration, giveUp bool) {
+func (p *Provisioner) NextCleanup(deleting time.Duration) (after time.Duration, giveUp bool) {
 	return NextCleanup(deleting, p.timeout(), p.UnreachableRetry)
 }
 
