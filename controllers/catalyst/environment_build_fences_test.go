@@ -61,11 +61,7 @@ func buildFenceEgress(np *networkingv1.NetworkPolicy) []string {
 // expectBuildReason waits for env's BuildReady reason with a message holding msg.
 func expectBuildReason(ctx context.Context, env *catalystv1.Environment, reason, msg string) {
 	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		c := condition(g, getEnv(ctx, env), catalystv1.ConditionBuildReady)
-		g.Expect(c.Reason).To(Equal(reason))
-		g.Expect(c.Message).To(ContainSubstring(msg))
-	}).Should(Succeed())
+	expectCondition(ctx, env, catalystv1.ConditionBuildReady, reason, msg)
 }
 
 var _ = Describe("Environment builds' fences", func() {

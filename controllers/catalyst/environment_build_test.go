@@ -355,11 +355,7 @@ var _ = Describe("Environment builds", func() {
 		}
 		Expect(k8s.Create(ctx, theirs)).To(Succeed())
 		Expect(k8s.Create(ctx, env)).To(Succeed())
-		Eventually(func(g Gomega) {
-			c := condition(g, getEnv(ctx, env), catalystv1.ConditionBuildReady)
-			g.Expect(c.Reason).To(Equal(catalystv1.ReasonNameConflict))
-			g.Expect(c.Message).To(ContainSubstring("was not made by the operator"))
-		}).Should(Succeed())
+		expectCondition(ctx, env, catalystv1.ConditionBuildReady, catalystv1.ReasonNameConflict, "was not made by the operator")
 		Eventually(warningEvents(ctx, env, catalystv1.ReasonNameConflict)).ShouldNot(BeEmpty())
 		Consistently(func(g Gomega) {
 			j := &batchv1.Job{}

@@ -67,6 +67,16 @@ func getEnv(ctx context.Context, env *catalystv1.Environment) *catalystv1.Enviro
 	return got
 }
 
+// expectCondition waits until env's condition of type condType has reason and a message containing msg.
+func expectCondition(ctx context.Context, env *catalystv1.Environment, condType, reason, msg string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		c := condition(g, getEnv(ctx, env), condType)
+		g.Expect(c.Reason).To(Equal(reason))
+		g.Expect(c.Message).To(ContainSubstring(msg))
+	}).Should(Succeed())
+}
+
 // condition returns the environment's condition of type t, failing the Gomega g when absent.
 func condition(g Gomega, env *catalystv1.Environment, t string) metav1.Condition {
 	c := meta.FindStatusCondition(env.Status.Conditions, t)
@@ -245,11 +255,7 @@ var _ = Describe("Environment", func() {
 		Expect(k8s.Create(ctx, other)).To(Succeed())
 		env := t.environment("twin")
 		Expect(k8s.Create(ctx, env)).To(Succeed())
-		Eventually(func(g Gomega) {
-			c := condition(g, getEnv(ctx, env), catalystv1.ConditionNamespaceReady)
-			g.Expect(c.Reason).To(Equal(catalystv1.ReasonNamespaceConflict))
-			g.Expect(c.Message).To(ContainSubstring("Environment elsewhere/twin (uid another-uid)"))
-		}).Should(Succeed())
+		expectCondition(ctx, env, catalystv1.ConditionNamespaceReady, catalystv1.ReasonNamespaceConflict, "Environment elsewhere/twin (uid another-uid)")
 		Expect(k8s.Delete(ctx, env)).To(Succeed())
 		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(env), env)) }).Should(BeTrue())
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(other), other)).To(Succeed())

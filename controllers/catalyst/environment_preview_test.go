@@ -171,11 +171,7 @@ var _ = Describe("Environment project references", func() {
 		By("pointed at another team's Project, past the webhook (it has its namespace), it is refused by the controller")
 		t2 := newTeam(ctx)
 		updateEnv(ctx, env, func(e *catalystv1.Environment) { e.Spec.ProjectRef.Namespace = t2.projectNS })
-		Eventually(func(g Gomega) {
-			c := condition(g, getEnv(ctx, env), catalystv1.ConditionNamespaceReady)
-			g.Expect(c.Reason).To(Equal(catalystv1.ReasonProjectNotAllowed))
-			g.Expect(c.Message).To(ContainSubstring("Project " + t2.projectNS + "/web does not allow"))
-		}).Should(Succeed())
+		expectCondition(ctx, env, catalystv1.ConditionNamespaceReady, catalystv1.ReasonProjectNotAllowed, "Project "+t2.projectNS+"/web does not allow")
 		Consistently(func(g Gomega) {
 			var jobs batchv1.JobList
 			g.Expect(k8s.List(ctx, &jobs, client.InNamespace(t2.projectNS))).To(Succeed())
@@ -194,11 +190,7 @@ var _ = Describe("Environment project references", func() {
 		// The team label names t's team, whose namespace holds Project web.
 		env := catalysttest.Environment(other, "pr-1", t.name, "web")
 		Expect(k8s.Create(ctx, env)).To(Succeed())
-		Eventually(func(g Gomega) {
-			c := condition(g, getEnv(ctx, env), catalystv1.ConditionNamespaceReady)
-			g.Expect(c.Reason).To(Equal(catalystv1.ReasonProjectNotFound))
-			g.Expect(c.Message).To(ContainSubstring("does not exist in namespace " + other))
-		}).Should(Succeed())
+		expectCondition(ctx, env, catalystv1.ConditionNamespaceReady, catalystv1.ReasonProjectNotFound, "does not exist in namespace "+other)
 		Consistently(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: t.namespaceOf("pr-1")}, &corev1.Namespace{}))
 		}).Should(BeTrue(), "nothing is made with the other team's Project")
