@@ -9,6 +9,11 @@ import (
 	"fmt"
 )
 
+// The verifier is computed here, on the standard library's PBKDF2 and HMAC, because neither pgx (the driver
+// the operator uses) nor lib/pq exports a function that builds a PostgreSQL verifier: their SCRAM code is the
+// client side of the login exchange. The tests log in to a real PostgreSQL with a role whose password was set
+// from a verifier made here (TestServerAcceptsVerifier) and check RFC 7677's test vector (TestScramVerifier).
+
 // ScramIterations is the iteration count of the verifiers made here, PostgreSQL's default
 // (scram_iterations).
 const ScramIterations = 4096
