@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // readyParts are the conditions Ready sums up, in the order it reports them.
@@ -56,9 +55,7 @@ func (s *environmentScope) summarize() *catalystv1.EnvironmentStatus {
 		// Without its Project the environment's namespace is left as it is, and still the environment's.
 		s.status.Namespace = s.env.Status.Namespace
 	}
-	ready := reconcile.Summary(s.status.Conditions, readyParts, catalystv1.ReasonReady,
-		"the namespace is locked down and the Ingress serves "+s.status.URL)
-	s.Set(catalystv1.ConditionReady, ready.Status, ready.Reason, ready.Message)
+	s.Summarize(readyParts, catalystv1.ReasonReady, "the namespace is locked down and the Ingress serves "+s.status.URL)
 	s.status.Phase = Phase(s.status.Conditions)
 	s.announceReady()
 	return s.status

@@ -73,12 +73,14 @@ func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	status := p.Status.DeepCopy()
-	status.ObservedGeneration = p.Generation
-	status.Environments = int32(len(envs.Items))
-	reconcile.Set(&status.Conditions, metav1.Condition{Type: catalystv1.ConditionReady, Status: metav1.ConditionTrue,
-		Reason: catalystv1.ReasonReady, ObservedGeneration: p.Generation,
-		Message: fmt.Sprintf("%d environment(s) refer to the project", len(envs.Items))})
-	return ctrl.Result{}, r.status.Write(ctx, p, status)
+	s := &reconcile.Session{Owner: p, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder}
+	// A Project has no parts of its own: Ready is True and says how many Environments refer to it.
+	return reconcile.Finish(ctx, r.status, s, func() *catalystv1.ProjectStatus {
+		status.ObservedGeneration = p.Generation
+		status.Environments = int32(len(envs.Items))
+		s.Summarize(nil, catalystv1.ReasonReady, fmt.Sprintf("%d environment(s) refer to the project", len(envs.Items)))
+		return status
+	})
 }
 
 // allowedEnvironments are those of envs (the Environments that name p) that p allows: only they are
@@ -109,15 +111,49 @@ func (r *ProjectReconciler) finalize(ctx context.Context, p *catalystv1.Project,
 		r.status.Forget(client.ObjectKeyFromObject(p))
 		return ctrl.Result{}, nil
 	}
-	var deleted, protected []string
+	status := p.Status.DeepCopy()
+	s := &deletionScope{
+		Session: &reconcile.Session{Owner: p, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
+		envs:    envs,
+	}
+	return reconcile.Finish(ctx, r.status, s, func() *catalystv1.ProjectStatus {
+		msg := fmt.Sprintf("the Project is being deleted: waiting for %d environment(s) to be gone", len(envs))
+		if len(s.protected) > 0 {
+			msg += fmt.Sprintf("; protected from deletion, deleted only once they carry the annotation %s: \"true\": %s",
+				catalystv1.AnnotationAllowDeletion, strings.Join(s.protected, ", "))
+			// Not s.Fail: the reason stays Deleting while the message is the news (which Environments hold
+			// the Project, and how many are left), so the Warning comes again whenever the message changes.
+			if prev := meta.FindStatusCondition(p.Status.Conditions, catalystv1.ConditionReady); prev == nil || prev.Message != msg {
+				s.Warn(catalystv1.EventEnvironmentsProtected, msg)
+			}
+		}
+		status.Environments = int32(len(envs))
+		s.Set(catalystv1.ConditionReady, metav1.ConditionFalse, catalystv1.ReasonDeleting, msg)
+		return status
+	}, r.deleteEnvironments)
+}
+
+// deletionScope is one reconcile of a deleted Project that still has Environments.
+type deletionScope struct {
+	*reconcile.Session
+	// envs are the Project's Environments, to delete and wait for.
+	envs []catalystv1.Environment
+	// protected are the namespace/names of those protected from deletion, which the Project waits for.
+	protected []string
+}
+
+// deleteEnvironments deletes the Project's Environments that are not already going, except those
+// protected from deletion, which it lists.
+func (r *ProjectReconciler) deleteEnvironments(ctx context.Context, s *deletionScope) (ctrl.Result, error) {
+	var deleted []string
 	var errs []error
-	for i := range envs {
-		e := &envs[i]
+	for i := range s.envs {
+		e := &s.envs[i]
 		if !e.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if deletionProtected(e) {
-			protected = append(protected, e.Namespace+"/"+e.Name)
+			s.protected = append(s.protected, e.Namespace+"/"+e.Name)
 			continue
 		}
 		if err := r.Client.Delete(ctx, e, client.Preconditions{UID: &e.UID}); client.IgnoreNotFound(err) != nil {
@@ -126,23 +162,8 @@ func (r *ProjectReconciler) finalize(ctx context.Context, p *catalystv1.Project,
 		}
 		deleted = append(deleted, e.Namespace+"/"+e.Name)
 	}
-	status := p.Status.DeepCopy()
-	s := &reconcile.Session{Owner: p, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder}
 	if len(deleted) > 0 {
 		s.Normalf(catalystv1.EventEnvironmentsDeleted, "Deleted %d Environment(s) with the Project: %v", len(deleted), deleted)
-	}
-	msg := fmt.Sprintf("the Project is being deleted: waiting for %d environment(s) to be gone", len(envs))
-	if len(protected) > 0 {
-		msg += fmt.Sprintf("; protected from deletion, deleted only once they carry the annotation %s: \"true\": %s",
-			catalystv1.AnnotationAllowDeletion, strings.Join(protected, ", "))
-		if prev := meta.FindStatusCondition(p.Status.Conditions, catalystv1.ConditionReady); prev == nil || prev.Message != msg {
-			s.Warn(catalystv1.EventEnvironmentsProtected, msg)
-		}
-	}
-	status.Environments = int32(len(envs))
-	s.Set(catalystv1.ConditionReady, metav1.ConditionFalse, catalystv1.ReasonDeleting, msg)
-	if err := r.status.Write(ctx, p, status); err != nil {
-		errs = append(errs, err)
 	}
 	return ctrl.Result{}, errors.Join(errs...)
 }
