@@ -46,16 +46,24 @@ var authentikDependencies = []string{homelabv1.ConditionDomain, homelabv1.Condit
 var authentikParts = []string{homelabv1.ConditionGeneratedSecret, homelabv1.ConditionServerDeployment,
 	homelabv1.ConditionWorkerDeployment, homelabv1.ConditionService, homelabv1.ConditionRoute}
 
-// authentikServerReconciler runs authentik for each AuthentikServer once its Domain, PostgresDatabase and
+// AuthentikServerReconciler runs authentik for each AuthentikServer once its Domain, PostgresDatabase and
 // RedisConnection are Ready.
-type authentikServerReconciler struct {
-	client    client.Client
-	apiReader client.Reader
-	recorder  record.EventRecorder
-	caps      platform.Capabilities
-	applier   *apply.Applier
-	status    *reconcile.StatusWriter
-	image     string
+type AuthentikServerReconciler struct {
+	// MaxConcurrentReconciles bounds the workers; 1 when zero.
+	MaxConcurrentReconciles int
+	// Capabilities are the optional APIs this cluster serves (Istio, for the route).
+	Capabilities platform.Capabilities
+	// Image is the image of the pods; authentik.DefaultImage when empty.
+	Image string
+	// Client reads from the manager's cache and writes to the API server; APIReader reads the generated
+	// Secret, of which the cache holds only the metadata. SetupWithManager fills both and Recorder when nil.
+	Client    client.Client
+	APIReader client.Reader
+	// Recorder emits events.
+	Recorder record.EventRecorder
+
+	applier *apply.Applier
+	status  *reconcile.StatusWriter
 }
 
 // authentikServerCache: the children (labelled), and Secrets as metadata (the generated one, to notice it
@@ -82,17 +90,15 @@ func dependencyKey(ref, ns string) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: ref}
 }
 
-func setupAuthentikServer(mgr ctrl.Manager, caps platform.Capabilities, opts Options) error {
-	r := &authentikServerReconciler{
-		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
-		recorder: mgr.GetEventRecorderFor(oplabels.OperatorName), caps: caps,
-		applier: &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: oplabels.FieldOwner},
-		status: &reconcile.StatusWriter{Client: mgr.GetClient(), FieldOwner: oplabels.FieldOwner + "/authentikserver",
-			Fields: []string{"observedGeneration", "url", "secretName"},
-			Conditions: append(append([]string{homelabv1.ConditionReady}, authentikDependencies...),
-				authentikParts...)},
-		image: opts.AuthentikImage,
-	}
+// SetupWithManager registers the reconciler and the indexes of AuthentikServers by dependency; a
+// dependency's change wakes the AuthentikServers that reference it.
+func (r *AuthentikServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
+	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
+	r.status = &reconcile.StatusWriter{Client: r.Client, FieldOwner: oplabels.FieldOwner + "/authentikserver",
+		Fields: []string{"observedGeneration", "url", "secretName"},
+		Conditions: append(append([]string{homelabv1.ConditionReady}, authentikDependencies...),
+			authentikParts...)}
 	indexer := mgr.GetFieldIndexer()
 	for index, ref := range map[string]func(*homelabv1.AuthentikServer) string{
 		authentikDomainIndex:   func(a *homelabv1.AuthentikServer) string { return a.Spec.Domain },
@@ -117,18 +123,18 @@ func setupAuthentikServer(mgr ctrl.Manager, caps platform.Capabilities, opts Opt
 		Watches(&homelabv1.PostgresDatabase{}, handler.EnqueueRequestsFromMapFunc(r.dependents(authentikDatabaseIndex))).
 		Watches(&homelabv1.RedisConnection{}, handler.EnqueueRequestsFromMapFunc(r.dependents(authentikRedisIndex))).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(authentikForSecret)).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
-	if caps.Istio {
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
+	if r.Capabilities.Istio {
 		b = b.Owns(&istio.VirtualService{})
 	}
 	return b.Complete(opmetrics.Instrument(opmetrics.AuthentikServer, mgr.GetClient(), r))
 }
 
 // dependents maps a dependency to the AuthentikServers, in any namespace, that reference it.
-func (r *authentikServerReconciler) dependents(index string) handler.MapFunc {
+func (r *AuthentikServerReconciler) dependents(index string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []ctrl.Request {
 		key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()
-		reqs, err := reconcile.ListRequests(ctx, r.client, &homelabv1.AuthentikServerList{}, client.MatchingFields{index: key})
+		reqs, err := reconcile.ListRequests(ctx, r.Client, &homelabv1.AuthentikServerList{}, client.MatchingFields{index: key})
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "list AuthentikServers of a dependency", "dependency", key)
 		}
@@ -170,9 +176,9 @@ type authentikScope struct {
 }
 
 // Reconcile checks the dependencies, then makes authentik's parts.
-func (r *authentikServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *AuthentikServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	a := &homelabv1.AuthentikServer{}
-	if found, err := reconcile.Load(ctx, r.client, req.NamespacedName, a, r.status.Forget); !found {
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, a, r.status.Forget); !found {
 		return ctrl.Result{}, err
 	}
 	if !a.DeletionTimestamp.IsZero() {
@@ -180,8 +186,8 @@ func (r *authentikServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	status := a.Status.DeepCopy()
 	s := &authentikScope{
-		Session: &reconcile.Session{Owner: a, Conditions: &status.Conditions, Client: r.client,
-			Applier: r.applier, Recorder: r.recorder},
+		Session: &reconcile.Session{Owner: a, Conditions: &status.Conditions, Client: r.Client,
+			Applier: r.applier, Recorder: r.Recorder},
 		server: a, status: status,
 	}
 	return reconcile.Finish(ctx, r.status, s, func() *homelabv1.AuthentikServerStatus {
@@ -197,21 +203,21 @@ func (r *authentikServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 // reconcileGeneratedSecret makes the Secret with authentik's secret key and bootstrap credentials once,
 // and afterwards only adds a key that is missing: a value, once made, never changes (authentik signs
 // sessions with the secret key, and the bootstrap password is the admin's until they change it).
-func (r *authentikServerReconciler) reconcileGeneratedSecret(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+func (r *AuthentikServerReconciler) reconcileGeneratedSecret(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
 	if s.hold(homelabv1.ConditionGeneratedSecret) {
 		s.secretReady = false
 		return ctrl.Result{}, nil
 	}
 	name := authentik.SecretName(s.server)
 	var live corev1.Secret
-	err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: s.server.Namespace, Name: name}, &live)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.server.Namespace, Name: name}, &live)
 	switch {
 	case apierrors.IsNotFound(err):
 		data, err := authentik.Generate(nil, rand.Reader)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.client.Create(ctx, authentik.Secret(s.server, data)); err != nil {
+		if err := r.Client.Create(ctx, authentik.Secret(s.server, data)); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil // made meanwhile: read it next time
 			}
@@ -244,7 +250,7 @@ func (r *authentikServerReconciler) reconcileGeneratedSecret(ctx context.Context
 					keys = append(keys, k)
 				}
 			}
-			if err := r.client.Patch(ctx, &live, patch); err != nil {
+			if err := r.Client.Patch(ctx, &live, patch); err != nil {
 				return ctrl.Result{}, fmt.Errorf("add keys to Secret %s: %w", name, err)
 			}
 			s.Normalf(reconcile.EventUpdated,
@@ -259,7 +265,7 @@ func (r *authentikServerReconciler) reconcileGeneratedSecret(ctx context.Context
 }
 
 // reconcileDeployments applies the server and the worker.
-func (r *authentikServerReconciler) reconcileDeployments(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+func (r *AuthentikServerReconciler) reconcileDeployments(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
 	held := s.hold(homelabv1.ConditionServerDeployment)
 	held = s.hold(homelabv1.ConditionWorkerDeployment) || held
 	if held {
@@ -271,7 +277,7 @@ func (r *authentikServerReconciler) reconcileDeployments(ctx context.Context, s 
 		}
 		return ctrl.Result{}, nil
 	}
-	in := authentik.Inputs{Image: r.image, DatabaseSecret: s.databaseSecret, RedisSecret: s.redisSecret}
+	in := authentik.Inputs{Image: r.Image, DatabaseSecret: s.databaseSecret, RedisSecret: s.redisSecret}
 	var res ctrl.Result
 	var errs []error
 	for _, d := range []struct {
@@ -299,7 +305,7 @@ func (r *authentikServerReconciler) reconcileDeployments(ctx context.Context, s 
 }
 
 // reconcileService applies the Service in front of the server.
-func (r *authentikServerReconciler) reconcileService(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+func (r *AuthentikServerReconciler) reconcileService(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
 	if s.hold(homelabv1.ConditionService) {
 		return ctrl.Result{}, nil
 	}
@@ -313,8 +319,8 @@ func (r *authentikServerReconciler) reconcileService(ctx context.Context, s *aut
 }
 
 // reconcileRoute serves authentik.<domain hostname> through the Domain's Gateway.
-func (r *authentikServerReconciler) reconcileRoute(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
-	if !r.caps.Istio {
+func (r *AuthentikServerReconciler) reconcileRoute(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+	if !r.Capabilities.Istio {
 		s.MissingAPI(homelabv1.ConditionRoute, "an AuthentikServer is served through an Istio VirtualService (networking.istio.io/v1), which this cluster does not serve; install Istio, then restart the operator")
 		return ctrl.Result{}, nil
 	}

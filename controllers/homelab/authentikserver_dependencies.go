@@ -58,10 +58,10 @@ func (s *authentikScope) notAllowed(condType, msg string) {
 }
 
 // reconcileDomainDependency waits for the Domain: Ready, with a Gateway to attach the route to.
-func (r *authentikServerReconciler) reconcileDomainDependency(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+func (r *AuthentikServerReconciler) reconcileDomainDependency(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
 	key := dependencyKey(s.server.Spec.Domain, s.server.Namespace)
 	var d homelabv1.Domain
-	err := r.client.Get(ctx, key, &d)
+	err := r.Client.Get(ctx, key, &d)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("read Domain %s: %w", key, err)
 	}
@@ -88,13 +88,13 @@ func (r *authentikServerReconciler) reconcileDomainDependency(ctx context.Contex
 }
 
 // reconcileDatabaseDependency waits for the PostgresDatabase: Ready, with its Secret.
-func (r *authentikServerReconciler) reconcileDatabaseDependency(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+func (r *AuthentikServerReconciler) reconcileDatabaseDependency(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
 	key := dependencyKey(s.server.Spec.Database, s.server.Namespace)
 	if !s.sameNamespace(homelabv1.ConditionDatabase, "database", key) {
 		return ctrl.Result{}, nil
 	}
 	var db homelabv1.PostgresDatabase
-	if err := r.client.Get(ctx, key, &db); apierrors.IsNotFound(err) {
+	if err := r.Client.Get(ctx, key, &db); apierrors.IsNotFound(err) {
 		s.missing(homelabv1.ConditionDatabase, "PostgresDatabase", key, "database")
 		return ctrl.Result{}, nil
 	} else if err != nil {
@@ -115,13 +115,13 @@ func (r *authentikServerReconciler) reconcileDatabaseDependency(ctx context.Cont
 }
 
 // reconcileRedisDependency waits for the RedisConnection: Ready (its server answers PING).
-func (r *authentikServerReconciler) reconcileRedisDependency(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+func (r *AuthentikServerReconciler) reconcileRedisDependency(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
 	key := dependencyKey(s.server.Spec.Redis, s.server.Namespace)
 	if !s.sameNamespace(homelabv1.ConditionRedis, "redis", key) {
 		return ctrl.Result{}, nil
 	}
 	var rc homelabv1.RedisConnection
-	if err := r.client.Get(ctx, key, &rc); apierrors.IsNotFound(err) {
+	if err := r.Client.Get(ctx, key, &rc); apierrors.IsNotFound(err) {
 		s.missing(homelabv1.ConditionRedis, "RedisConnection", key, "redis")
 		return ctrl.Result{}, nil
 	} else if err != nil {

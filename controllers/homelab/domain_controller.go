@@ -32,22 +32,33 @@ import (
 // domainParts are the Domain's part conditions in the order Ready reports them.
 var domainParts = []string{homelabv1.ConditionCertificate, homelabv1.ConditionGateway}
 
-// domainReconciler makes each Domain's Certificate and Gateway in the gateway namespace, and removes them
+// DomainReconciler makes each Domain's Certificate and Gateway in the gateway namespace, and removes them
 // (with the certificate's Secret) when the Domain is deleted.
-type domainReconciler struct {
-	client    client.Client
-	apiReader client.Reader
-	recorder  record.EventRecorder
-	caps      platform.Capabilities
-	applier   *apply.Applier
-	status    *reconcile.StatusWriter
+type DomainReconciler struct {
+	// MaxConcurrentReconciles bounds the workers; 1 when zero.
+	MaxConcurrentReconciles int
+	// Capabilities are the optional APIs this cluster serves (cert-manager, Istio).
+	Capabilities platform.Capabilities
+	// GatewayNamespace is where the Certificates and Gateways go; domain.DefaultGatewayNamespace when
+	// empty.
+	GatewayNamespace string
+	// GatewaySelector picks the ingress gateway pods of the Gateways; domain.DefaultGatewaySelector when
+	// empty.
+	GatewaySelector map[string]string
+	// Policy is --homelab-domain-policy: what each namespace may claim.
+	Policy DomainPolicy
+	// Client reads from the manager's cache and writes to the API server; APIReader reads what a deleted
+	// Domain's cleanup removes, which the cache may not have seen yet. SetupWithManager fills both and
+	// Recorder when nil.
+	Client    client.Client
+	APIReader client.Reader
+	// Recorder emits events.
+	Recorder record.EventRecorder
+
+	applier *apply.Applier
+	status  *reconcile.StatusWriter
 	// finalizer holds a Domain until its objects in the gateway namespace are gone.
 	finalizer reconcile.Finalizer
-	// gatewayNamespace and gatewaySelector come from Options (defaults in internal/homelab/domain).
-	gatewayNamespace string
-	gatewaySelector  map[string]string
-	// policy is --homelab-domain-policy: what each namespace may claim.
-	policy DomainPolicy
 }
 
 // domainCache: the Domain's children, which carry the operator's labels.
@@ -62,33 +73,25 @@ func domainCache(caps platform.Capabilities) []manager.CacheRule {
 	return rules
 }
 
-func setupDomain(mgr ctrl.Manager, caps platform.Capabilities, opts Options) error {
-	policy, err := ParseDomainPolicy(opts.DomainPolicy)
-	if err != nil {
-		return err
-	}
+// SetupWithManager registers the reconciler and the index of Domains by hostname (the webhook reads it
+// too); overlapping Domains and the children in the gateway namespace wake a Domain.
+func (r *DomainReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &homelabv1.Domain{}, domainHostnameIndex, func(o client.Object) []string {
 		return claimIndexValues(o.(*homelabv1.Domain))
 	}); err != nil {
 		return err
 	}
-	r := &domainReconciler{
-		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
-		recorder: mgr.GetEventRecorderFor(oplabels.OperatorName), caps: caps,
-		applier: &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: oplabels.FieldOwner},
-		status: &reconcile.StatusWriter{Client: mgr.GetClient(), FieldOwner: oplabels.FieldOwner + "/domain",
-			Fields:     []string{"observedGeneration", "gateway", "certificateSecret"},
-			Conditions: append([]string{homelabv1.ConditionReady}, domainParts...)},
-		finalizer:        reconcile.Finalizer{Client: mgr.GetClient(), Name: homelabv1.DomainFinalizer},
-		gatewayNamespace: opts.GatewayNamespace,
-		gatewaySelector:  opts.GatewaySelector,
-		policy:           policy,
+	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
+	r.status = &reconcile.StatusWriter{Client: r.Client, FieldOwner: oplabels.FieldOwner + "/domain",
+		Fields:     []string{"observedGeneration", "gateway", "certificateSecret"},
+		Conditions: append([]string{homelabv1.ConditionReady}, domainParts...)}
+	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: homelabv1.DomainFinalizer}
+	if r.GatewayNamespace == "" {
+		r.GatewayNamespace = domain.DefaultGatewayNamespace
 	}
-	if r.gatewayNamespace == "" {
-		r.gatewayNamespace = domain.DefaultGatewayNamespace
-	}
-	if len(r.gatewaySelector) == 0 {
-		r.gatewaySelector = domain.DefaultGatewaySelector()
+	if len(r.GatewaySelector) == 0 {
+		r.GatewaySelector = domain.DefaultGatewaySelector()
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("domain").
@@ -97,12 +100,12 @@ func setupDomain(mgr ctrl.Manager, caps platform.Capabilities, opts Options) err
 		// it): the Domains whose hostnames overlap it are checked again.
 		Watches(&homelabv1.Domain{}, handler.EnqueueRequestsFromMapFunc(r.overlapping),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
 	// The children live in another namespace: no owner reference, so they map back by label.
-	if caps.CertManager {
+	if r.Capabilities.CertManager {
 		b = b.Watches(&cmv1.Certificate{}, handler.EnqueueRequestsFromMapFunc(domainForChild))
 	}
-	if caps.Istio {
+	if r.Capabilities.Istio {
 		b = b.Watches(&istio.Gateway{}, handler.EnqueueRequestsFromMapFunc(domainForChild))
 	}
 	return b.Complete(opmetrics.Instrument(opmetrics.Domain, mgr.GetClient(), r))
@@ -110,7 +113,7 @@ func setupDomain(mgr ctrl.Manager, caps platform.Capabilities, opts Options) err
 
 // overlapping maps a Domain to the other Domains whose hostnames overlap it, whatever the policy says of
 // them (each decides its own claim when reconciled).
-func (r *domainReconciler) overlapping(ctx context.Context, o client.Object) []ctrl.Request {
+func (r *DomainReconciler) overlapping(ctx context.Context, o client.Object) []ctrl.Request {
 	d, ok := o.(*homelabv1.Domain)
 	if !ok {
 		return nil
@@ -119,7 +122,7 @@ func (r *domainReconciler) overlapping(ctx context.Context, o client.Object) []c
 	seen := map[client.ObjectKey]bool{client.ObjectKeyFromObject(d): true}
 	for _, key := range claimIndexValues(d) {
 		var list homelabv1.DomainList
-		if err := r.client.List(ctx, &list, client.MatchingFields{domainHostnameIndex: key}); err != nil {
+		if err := r.Client.List(ctx, &list, client.MatchingFields{domainHostnameIndex: key}); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "list Domains by hostname", "hostname", key)
 			return nil
 		}
@@ -159,9 +162,9 @@ type domainScope struct {
 }
 
 // Reconcile applies the Domain's Certificate and Gateway, or cleans them up when it is deleted.
-func (r *domainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *DomainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	d := &homelabv1.Domain{}
-	if found, err := reconcile.Load(ctx, r.client, req.NamespacedName, d, r.status.Forget); !found {
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, d, r.status.Forget); !found {
 		return ctrl.Result{}, err
 	}
 	if !d.DeletionTimestamp.IsZero() {
@@ -169,7 +172,7 @@ func (r *domainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	// The finalizer goes on before anything is made in the gateway namespace, and only when something can
 	// be: a cluster without cert-manager and Istio gets no object there, so nothing to clean up.
-	if r.caps.CertManager || r.caps.Istio {
+	if r.Capabilities.CertManager || r.Capabilities.Istio {
 		if err := r.finalizer.Ensure(ctx, d); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
@@ -197,11 +200,11 @@ func (r *domainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 }
 
 // newScope starts one reconcile of d, on a copy of its status.
-func (r *domainReconciler) newScope(d *homelabv1.Domain) *domainScope {
+func (r *DomainReconciler) newScope(d *homelabv1.Domain) *domainScope {
 	status := d.Status.DeepCopy()
 	return &domainScope{
-		Session: &reconcile.Session{Owner: d, Conditions: &status.Conditions, Client: r.client,
-			Applier: r.applier, Recorder: r.recorder},
+		Session: &reconcile.Session{Owner: d, Conditions: &status.Conditions, Client: r.Client,
+			Applier: r.applier, Recorder: r.Recorder},
 		domain: d, status: status,
 	}
 }
@@ -211,11 +214,11 @@ func (r *domainReconciler) newScope(d *homelabv1.Domain) *domainScope {
 // policy or the issuer may have changed): the policy must allow the Domain's namespace the hostname and
 // the issuer, and no Domain that claimed an overlapping hostname earlier may exist. It returns the reason
 // and message of a refusal, or "" when the Domain may go on.
-func (r *domainReconciler) claim(ctx context.Context, d *homelabv1.Domain) (string, string, error) {
-	if ok, msg := r.policy.Allows(d.Namespace, d.Spec.Hostname, d.Spec.Issuer); !ok {
+func (r *DomainReconciler) claim(ctx context.Context, d *homelabv1.Domain) (string, string, error) {
+	if ok, msg := r.Policy.Allows(d.Namespace, d.Spec.Hostname, d.Spec.Issuer); !ok {
 		return homelabv1.ReasonDomainNotAllowed, msg, nil
 	}
-	others, err := overlappingClaims(ctx, r.client, r.policy, d)
+	others, err := overlappingClaims(ctx, r.Client, r.Policy, d)
 	if err != nil {
 		return "", "", err
 	}
@@ -234,7 +237,7 @@ func (r *domainReconciler) claim(ctx context.Context, d *homelabv1.Domain) (stri
 // refuse records a Domain that may not have its hostname: every part and Ready say why, a Warning event
 // tells the user once, and whatever the Domain made before (it may have been the owner, or allowed, until
 // now) is removed, so that the name is served only by its owner's certificate.
-func (r *domainReconciler) refuse(ctx context.Context, s *domainScope, reason, msg string) error {
+func (r *DomainReconciler) refuse(ctx context.Context, s *domainScope, reason, msg string) error {
 	if c := meta.FindStatusCondition(*s.Conditions, homelabv1.ConditionReady); c == nil || c.Reason != reason || c.Message != msg {
 		s.Warn(reason, msg)
 	}
@@ -251,20 +254,20 @@ func (r *domainReconciler) refuse(ctx context.Context, s *domainScope, reason, m
 }
 
 // reconcileCertificate asks cert-manager for the Domain's certificate in the gateway namespace.
-func (r *domainReconciler) reconcileCertificate(ctx context.Context, s *domainScope) (ctrl.Result, error) {
+func (r *DomainReconciler) reconcileCertificate(ctx context.Context, s *domainScope) (ctrl.Result, error) {
 	s.status.CertificateSecret = ""
-	if !r.caps.CertManager {
+	if !r.Capabilities.CertManager {
 		s.MissingAPI(homelabv1.ConditionCertificate, "a Domain needs cert-manager (cert-manager.io/v1 Certificate), which this cluster does not serve; install cert-manager, then restart the operator")
 		return ctrl.Result{}, nil
 	}
-	desired := domain.Certificate(s.domain, r.gatewayNamespace)
+	desired := domain.Certificate(s.domain, r.GatewayNamespace)
 	if res, ok, err := r.notOurs(ctx, s, &cmv1.Certificate{}, desired, homelabv1.ConditionCertificate); !ok {
 		return res, err
 	}
 	if ok, res, err := s.Apply(ctx, desired, homelabv1.ConditionCertificate); !ok {
 		return res, err
 	}
-	s.status.CertificateSecret = r.gatewayNamespace + "/" + desired.Spec.SecretName
+	s.status.CertificateSecret = r.GatewayNamespace + "/" + desired.Spec.SecretName
 	if ready := reconcile.CertificateReady(desired); ready.Ready {
 		s.Set(homelabv1.ConditionCertificate, metav1.ConditionTrue, homelabv1.ReasonReady,
 			fmt.Sprintf("Certificate %s/%s is issued", desired.Namespace, desired.Name))
@@ -276,20 +279,20 @@ func (r *domainReconciler) reconcileCertificate(ctx context.Context, s *domainSc
 }
 
 // reconcileGateway applies the Istio Gateway serving the Domain's hosts with the certificate.
-func (r *domainReconciler) reconcileGateway(ctx context.Context, s *domainScope) (ctrl.Result, error) {
+func (r *DomainReconciler) reconcileGateway(ctx context.Context, s *domainScope) (ctrl.Result, error) {
 	s.status.Gateway = ""
-	if !r.caps.Istio {
+	if !r.Capabilities.Istio {
 		s.MissingAPI(homelabv1.ConditionGateway, "a Domain needs Istio (networking.istio.io/v1 Gateway and VirtualService), which this cluster does not serve; install Istio, then restart the operator")
 		return ctrl.Result{}, nil
 	}
-	desired := domain.Gateway(s.domain, r.gatewayNamespace, r.gatewaySelector)
+	desired := domain.Gateway(s.domain, r.GatewayNamespace, r.GatewaySelector)
 	if res, ok, err := r.notOurs(ctx, s, &istio.Gateway{}, desired, homelabv1.ConditionGateway); !ok {
 		return res, err
 	}
 	if ok, res, err := s.Apply(ctx, desired, homelabv1.ConditionGateway); !ok {
 		return res, err
 	}
-	s.status.Gateway = domain.GatewayRef(s.domain, r.gatewayNamespace)
+	s.status.Gateway = domain.GatewayRef(s.domain, r.GatewayNamespace)
 	s.Set(homelabv1.ConditionGateway, metav1.ConditionTrue, homelabv1.ReasonApplied,
 		fmt.Sprintf("Gateway %s serves HTTPS with the certificate and redirects HTTP", s.status.Gateway))
 	return ctrl.Result{}, nil
@@ -298,8 +301,8 @@ func (r *domainReconciler) reconcileGateway(ctx context.Context, s *domainScope)
 // notOurs refuses to apply over an object of desired's name in the gateway namespace that the operator
 // made for another Domain (the apply path already refuses objects the operator did not make): the
 // gateway namespace is shared by the Domains of every namespace. ok is false when the part must wait.
-func (r *domainReconciler) notOurs(ctx context.Context, s *domainScope, live, desired client.Object, condType string) (ctrl.Result, bool, error) {
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
+func (r *DomainReconciler) notOurs(ctx context.Context, s *domainScope, live, desired client.Object, condType string) (ctrl.Result, bool, error) {
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), live)
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, true, nil
 	}

@@ -20,7 +20,7 @@ import (
 // Secret cert-manager wrote for it), then its finalizer. Only objects carrying the operator's labels for
 // this very Domain are deleted; one already gone, or a kind this cluster does not serve, is nothing to
 // do. An error (the API server refusing a delete) is returned and retried with backoff.
-func (r *domainReconciler) finalize(ctx context.Context, s *domainScope) error {
+func (r *DomainReconciler) finalize(ctx context.Context, s *domainScope) error {
 	_, err := r.finalizer.Finalize(ctx, s.domain, func(ctx context.Context) error {
 		deleted, err := r.removeChildren(ctx, s.domain)
 		if err != nil {
@@ -37,7 +37,7 @@ func (r *domainReconciler) finalize(ctx context.Context, s *domainScope) error {
 // removeChildren deletes the Gateway, the Certificate and the certificate's Secret the operator made for
 // d in the gateway namespace, those that carry d's labels, and says which it deleted (for an event): on
 // deletion, and when d loses its claim to its hostname.
-func (r *domainReconciler) removeChildren(ctx context.Context, d *homelabv1.Domain) ([]string, error) {
+func (r *DomainReconciler) removeChildren(ctx context.Context, d *homelabv1.Domain) ([]string, error) {
 	name := domain.ChildName(d)
 	var deleted []string
 	del := func(kind string, obj client.Object, objName string) error {
@@ -47,12 +47,12 @@ func (r *domainReconciler) removeChildren(ctx context.Context, d *homelabv1.Doma
 		}
 		return err
 	}
-	if r.caps.Istio {
+	if r.Capabilities.Istio {
 		if err := del("Gateway", &istio.Gateway{}, name); err != nil {
 			return deleted, err
 		}
 	}
-	if r.caps.CertManager {
+	if r.Capabilities.CertManager {
 		if err := del("Certificate", &cmv1.Certificate{}, name); err != nil {
 			return deleted, err
 		}
@@ -64,23 +64,23 @@ func (r *domainReconciler) removeChildren(ctx context.Context, d *homelabv1.Doma
 // deleteIfBelongs deletes the object of obj's kind named name in the gateway namespace when it carries
 // the Domain's labels, reading it from the API server (the cache may not have seen it yet). It says
 // whether it deleted something.
-func (r *domainReconciler) deleteIfBelongs(ctx context.Context, d *homelabv1.Domain, obj client.Object, name string) (bool, error) {
-	err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: r.gatewayNamespace, Name: name}, obj)
+func (r *DomainReconciler) deleteIfBelongs(ctx context.Context, d *homelabv1.Domain, obj client.Object, name string) (bool, error) {
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.GatewayNamespace, Name: name}, obj)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read %s/%s: %w", r.gatewayNamespace, name, err)
+		return false, fmt.Errorf("read %s/%s: %w", r.GatewayNamespace, name, err)
 	}
 	if !domain.BelongsTo(obj.GetLabels(), d) {
 		return false, nil // someone else's object of that name: never ours to delete
 	}
-	err = r.client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())})
+	err = r.Client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return false, nil // gone already, or replaced by another object since we read it
 	}
 	if err != nil {
-		return false, fmt.Errorf("delete %s/%s: %w", r.gatewayNamespace, name, err)
+		return false, fmt.Errorf("delete %s/%s: %w", r.GatewayNamespace, name, err)
 	}
 	return true, nil
 }

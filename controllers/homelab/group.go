@@ -34,20 +34,29 @@ type Options struct {
 
 // Group is the homelab API group as the manager sees it: one row per kind, then the webhooks.
 func Group(opts Options) manager.Group {
-	// row binds one kind's cache rules and setup (each in its controller's file) to opts.
-	row := func(name string, cache func(platform.Capabilities) []manager.CacheRule,
-		setup func(ctrl.Manager, platform.Capabilities, Options) error) manager.Controller {
-		return manager.Controller{Name: name, Cache: cache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
-			return setup(mgr, caps, opts)
-		}}
-	}
+	workers := opts.MaxConcurrentReconciles
 	return manager.NewGroup("homelab",
-		row("RedisConnection", redisConnectionCache, setupRedisConnection),
-		row("AuthentikServer", authentikServerCache, setupAuthentikServer),
-		row("Domain", domainCache, setupDomain),
+		manager.Controller{Name: "RedisConnection", Cache: redisConnectionCache, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+			return (&RedisConnectionReconciler{MaxConcurrentReconciles: workers}).SetupWithManager(mgr)
+		}},
+		manager.Controller{Name: "AuthentikServer", Cache: authentikServerCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+			return (&AuthentikServerReconciler{MaxConcurrentReconciles: workers, Capabilities: caps, Image: opts.AuthentikImage}).SetupWithManager(mgr)
+		}},
+		manager.Controller{Name: "Domain", Cache: domainCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+			policy, err := ParseDomainPolicy(opts.DomainPolicy)
+			if err != nil {
+				return err
+			}
+			return (&DomainReconciler{MaxConcurrentReconciles: workers, Capabilities: caps, GatewayNamespace: opts.GatewayNamespace,
+				GatewaySelector: opts.GatewaySelector, Policy: policy}).SetupWithManager(mgr)
+		}},
 		// PostgresDatabase's Secret watch uses the index PostgresConnection's setup registers: keep this order.
-		row("PostgresConnection", postgresCacheRules, setupPostgresConnection),
-		row("PostgresDatabase", nil, setupPostgresDatabase),
+		manager.Controller{Name: "PostgresConnection", Cache: postgresCacheRules, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+			return (&PostgresConnectionReconciler{MaxConcurrentReconciles: workers}).SetupWithManager(mgr)
+		}},
+		manager.Controller{Name: "PostgresDatabase", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+			return (&PostgresDatabaseReconciler{MaxConcurrentReconciles: workers, CleanupTimeout: opts.PostgresCleanupTimeout}).SetupWithManager(mgr)
+		}},
 		manager.Controller{Name: "Domain and AuthentikServer webhooks", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return setupWebhooks(mgr, opts)
 		}},
@@ -55,7 +64,8 @@ func Group(opts Options) manager.Group {
 }
 
 // setupWebhooks registers the Domain and AuthentikServer admission webhooks (domain_webhook.go); they
-// read through the manager's cache and the Domain hostname index setupDomain registers.
+// read through the manager's cache and the Domain hostname index DomainReconciler.SetupWithManager
+// registers.
 func setupWebhooks(mgr ctrl.Manager, opts Options) error {
 	policy, err := ParseDomainPolicy(opts.DomainPolicy)
 	if err != nil {

@@ -44,7 +44,10 @@ const (
 // PostgresConnectionReconciler checks that the operator can log in to each PostgresConnection's server
 // with the privileges it needs.
 type PostgresConnectionReconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
+	// MaxConcurrentReconciles bounds the workers; 1 when zero.
+	MaxConcurrentReconciles int
+	// Client reads from the manager's cache and writes to the API server; SetupWithManager fills it,
+	// APIReader and Recorder when nil.
 	Client client.Client
 	// APIReader reads the connection's Secret from the API server: only Secret metadata is cached.
 	APIReader client.Reader
@@ -165,10 +168,11 @@ func readConnectionSecret(ctx context.Context, reader client.Reader, c *homelabv
 	return postgres.SettingsFromSecret(secret.Data)
 }
 
-func setupPostgresConnection(mgr ctrl.Manager, _ platform.Capabilities, opts Options) error {
-	r := &PostgresConnectionReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(oplabels.OperatorName),
-	}
+// SetupWithManager registers the reconciler, the index of PostgresConnections by Secret (which the
+// PostgresDatabase controller's Secret watch uses too) and the closing of the admin sessions when the
+// manager stops.
+func (r *PostgresConnectionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: oplabels.FieldOwner + "/postgresconnection",
@@ -192,7 +196,7 @@ func setupPostgresConnection(mgr ctrl.Manager, _ platform.Capabilities, opts Opt
 		For(&homelabv1.PostgresConnection{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// Only Secret metadata is cached: a change bumps resourceVersion, which is all we need to know.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsForSecret)).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(opmetrics.Instrument(opmetrics.PostgresConnection, mgr.GetClient(), r))
 }
 

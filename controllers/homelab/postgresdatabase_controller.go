@@ -23,7 +23,6 @@ import (
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
-	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 )
@@ -49,7 +48,10 @@ var postgresDatabaseParts = []string{homelabv1.ConditionCleanup, homelabv1.Condi
 // PostgresDatabaseReconciler makes, for each PostgresDatabase, a role and a database on its connection's
 // server and a Secret with the role's credentials, and drops them when it is deleted.
 type PostgresDatabaseReconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
+	// MaxConcurrentReconciles bounds the workers; 1 when zero.
+	MaxConcurrentReconciles int
+	// Client reads from the manager's cache and writes to the API server; SetupWithManager fills it,
+	// APIReader and Recorder when nil.
 	Client client.Client
 	// APIReader reads Secrets from the API server: only their metadata is cached.
 	APIReader client.Reader
@@ -61,7 +63,7 @@ type PostgresDatabaseReconciler struct {
 
 	applier *apply.Applier
 	status  *reconcile.StatusWriter
-	// secrets reads Secrets from the API server (see setupPostgresDatabase).
+	// secrets reads Secrets from the API server (see SetupWithManager).
 	secrets apply.ReadThrough
 	// db makes and drops the databases.
 	db *postgres.Provisioner
@@ -295,11 +297,10 @@ func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *dat
 	return ctrl.Result{}, nil
 }
 
-func setupPostgresDatabase(mgr ctrl.Manager, _ platform.Capabilities, opts Options) error {
-	r := &PostgresDatabaseReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(oplabels.OperatorName),
-		CleanupTimeout: opts.PostgresCleanupTimeout,
-	}
+// SetupWithManager registers the reconciler and the index of PostgresDatabases by connection; a
+// connection's change, and a change of a Secret a connection or database reads, wake the databases.
+func (r *PostgresDatabaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	r.db = newDatabaseProvisioner(r.CleanupTimeout)
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: homelabv1.PostgresDatabaseFinalizer}
 	// The applier reads Secrets from the API server: a typed read through the cache would start an
@@ -324,7 +325,7 @@ func setupPostgresDatabase(mgr ctrl.Manager, _ platform.Capabilities, opts Optio
 		For(&homelabv1.PostgresDatabase{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&homelabv1.PostgresConnection{}, handler.EnqueueRequestsFromMapFunc(r.databasesForConnection)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.databasesForSecret)).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(opmetrics.Instrument(opmetrics.PostgresDatabase, mgr.GetClient(), r))
 }
 

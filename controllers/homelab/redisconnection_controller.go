@@ -41,13 +41,20 @@ const (
 // redisConnectionParts are the RedisConnection's part conditions in the order Ready reports them.
 var redisConnectionParts = []string{homelabv1.ConditionSecret, homelabv1.ConditionServer}
 
-// redisConnectionReconciler asks each RedisConnection's server for PING with the credentials of its
+// RedisConnectionReconciler asks each RedisConnection's server for PING with the credentials of its
 // Secret.
-type redisConnectionReconciler struct {
-	client    client.Client
-	apiReader client.Reader
-	recorder  record.EventRecorder
-	status    *reconcile.StatusWriter
+type RedisConnectionReconciler struct {
+	// MaxConcurrentReconciles bounds the workers; 1 when zero.
+	MaxConcurrentReconciles int
+	// Client reads from the manager's cache and writes to the API server; SetupWithManager fills it,
+	// APIReader and Recorder when nil.
+	Client client.Client
+	// APIReader reads the connection's Secret from the API server: only Secret metadata is cached.
+	APIReader client.Reader
+	// Recorder emits events.
+	Recorder record.EventRecorder
+
+	status *reconcile.StatusWriter
 	// ping is redis.Ping; a field so that nothing else is needed to reach a server.
 	ping func(context.Context, redis.Settings) (redis.Outcome, error)
 }
@@ -59,14 +66,15 @@ func redisConnectionCache(platform.Capabilities) []manager.CacheRule {
 		Why: "a RedisConnection's Secret is the user's; its metadata says when it changed, its data is read from the API server"}}
 }
 
-func setupRedisConnection(mgr ctrl.Manager, _ platform.Capabilities, opts Options) error {
-	r := &redisConnectionReconciler{
-		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
-		recorder: mgr.GetEventRecorderFor(oplabels.OperatorName),
-		status: &reconcile.StatusWriter{Client: mgr.GetClient(), FieldOwner: oplabels.FieldOwner + "/redisconnection",
-			Fields:     []string{"observedGeneration", "address"},
-			Conditions: append([]string{homelabv1.ConditionReady}, redisConnectionParts...)},
-		ping: redis.Ping,
+// SetupWithManager registers the reconciler and the index of RedisConnections by Secret; a change of the
+// Secret wakes the connections that name it.
+func (r *RedisConnectionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
+	r.status = &reconcile.StatusWriter{Client: r.Client, FieldOwner: oplabels.FieldOwner + "/redisconnection",
+		Fields:     []string{"observedGeneration", "address"},
+		Conditions: append([]string{homelabv1.ConditionReady}, redisConnectionParts...)}
+	if r.ping == nil {
+		r.ping = redis.Ping
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &homelabv1.RedisConnection{}, redisSecretIndex,
 		func(o client.Object) []string { return []string{o.(*homelabv1.RedisConnection).Spec.Secret} }); err != nil {
@@ -76,7 +84,7 @@ func setupRedisConnection(mgr ctrl.Manager, _ platform.Capabilities, opts Option
 		Named("redisconnection").
 		For(&homelabv1.RedisConnection{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsForSecret)).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(opmetrics.Instrument(opmetrics.RedisConnection, mgr.GetClient(), r))
 }
 
@@ -95,9 +103,9 @@ type redisScope struct {
 }
 
 // Reconcile reads the Secret, asks the server for PING and records the answer.
-func (r *redisConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *RedisConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	conn := &homelabv1.RedisConnection{}
-	if found, err := reconcile.Load(ctx, r.client, req.NamespacedName, conn, r.status.Forget); !found {
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, conn, r.status.Forget); !found {
 		return ctrl.Result{}, err
 	}
 	if !conn.DeletionTimestamp.IsZero() {
@@ -105,7 +113,7 @@ func (r *redisConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	status := conn.Status.DeepCopy()
 	s := &redisScope{
-		Session:  &reconcile.Session{Owner: conn, Conditions: &status.Conditions, Client: r.client, Recorder: r.recorder},
+		Session:  &reconcile.Session{Owner: conn, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
 		conn:     conn,
 		status:   status,
 		previous: conn.Status.Conditions,
@@ -118,10 +126,10 @@ func (r *redisConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 }
 
 // reconcileSecret reads host, port, user and password from the user's Secret.
-func (r *redisConnectionReconciler) reconcileSecret(ctx context.Context, s *redisScope) (ctrl.Result, error) {
+func (r *RedisConnectionReconciler) reconcileSecret(ctx context.Context, s *redisScope) (ctrl.Result, error) {
 	name := s.conn.Spec.Secret
 	var secret corev1.Secret
-	err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: s.conn.Namespace, Name: name}, &secret)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.conn.Namespace, Name: name}, &secret)
 	if apierrors.IsNotFound(err) {
 		msg := fmt.Sprintf("Secret %q named by spec.secret does not exist in namespace %q", name, s.conn.Namespace)
 		s.Fail(s.previous, homelabv1.ConditionSecret, homelabv1.ReasonSecretNotFound, msg)
@@ -144,7 +152,7 @@ func (r *redisConnectionReconciler) reconcileSecret(ctx context.Context, s *redi
 
 // reconcileServer asks the server for PING. A server that is down is asked again soon, one that refused
 // the credentials later; both are Warning events once, when the condition turns.
-func (r *redisConnectionReconciler) reconcileServer(ctx context.Context, s *redisScope) (ctrl.Result, error) {
+func (r *RedisConnectionReconciler) reconcileServer(ctx context.Context, s *redisScope) (ctrl.Result, error) {
 	if s.settings == nil {
 		s.Drop(homelabv1.ConditionServer)
 		s.status.Address = ""
@@ -173,8 +181,8 @@ func (r *redisConnectionReconciler) reconcileServer(ctx context.Context, s *redi
 }
 
 // connectionsForSecret maps a Secret to the RedisConnections of its namespace that name it.
-func (r *redisConnectionReconciler) connectionsForSecret(ctx context.Context, o client.Object) []ctrl.Request {
-	reqs, err := reconcile.ListRequests(ctx, r.client, &homelabv1.RedisConnectionList{},
+func (r *RedisConnectionReconciler) connectionsForSecret(ctx context.Context, o client.Object) []ctrl.Request {
+	reqs, err := reconcile.ListRequests(ctx, r.Client, &homelabv1.RedisConnectionList{},
 		client.InNamespace(o.GetNamespace()), client.MatchingFields{redisSecretIndex: o.GetName()})
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list RedisConnections for a Secret", "secret", client.ObjectKeyFromObject(o))
