@@ -15,6 +15,7 @@ import (
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
 	"github.com/platform-operator/platform-operator/internal/kit/nspolicy"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // The operator flags of the iot tenancy and image policy (docs/iot.md, "Tenancy and image policy").
@@ -280,16 +281,29 @@ func (p ImagePolicy) Check(image string) string {
 // it), Progressing and Ready say PolicyViolation, and a Warning event says why once per message.
 func (r *DeploymentReconciler) refusePolicy(ctx context.Context, d *iotv1.Deployment, st *store.Store, msgs []string) (ctrl.Result, error) {
 	s := r.newScope(d, st)
-	msg := "outside the operator's policy, nothing is published (devices keep what they were given): " + strings.Join(msgs, "; ")
-	if c := meta.FindStatusCondition(s.status.Conditions, iotv1.ConditionReady); c == nil || c.Reason != iotv1.ReasonPolicyViolation || c.Message != msg {
-		s.Warn(iotv1.ReasonPolicyViolation, msg)
+	return reconcile.Finish(ctx, r.status, s, func() *iotv1.DeploymentStatus {
+		s.setPaused()
+		s.status.ObservedGeneration = d.Generation
+		return s.status
+	}, refused("outside the operator's policy, nothing is published (devices keep what they were given): "+strings.Join(msgs, "; ")))
+}
+
+// refused is the one step of a Deployment outside the policy: Progressing and Ready False with msg, and
+// Available Unknown when nothing was ever published.
+func refused(msg string) reconcile.Step[*scope] {
+	return func(_ context.Context, s *scope) (ctrl.Result, error) {
+		// Not s.Fail: a Deployment edited from one violation to another keeps the reason, and the new
+		// message (what to fix now) is worth a Warning of its own.
+		before := s.d.Status.Conditions
+		if reconcile.Changed(before, iotv1.ConditionReady, metav1.ConditionFalse, iotv1.ReasonPolicyViolation) ||
+			meta.FindStatusCondition(before, iotv1.ConditionReady).Message != msg {
+			s.Warn(iotv1.ReasonPolicyViolation, msg)
+		}
+		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonPolicyViolation, msg)
+		s.Set(iotv1.ConditionReady, metav1.ConditionFalse, iotv1.ReasonPolicyViolation, msg)
+		if c := meta.FindStatusCondition(before, iotv1.ConditionAvailable); c == nil {
+			s.Set(iotv1.ConditionAvailable, metav1.ConditionUnknown, iotv1.ReasonPolicyViolation, "nothing was published for this Deployment")
+		}
+		return ctrl.Result{}, nil
 	}
-	s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonPolicyViolation, msg)
-	s.Set(iotv1.ConditionReady, metav1.ConditionFalse, iotv1.ReasonPolicyViolation, msg)
-	if c := meta.FindStatusCondition(s.status.Conditions, iotv1.ConditionAvailable); c == nil {
-		s.Set(iotv1.ConditionAvailable, metav1.ConditionUnknown, iotv1.ReasonPolicyViolation, "nothing was published for this Deployment")
-	}
-	s.setPaused()
-	s.status.ObservedGeneration = d.Generation
-	return ctrl.Result{}, r.status.Write(ctx, d, s.status)
 }
