@@ -23,6 +23,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render/rendertest"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/testutil/standin"
 )
 
 // team is one spec's team: its namespace holds the Project, a second namespace the Environments, which
@@ -184,7 +185,7 @@ var _ = Describe("Environment", func() {
 		By("cert-manager issues the certificate, and the application is available")
 		Expect(catalysttest.MarkCertificateReady(ctx, k8s, ns, catalyst.CertificateName)).To(Succeed())
 		webContainer(ctx, ns)
-		makeAvailable(ctx, ns, rendertest.Deployment)
+		Expect(standin.MarkDeploymentAvailable(ctx, k8s, ns, rendertest.Deployment)).To(Succeed())
 		Eventually(func(g Gomega) {
 			got := getEnv(ctx, env)
 			g.Expect(got.Status.Phase).To(Equal(catalystv1.PhaseReady))

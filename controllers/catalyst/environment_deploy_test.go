@@ -28,6 +28,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst/source"
 	"github.com/platform-operator/platform-operator/internal/catalyst/source/sourcetest"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/testutil/standin"
 )
 
 // The suite's Git server: https on 127.0.0.1, serving the repositories the specs make under gitRoot,
@@ -115,26 +116,6 @@ func webContainer(ctx context.Context, ns string) corev1.Container {
 	return d.Spec.Template.Spec.Containers[0]
 }
 
-// makeAvailable plays the Deployment controller (envtest runs none): every replica available.
-func makeAvailable(ctx context.Context, ns, name string) {
-	GinkgoHelper()
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		d := &appsv1.Deployment{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
-			return err
-		}
-		n := *d.Spec.Replicas
-		now := metav1.Now()
-		// The rollout reported complete, as the Deployment controller writes it (kstatus reads it).
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
-			Conditions: []appsv1.DeploymentCondition{
-				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", LastUpdateTime: now, LastTransitionTime: now},
-				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", LastUpdateTime: now, LastTransitionTime: now},
-			}}
-		return k8s.Status().Update(ctx, d)
-	})).To(Succeed())
-}
-
 // deployment reads the environment's DeploymentReady condition and status.deployment.
 func deployment(ctx context.Context, g Gomega, env *catalystv1.Environment) (metav1.Condition, *catalystv1.DeploymentStatus) {
 	got := getEnv(ctx, env)
@@ -216,7 +197,7 @@ var _ = Describe("Environment deploys", func() {
 			g.Expect(getEnv(ctx, env).Status.Phase).To(Equal(catalystv1.PhaseDeploying))
 		}).Should(Succeed())
 
-		makeAvailable(ctx, ns, rendertest.Deployment)
+		Expect(standin.MarkDeploymentAvailable(ctx, k8s, ns, rendertest.Deployment)).To(Succeed())
 		Expect(catalysttest.MarkCertificateReady(ctx, k8s, ns, catalyst.CertificateName)).To(Succeed())
 		Eventually(func(g Gomega) {
 			got := getEnv(ctx, env)
@@ -311,7 +292,7 @@ data:
 			g.Expect(st.Release).To(Equal(env.Name))
 			g.Expect(st.Revision).To(BeEquivalentTo(1))
 		}).Should(Succeed())
-		makeAvailable(ctx, ns, rendertest.Deployment)
+		Expect(standin.MarkDeploymentAvailable(ctx, k8s, ns, rendertest.Deployment)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(condition(g, getEnv(ctx, env), catalystv1.ConditionDeploymentReady).Status).To(Equal(metav1.ConditionTrue))
 		}).Should(Succeed())

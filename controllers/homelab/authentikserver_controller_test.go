@@ -16,8 +16,10 @@ import (
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/homelab/authentik"
 	"github.com/platform-operator/platform-operator/internal/homelab/domain"
+	"github.com/platform-operator/platform-operator/internal/homelab/homelabtest"
 	"github.com/platform-operator/platform-operator/internal/homelab/redis/redistest"
 	"github.com/platform-operator/platform-operator/internal/kit/istio"
+	"github.com/platform-operator/platform-operator/internal/testutil/standin"
 )
 
 // authentikCondition is an AuthentikServer's condition of type t for its current generation.
@@ -32,8 +34,7 @@ func authentikCondition(ns, name, t string) func() *metav1.Condition {
 }
 
 func newAuthentikServer(ns, name string) *homelabv1.AuthentikServer {
-	return &homelabv1.AuthentikServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: homelabv1.AuthentikServerSpec{Domain: "home", Database: "sso-db", Redis: "cache"}}
+	return homelabtest.AuthentikServer(ns, name)
 }
 
 // authentikDependencies makes, in namespace ns, the Domain "home" (its certificate issued), the
@@ -49,10 +50,8 @@ func makeAuthentikDependencies(ctx context.Context, ns string, server *redistest
 
 	Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pg-admin"},
 		Data: pg.SecretData(pg.User, pg.Password)})).To(Succeed())
-	Expect(k8s.Create(ctx, &homelabv1.PostgresConnection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pg"},
-		Spec: homelabv1.PostgresConnectionSpec{Secret: "pg-admin"}})).To(Succeed())
-	Expect(k8s.Create(ctx, &homelabv1.PostgresDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sso-db"},
-		Spec: homelabv1.PostgresDatabaseSpec{Connection: "pg"}})).To(Succeed())
+	Expect(k8s.Create(ctx, homelabtest.PostgresConnection(ns, "pg", "pg-admin"))).To(Succeed())
+	Expect(k8s.Create(ctx, homelabtest.PostgresDatabase(ns, "sso-db", "pg"))).To(Succeed())
 
 	Eventually(domainCondition(k8s, ns, "home", homelabv1.ConditionReady)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonReady))
 	Eventually(redisCondition(ns, "cache", homelabv1.ConditionReady)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonReady))
@@ -96,23 +95,6 @@ func expectAuthentikRunning(ctx context.Context, ns, name string) {
 	Expect(vs.Spec.Gateways).To(Equal([]string{d.Status.Gateway}))
 }
 
-// makeAvailable reports a Deployment available and its rollout complete, as the Deployment controller
-// would once its pod runs (kstatus reads both conditions).
-func makeAvailable(ctx context.Context, key client.ObjectKey) {
-	Eventually(func() error {
-		var d appsv1.Deployment
-		if err := k8s.Get(ctx, key, &d); err != nil {
-			return err
-		}
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1,
-			ReadyReplicas: 1, AvailableReplicas: 1, Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable,
-				Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", LastTransitionTime: metav1.Now(), LastUpdateTime: metav1.Now()},
-				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable",
-					LastTransitionTime: metav1.Now(), LastUpdateTime: metav1.Now()}}}
-		return k8s.Status().Update(ctx, &d)
-	}).Should(Succeed())
-}
-
 var _ = Describe("AuthentikServer", Ordered, func() {
 	var server *redistest.Server
 	BeforeAll(func(ctx SpecContext) {
@@ -128,8 +110,8 @@ var _ = Describe("AuthentikServer", Ordered, func() {
 		Expect(authentikCondition(ns, "sso", homelabv1.ConditionReady)()).To(haveStatusReason(metav1.ConditionFalse, homelabv1.ReasonDeploymentPending))
 
 		a := newAuthentikServer(ns, "sso")
-		makeAvailable(ctx, client.ObjectKey{Namespace: ns, Name: authentik.ServerName(a)})
-		makeAvailable(ctx, client.ObjectKey{Namespace: ns, Name: authentik.WorkerName(a)})
+		Expect(standin.MarkDeploymentAvailable(ctx, k8s, ns, authentik.ServerName(a))).To(Succeed())
+		Expect(standin.MarkDeploymentAvailable(ctx, k8s, ns, authentik.WorkerName(a))).To(Succeed())
 		Eventually(authentikCondition(ns, "sso", homelabv1.ConditionReady)).Should(haveStatusReason(metav1.ConditionTrue, homelabv1.ReasonReady))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(a), a)).To(Succeed())
 		Expect(a.Status.URL).To(Equal("https://authentik." + ns + ".example.com/"))
@@ -236,6 +218,5 @@ var _ = DescribeTable("admission of RedisConnection, Domain and AuthentikServer"
 		Spec: homelabv1.AuthentikServerSpec{Domain: "default/home", Database: "default/db", Redis: "default/cache"}}, ""),
 	Entry("an AuthentikServer with a malformed reference", &homelabv1.AuthentikServer{ObjectMeta: metav1.ObjectMeta{Name: "sso"},
 		Spec: homelabv1.AuthentikServerSpec{Domain: "a/b/c", Database: "db", Redis: "cache"}}, "spec.domain"),
-	Entry("an AuthentikServer whose name cannot prefix its children", &homelabv1.AuthentikServer{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 44)},
-		Spec: homelabv1.AuthentikServerSpec{Domain: "home", Database: "db", Redis: "cache"}}, "metadata.name must start with a letter"),
+	Entry("an AuthentikServer whose name cannot prefix its children", newAuthentikServer("", strings.Repeat("a", 44)), "metadata.name must start with a letter"),
 )

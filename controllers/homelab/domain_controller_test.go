@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
@@ -20,6 +19,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/kit/istio"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
+	"github.com/platform-operator/platform-operator/internal/testutil/standin"
 	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
@@ -53,18 +53,10 @@ func domainCondition(c client.Client, ns, name, t string) func() *metav1.Conditi
 	}
 }
 
-// issue marks a Certificate Ready, as cert-manager would once it signed it.
+// issue plays cert-manager signing the Certificate key (standin), once the Domain has made it.
 func issue(ctx context.Context, key client.ObjectKey) {
-	Eventually(func() error {
-		var cert cmv1.Certificate
-		if err := k8s.Get(ctx, key, &cert); err != nil {
-			return err
-		}
-		cert.Status.Conditions = []cmv1.CertificateCondition{{Type: cmv1.CertificateConditionReady,
-			Status: cmmeta.ConditionTrue, Reason: "Ready", Message: "Certificate is up to date and has not expired",
-			LastTransitionTime: ptr.To(metav1.Now())}}
-		return k8s.Status().Update(ctx, &cert)
-	}).Should(Succeed())
+	GinkgoHelper()
+	Eventually(ctx, func() error { return standin.MarkCertificateReady(ctx, k8s, key.Namespace, key.Name) }).Should(Succeed())
 }
 
 var _ = Describe("Domain", func() {

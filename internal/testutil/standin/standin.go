@@ -35,17 +35,19 @@ func MarkCertificateReady(ctx context.Context, c client.Client, ns, name string)
 }
 
 // MarkDeploymentAvailable plays the Deployment controller, which envtest does not run: the Deployment's
-// current generation is rolled out and its one pod available, and the rollout reported complete
-// (Progressing=True, NewReplicaSetAvailable), as kstatus (reconcile.DeploymentReady) reads it.
+// current generation is rolled out with every replica its spec asks for available (one when the spec
+// leaves it unset, as the API server defaults it), and the rollout reported complete (Progressing=True,
+// NewReplicaSetAvailable), as kstatus (reconcile.DeploymentReady) reads it.
 func MarkDeploymentAvailable(ctx context.Context, c client.Client, ns, name string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
 			return err
 		}
+		n := ptr.Deref(d.Spec.Replicas, 1)
 		now := metav1.Now()
 		d.Status = appsv1.DeploymentStatus{
-			ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+			ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
 			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue,
 				Reason: "MinimumReplicasAvailable", LastUpdateTime: now, LastTransitionTime: now},
 				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue,
