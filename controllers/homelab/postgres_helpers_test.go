@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/homelab/homelabtest"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
@@ -56,7 +56,7 @@ func TestConnectionKey(t *testing.T) {
 		"db":         {Namespace: "apps", Name: "db"},
 		"homelab/db": {Namespace: "homelab", Name: "db"},
 	} {
-		db := &homelabv1.PostgresDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: "apps"}, Spec: homelabv1.PostgresDatabaseSpec{Connection: ref}}
+		db := homelabtest.PostgresDatabase("apps", "app", ref)
 		if got := connectionKey(db); got != want {
 			t.Errorf("connectionKey(%q) = %s, want %s", ref, got, want)
 		}

@@ -16,7 +16,7 @@ import (
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/homelab/homelabtest"
-	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // loginCount numbers the operator logins specs make, so each spec's sessions carry a user name of their own
@@ -79,7 +79,7 @@ func expectCondition(obj client.Object, t string, status metav1.ConditionStatus,
 
 // closedPort is a port on 127.0.0.1 nothing listens on.
 func closedPort() string {
-	ports, err := localcluster.FreePorts(1)
+	ports, err := testutil.FreePorts(1)
 	Expect(err).NotTo(HaveOccurred())
 	return fmt.Sprint(ports[0])
 }
@@ -161,7 +161,7 @@ var _ = Describe("PostgresConnection", func() {
 
 	It("is refused at admission without a Secret name", func() {
 		ns := newNamespace("pgconn")
-		c := &homelabv1.PostgresConnection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"}, Spec: homelabv1.PostgresConnectionSpec{Secret: "Not_A_Name"}}
+		c := homelabtest.PostgresConnection(ns, "bad", "Not_A_Name")
 		err := k8s.Create(ctx, c)
 		Expect(err).To(HaveOccurred())
 		Expect(strings.ToLower(err.Error())).To(ContainSubstring("spec.secret"))

@@ -376,8 +376,8 @@ var _ = Describe("PostgresDatabase", func() {
 
 	It("is refused at admission with a reserved or malformed database name, an unknown reclaimPolicy, and databaseName and connection cannot change", func() {
 		ns := newNamespace("pgdb")
-		bad := &homelabv1.PostgresDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
-			Spec: homelabv1.PostgresDatabaseSpec{Connection: "main", DatabaseName: "pg_catalog_x"}}
+		bad := homelabtest.PostgresDatabase(ns, "bad", "main")
+		bad.Spec.DatabaseName = "pg_catalog_x"
 		Expect(k8s.Create(ctx, bad)).To(MatchError(ContainSubstring("databaseName cannot be")))
 		bad.Spec.DatabaseName = "template1"
 		Expect(k8s.Create(ctx, bad)).To(MatchError(ContainSubstring("databaseName cannot be")))
@@ -394,13 +394,12 @@ var _ = Describe("PostgresDatabase", func() {
 			{func(d *homelabv1.PostgresDatabase) { d.Spec.DatabaseName = strings.Repeat("a", 64) }, "spec.databaseName"},
 			{func(d *homelabv1.PostgresDatabase) { d.Name = strings.Repeat("a", 245) }, "metadata.name must be at most 244"},
 		} {
-			d := &homelabv1.PostgresDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
-				Spec: homelabv1.PostgresDatabaseSpec{Connection: "main"}}
+			d := homelabtest.PostgresDatabase(ns, "bad", "main")
 			tt.edit(d)
 			Expect(k8s.Create(ctx, d)).To(MatchError(ContainSubstring(tt.want)))
 		}
-		badConn := &homelabv1.PostgresConnection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
-			Spec: homelabv1.PostgresConnectionSpec{Secret: "s", AllowedNamespaces: []string{"Not_A_Namespace"}}}
+		badConn := homelabtest.PostgresConnection(ns, "bad", "s")
+		badConn.Spec.AllowedNamespaces = []string{"Not_A_Namespace"}
 		Expect(k8s.Create(ctx, badConn)).To(MatchError(ContainSubstring("spec.allowedNamespaces")))
 
 		db := newDatabase(ns, "fixed", "main")

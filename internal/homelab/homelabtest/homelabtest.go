@@ -1,6 +1,7 @@
-// Package homelabtest holds the homelab fixtures the test layers share (the envtest suite, e2e, the demo):
-// the smallest valid Domain, AuthentikServer, PostgresConnection, PostgresDatabase and RedisConnection, which
-// a spec then edits for what it tests. It imports no other package of this module but the API types.
+// Package homelabtest holds the homelab fixtures the specs of controllers/homelab build their objects
+// from: the smallest valid Domain, AuthentikServer, PostgresConnection, PostgresDatabase and
+// RedisConnection, which a spec then edits for what it tests. It imports no other package of this module
+// but the API types, so another test layer (e2e, the demo, the bench) can use it too.
 package homelabtest
 
 import (
