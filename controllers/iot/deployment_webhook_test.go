@@ -61,7 +61,7 @@ func startWebhookCerts() (*localcluster.WebhookCerts, int) {
 	GinkgoHelper()
 	certs, err := localcluster.WriteWebhookCerts(GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
-	ports, err := localcluster.FreePorts(1)
+	ports, err := testutil.FreePorts(1)
 	Expect(err).NotTo(HaveOccurred())
 	return certs, ports[0]
 }
@@ -109,7 +109,7 @@ func installWebhooks(ctx context.Context, addr, suffix string, namespaces ...str
 // operator would with other flags, until the container ends; it returns its address.
 func serveValidator(policy Policy) string {
 	GinkgoHelper()
-	ports, err := localcluster.FreePorts(1)
+	ports, err := testutil.FreePorts(1)
 	Expect(err).NotTo(HaveOccurred())
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: ports[0], CertDir: webhookCerts.Dir})
 	srv.Register("/validate-iot-nationtech-io-v1alpha1-deployment",

@@ -34,7 +34,6 @@ import (
 	"github.com/platform-operator/platform-operator/internal/postgres"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
 	"github.com/platform-operator/platform-operator/internal/testutil"
-	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
 // The SojuBouncer specs run the SojuBouncer controller in a manager of its own (its row of the group, built by
@@ -572,7 +571,7 @@ var _ = Describe("SojuBouncer controller", Ordered, func() {
 
 // freePort is a port on 127.0.0.1 that nothing listens on: one the kernel handed out a moment ago.
 func freePort() (int, error) {
-	ports, err := localcluster.FreePorts(1)
+	ports, err := testutil.FreePorts(1)
 	if err != nil {
 		return 0, err
 	}

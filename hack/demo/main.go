@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
@@ -58,7 +59,7 @@ type options struct {
 }
 
 func main() {
-	root, err := localcluster.FindRepoRoot(".")
+	root, err := testutil.FindRepoRoot(".")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err, "(run it from inside the repository)")
 		os.Exit(2)

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
-	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // server is the package's PostgreSQL server: these tests run the real statements.
@@ -264,7 +264,7 @@ func mustConfig(t *testing.T, s Settings) *pgx.ConnConfig {
 // freeClosedPort is a port on 127.0.0.1 that nothing listens on: one the kernel handed out a moment ago.
 func freeClosedPort(t *testing.T) int {
 	t.Helper()
-	ports, err := localcluster.FreePorts(1)
+	ports, err := testutil.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // defaultSweep is what the tuning sweep compares with the defaults (docs/performance.md says why):
@@ -50,7 +50,7 @@ func main() {
 }
 
 func mainErr() error {
-	root, err := localcluster.FindRepoRoot(".")
+	root, err := testutil.FindRepoRoot(".")
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/irc/ergo"
 	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
@@ -63,7 +64,7 @@ var _ = Describe("OLM", Ordered, func() {
 		phase("olm and catalog operators start", func() { startOLM(ctx) })
 
 		phase("catalog render and opm serve", func() {
-			ports, err := localcluster.FreePorts(2)
+			ports, err := testutil.FreePorts(2)
 			Expect(err).NotTo(HaveOccurred())
 			opm = &opmServer{port: ports[0], pprofPort: ports[1]}
 			dir := filepath.Join(workDir, "catalog-1")

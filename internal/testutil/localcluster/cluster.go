@@ -40,7 +40,7 @@ var ErrStopped = errors.New("localcluster: cluster was stopped")
 // Options say which cluster to start. The zero value is the usual one: binaries from
 // $KUBEBUILDER_ASSETS or bin/k8s/<KubernetesVersion>, the project's CRDs and the external ones.
 type Options struct {
-	// RepoRoot is the repository root, the base of every default path. Default: FindRepoRoot of the
+	// RepoRoot is the repository root, the base of every default path. Default: testutil.FindRepoRoot of the
 	// working directory.
 	RepoRoot string
 	// BinaryAssetsDirectory holds etcd and kube-apiserver, and the components' binaries
@@ -224,7 +224,7 @@ func (c *Cluster) defaults() error {
 		if err != nil {
 			return err
 		}
-		if o.RepoRoot, err = FindRepoRoot(wd); err != nil {
+		if o.RepoRoot, err = testutil.FindRepoRoot(wd); err != nil {
 			return err
 		}
 	}
@@ -269,7 +269,7 @@ func (c *Cluster) startControlPlane() error {
 			return err
 		}
 	}
-	ports, err := FreePorts(3)
+	ports, err := testutil.FreePorts(3)
 	if err != nil {
 		return err
 	}
@@ -408,9 +408,6 @@ func (c *Cluster) trackAddrs(addrs ...string) {
 	defer c.addrMu.Unlock()
 	c.addrs = append(c.addrs, addrs...)
 }
-
-// FreePorts is testutil.FreePorts, for the callers that start a cluster.
-func FreePorts(n int) ([]int, error) { return testutil.FreePorts(n) }
 
 // Config returns a copy of the admin (system:masters) REST config.
 func (c *Cluster) Config() *rest.Config { return rest.CopyConfig(c.cfg) }

@@ -300,7 +300,7 @@ func TestReadCSV(t *testing.T) {
 // something, and which supports the install modes the e2e suite uses (OwnNamespace for the scoped
 // operators, AllNamespaces for the catalyst ones).
 func TestBundleCSV(t *testing.T) {
-	root, err := FindRepoRoot(".")
+	root, err := testutil.FindRepoRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -591,7 +591,7 @@ func TestInstallCSVRBACOnLocalCluster(t *testing.T) {
 	// ServiceAccount may hold the leader election Lease and review tokens, and may not read Secrets
 	// outside its namespace.
 	t.Run("the bundle's CSV", func(t *testing.T) {
-		root, err := FindRepoRoot(".")
+		root, err := testutil.FindRepoRoot(".")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // DefaultControllers are the kube-controller-manager controllers a local cluster runs: what a
@@ -79,7 +81,7 @@ func (k *KubeControllerManager) Start(ctx context.Context, c *Cluster) error {
 	if err := os.WriteFile(caFile, c.cfg.CAData, 0o600); err != nil {
 		return err
 	}
-	ports, err := FreePorts(1)
+	ports, err := testutil.FreePorts(1)
 	if err != nil {
 		return err
 	}

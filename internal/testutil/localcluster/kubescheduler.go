@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // KubeScheduler is the Component that runs kube-scheduler from the cluster's binary directory, on
@@ -32,7 +34,7 @@ func (s *KubeScheduler) Start(ctx context.Context, c *Cluster) error {
 	if err != nil {
 		return err
 	}
-	ports, err := FreePorts(1)
+	ports, err := testutil.FreePorts(1)
 	if err != nil {
 		return err
 	}

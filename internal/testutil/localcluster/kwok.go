@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // DefaultNodeName is the fake node Kwok makes.
@@ -56,7 +58,7 @@ func (k *Kwok) Start(ctx context.Context, c *Cluster) error {
 	if err != nil {
 		return err
 	}
-	ports, err := FreePorts(1)
+	ports, err := testutil.FreePorts(1)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // Defaults of OperatorOptions.
@@ -140,7 +142,7 @@ func StartOperator(ctx context.Context, o OperatorOptions) (*Operator, error) {
 	if o.Pprof {
 		n = 3
 	}
-	ports, err := FreePorts(n + 1) // the last one serves the webhooks
+	ports, err := testutil.FreePorts(n + 1) // the last one serves the webhooks
 	if err != nil {
 		return nil, err
 	}

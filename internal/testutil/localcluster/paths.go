@@ -11,7 +11,7 @@ import (
 )
 
 const (
-	// ModulePath is the project's Go module; FindRepoRoot looks for the go.mod that declares it.
+	// ModulePath is the project's Go module; testutil.FindRepoRoot looks for the go.mod that declares it.
 	ModulePath = testutil.ModulePath
 	// KubernetesVersion is the version of the control-plane binaries the Makefile builds into
 	// bin/k8s/<KubernetesVersion>.
@@ -19,9 +19,6 @@ const (
 	// AssetsEnv names the directory holding etcd and kube-apiserver, as envtest and kubebuilder call it.
 	AssetsEnv = "KUBEBUILDER_ASSETS"
 )
-
-// FindRepoRoot is testutil.FindRepoRoot, for the demo, the bench and the suites that start a cluster.
-func FindRepoRoot(dir string) (string, error) { return testutil.FindRepoRoot(dir) }
 
 // DefaultAssetsDirectory is where the Makefile puts the control-plane binaries.
 func DefaultAssetsDirectory(repoRoot string) string {
