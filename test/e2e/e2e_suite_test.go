@@ -43,6 +43,9 @@ func TestE2E(t *testing.T) {
 }
 
 func init() {
+	// Not testenv's default (30 s, Consistently 2 s): here the operator binary reconciles on a local cluster
+	// whose kube-controller-manager, scheduler and kwok act too (rollouts, garbage collection), each on its
+	// own sync delay, so a spec waits longer and watches longer for a late write.
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	SetDefaultConsistentlyDuration(3 * time.Second)
@@ -52,7 +55,7 @@ func init() {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	suiteT0 = time.Now()
 	var err error
-	repoRoot, err = localcluster.FindRepoRoot(".")
+	repoRoot, err = testutil.FindRepoRoot(".")
 	Expect(err).NotTo(HaveOccurred())
 	operatorBin = operatorBinary()
 	csvPath, err = localcluster.FindCSV(repoRoot)

@@ -69,6 +69,9 @@ func TestOLM(t *testing.T) {
 }
 
 func init() {
+	// Longer than testenv's (30 s) and the e2e suite's (60 s) defaults: a spec here waits on OLM's chain
+	// (catalog, Subscription, InstallPlan, CSV, the operator's Deployment), each step taken by OLM's
+	// operators on their own resync, before the operator itself starts.
 	SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
 	SetDefaultEventuallyTimeout(2 * time.Minute)
 }
@@ -105,7 +108,7 @@ func existing(path, hint string) string {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	suiteT0 = time.Now()
 	var err error
-	repoRoot, err = localcluster.FindRepoRoot(".")
+	repoRoot, err = testutil.FindRepoRoot(".")
 	Expect(err).NotTo(HaveOccurred())
 	logDir, err = os.MkdirTemp("", "platform-operator-olm-logs-")
 	Expect(err).NotTo(HaveOccurred())
