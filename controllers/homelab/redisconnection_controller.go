@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -162,7 +161,7 @@ func (r *RedisConnectionReconciler) reconcileServer(ctx context.Context, s *redi
 	addr := s.settings.Address()
 	switch outcome {
 	case redis.OK:
-		if c := meta.FindStatusCondition(s.previous, homelabv1.ConditionServer); c == nil || c.Status != metav1.ConditionTrue {
+		if reconcile.Changed(s.previous, homelabv1.ConditionServer, metav1.ConditionTrue, homelabv1.ReasonConnected) {
 			s.Normalf(homelabv1.ReasonConnected, "Redis at %s answers PING", addr)
 		}
 		s.Set(homelabv1.ConditionServer, metav1.ConditionTrue, homelabv1.ReasonConnected, fmt.Sprintf("Redis at %s answers PING", addr))
