@@ -3,7 +3,6 @@ package openshift
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -12,54 +11,37 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/platform-operator/platform-operator/internal/testutil"
+	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
 // The API server is started once, on first use, and stopped after the package's tests: only the tests that
 // create objects pay for it.
 var (
-	apiOnce   sync.Once
-	apiEnv    *envtest.Environment
-	apiClient client.Client
-	apiErr    error
+	apiOnce sync.Once
+	apiEnv  *testenv.Env
+	apiErr  error
 )
 
 func TestMain(m *testing.M) {
 	testutil.RunThenStop(m, &apiEnv)
 }
 
-// apiServer is a kube-apiserver (envtest, KUBEBUILDER_ASSETS as `make test` sets it) serving OLM's CRDs from
-// operator-framework/api, the ErgoNetwork CRD and the cert-manager and Route CRDs the operator uses.
+// apiServer is a kube-apiserver (testenv, KUBEBUILDER_ASSETS as `make test` sets it) serving OLM's CRDs from
+// operator-framework/api, the repository's CRDs and the external ones (cert-manager, Routes) the operator uses.
 func apiServer(t testing.TB) client.Client {
 	t.Helper()
 	apiOnce.Do(func() {
-		root := repoRoot(t)
-		apiEnv = &envtest.Environment{
-			CRDs: []*apiextensionsv1.CustomResourceDefinition{
-				crds.CatalogSource(), crds.Subscription(), crds.OperatorGroup(),
-			},
-			CRDDirectoryPaths: []string{
-				filepath.Join(root, "config", "crd", "bases"),
-				filepath.Join(root, "config", "crd", "external"),
-			},
-			ErrorIfCRDPathMissing: true,
-		}
-		cfg, err := apiEnv.Start()
-		if err != nil {
-			apiErr = fmt.Errorf("start kube-apiserver and etcd (run through `make test`, which sets KUBEBUILDER_ASSETS): %w", err)
-			return
-		}
-		apiClient, apiErr = client.New(cfg, client.Options{Scheme: scheme.Scheme})
+		apiEnv, apiErr = testenv.Start(testenv.Options{External: true,
+			CRDs: []*apiextensionsv1.CustomResourceDefinition{crds.CatalogSource(), crds.Subscription(), crds.OperatorGroup()}})
 	})
 	if apiErr != nil {
 		t.Fatal(apiErr)
 	}
-	return apiClient
+	return apiEnv.Client
 }
 
 // createStrictly creates every document of a YAML stream in namespace (created when missing) with strict

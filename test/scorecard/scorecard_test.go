@@ -101,6 +101,8 @@ func setup(root string) (Runner, error) {
 		}
 	}
 
+	// Not testenv.Start, which serves config/crd/bases: the scorecard checks the bundle, so the API server
+	// serves the CRDs as the bundle ships them to OLM.
 	apiEnv = &envtest.Environment{
 		CRDDirectoryPaths: []string{
 			filepath.Join(root, "bundle", "manifests"),

@@ -34,6 +34,8 @@ import (
 var cfg *rest.Config
 
 func TestMain(m *testing.M) {
+	// Not testenv.Start: it always serves config/crd/bases, whose deployments.iot.nationtech.io is the CRD
+	// this test must install itself, after the release's old one, to see its names refused and then taken.
 	env := &envtest.Environment{}
 	var err error
 	if cfg, err = env.Start(); err != nil {

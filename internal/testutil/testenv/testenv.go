@@ -16,6 +16,7 @@ import (
 	"github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -58,6 +59,9 @@ type Options struct {
 	External bool
 	// CRDDirs are more CRD directories, relative to the test's package (its testdata fixtures).
 	CRDDirs []string
+	// CRDs are more CRDs as objects, for APIs whose CRDs a library ships in Go (OLM's, from
+	// operator-framework/api).
+	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// Webhooks installs config/webhook as it ships (testutil.WebhookManifests: its kustomize output,
 	// matchConditions included); the manager of ManagerOptions serves it.
 	Webhooks bool
@@ -96,6 +100,7 @@ func Start(opts Options) (*Env, error) {
 	e := &Env{Root: root}
 	e.Environment = &envtest.Environment{
 		CRDDirectoryPaths:     append(CRDPaths(root, opts.External), opts.CRDDirs...),
+		CRDs:                  opts.CRDs,
 		ErrorIfCRDPathMissing: true,
 	}
 	if opts.Webhooks {
