@@ -4,7 +4,8 @@
 // policy, the tenant's ServiceAccount and RoleBinding, an https Ingress and Certificate; deletion and
 // expiry), the build reconciler (a Kaniko Job per commit, unless the image is already in the registry)
 // and the deploy reconciler (Helm, kustomize or plain manifests from Git, applied as the tenant, pruned by
-// inventory). Each owns its status fields through its own StatusWriter (environment_status_owners.go).
+// inventory). Each sets only its part of the status (environment_status_parts.go), which is written once
+// per reconcile.
 // The Environment admission webhook refuses a Project it may not use and two Environments one namespace
 // or host.
 package catalyst

@@ -45,15 +45,12 @@ type buildReconciler struct {
 	// Client reads from the cache and writes; APIReader reads Secrets and Jobs the cache does not hold.
 	Client    client.Client
 	APIReader client.Reader
-
-	status *reconcile.StatusWriter
 }
 
 // newBuildReconciler makes the build reconciler of r, with a client for build pods' logs from the
 // manager's config when r has none.
 func newBuildReconciler(mgr ctrl.Manager, r *EnvironmentReconciler) (*buildReconciler, error) {
-	b := &buildReconciler{Build: r.Build, Pods: r.Pods, Client: r.Client, APIReader: r.APIReader,
-		status: r.claims.writers[0]}
+	b := &buildReconciler{Build: r.Build, Pods: r.Pods, Client: r.Client, APIReader: r.APIReader}
 	if b.Pods == nil {
 		cs, err := kubernetes.NewForConfig(mgr.GetConfig())
 		if err != nil {
@@ -64,13 +61,10 @@ func newBuildReconciler(mgr ctrl.Manager, r *EnvironmentReconciler) (*buildRecon
 	return b, nil
 }
 
-// Reconcile runs the build step and writes what it owns of the status.
+// Reconcile runs the build step: it sets the build's part of the status (buildFields, buildConditions),
+// which the Environment reconciler writes with the rest, once, at the end of the reconcile.
 func (r *buildReconciler) Reconcile(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
-	res, err := r.reconcileBuild(ctx, s)
-	if werr := r.status.Write(ctx, s.env, s.status); werr != nil {
-		err = errors.Join(err, werr)
-	}
-	return res, err
+	return r.reconcileBuild(ctx, s)
 }
 
 // retryBuildChanged passes an Environment update that changes the catalyst.catalyst.dev/retry-build

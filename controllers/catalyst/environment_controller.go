@@ -60,9 +60,7 @@ type EnvironmentReconciler struct {
 
 	applier   *apply.Applier
 	finalizer reconcile.Finalizer
-	// claims hands each writer its part of a status an older operator wrote; status is its last writer,
-	// the Environment reconciler's own.
-	claims  *statusClaims
+	// status writes the whole status, the build's and the deploy's parts included, once per reconcile.
 	status  *reconcile.StatusWriter
 	builds  *buildReconciler
 	deploys *deployReconciler
@@ -90,7 +88,7 @@ type EnvironmentReconciler struct {
 // Project, or deletes the namespace of a deleted Environment.
 func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	env := &catalystv1.Environment{}
-	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, env, r.claims.forget, r.deploys.deploy.forget,
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, env, r.status.Forget, r.deploys.deploy.forget,
 		func(k types.NamespacedName) { r.announced.Delete(k) }, func(k types.NamespacedName) { r.expiries.Delete(k) }); !found {
 		return ctrl.Result{}, err
 	}
@@ -101,13 +99,10 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.finalizer.Ensure(ctx, env); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if err := r.claims.claim(ctx, env); err != nil {
-		return ctrl.Result{}, err
-	}
 
 	s := r.newScope(env)
-	// The build and the deploy write their parts of the status as they finish; the summary goes last, so
-	// Ready is never True before the parts it sums up are.
+	// The build and the deploy set their parts of the status; Finish writes it once, after the summary,
+	// so Ready and the parts it sums up are written together.
 	return reconcile.Finish(ctx, r.status, s, s.summarize,
 		r.reconcileExpiry,
 		r.reconcileProject,
@@ -123,12 +118,7 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: catalystv1.Finalizer}
-	r.claims = &statusClaims{writers: []*reconcile.StatusWriter{
-		newStatusWriter(r.Client, buildFieldOwner, buildFields, buildConditions),
-		newStatusWriter(r.Client, deployFieldOwner, deployFields, deployConditions),
-		newStatusWriter(r.Client, environmentFieldOwner, environmentFields, environmentConditions),
-	}}
-	r.status = r.claims.writers[2]
+	r.status = newStatusWriter(r.Client)
 	builds, err := newBuildReconciler(mgr, r)
 	if err != nil {
 		return err

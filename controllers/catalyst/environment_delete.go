@@ -60,7 +60,7 @@ func (r *EnvironmentReconciler) finalize(ctx context.Context, env *catalystv1.En
 	if err := r.finalizer.Release(ctx, env); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.claims.forget(client.ObjectKeyFromObject(env))
+	r.status.Forget(client.ObjectKeyFromObject(env))
 	return ctrl.Result{}, nil
 }
 

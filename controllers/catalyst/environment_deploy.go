@@ -2,7 +2,6 @@ package catalyst
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -82,13 +81,11 @@ type deployReconciler struct {
 	status *reconcile.StatusWriter
 }
 
-// Reconcile runs the deploy step and writes what it owns of the status.
+// Reconcile runs the deploy step: it sets the deploy's part of the status (deployFields,
+// deployConditions), which the Environment reconciler writes with the rest, once, at the end of the
+// reconcile.
 func (r *deployReconciler) Reconcile(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
-	res, err := r.reconcileDeploy(ctx, s)
-	if werr := r.status.Write(ctx, s.env, s.status); werr != nil {
-		err = errors.Join(err, werr)
-	}
-	return res, err
+	return r.reconcileDeploy(ctx, s)
 }
 
 // deployer is the deploy reconciler's state: the fetcher, the cluster's kinds, and the last rendered
@@ -153,7 +150,6 @@ var watchedKinds = []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, 
 // newDeployReconciler makes the deploy reconciler of r and its state.
 func newDeployReconciler(mgr ctrl.Manager, r *EnvironmentReconciler) *deployReconciler {
 	d := &deployReconciler{Defaults: r.Defaults, Deploy: r.Deploy, Client: r.Client, APIReader: r.APIReader,
-		status: r.claims.writers[1],
 		deploy: &deployer{
 			fetcher: &source.Fetcher{Dir: r.Deploy.CacheDir, MaxEntries: r.Deploy.CacheEntries, CABundle: r.Deploy.GitCABundle,
 				Hosts: r.Deploy.GitHosts},
