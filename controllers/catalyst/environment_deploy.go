@@ -26,7 +26,6 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst/source"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
-	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // DeployLabel marks every object the operator deployed from an environment's repository, with the
@@ -78,7 +77,6 @@ type deployReconciler struct {
 	APIReader client.Reader
 
 	deploy *deployer
-	status *reconcile.StatusWriter
 }
 
 // Reconcile runs the deploy step: it sets the deploy's part of the status (deployFields,
