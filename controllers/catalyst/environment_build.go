@@ -86,12 +86,7 @@ var retryBuildChanged = predicate.Funcs{
 // A Project without spec.build uses the operator's default registry (catalyst.WithDefaultBuild), which
 // the steps below see as its spec.build.
 func (r *buildReconciler) reconcileBuild(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
-	switch {
-	case s.project == nil:
-		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the Project")
-		return ctrl.Result{}, nil
-	case s.namespace == "":
-		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the namespace")
+	if s.waiting(catalystv1.ConditionBuildReady) {
 		return ctrl.Result{}, nil
 	}
 	p := catalyst.WithDefaultBuild(s.project, r.Build)

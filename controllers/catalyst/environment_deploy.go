@@ -186,8 +186,7 @@ func deployCacheRules() []manager.CacheRule {
 // rendered or written; drift in the deployed objects is repaired from the objects rendered last.
 func (r *deployReconciler) reconcileDeploy(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
 	switch {
-	case s.project == nil || s.namespace == "":
-		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the namespace")
+	case s.waiting(catalystv1.ConditionDeploymentReady):
 		return ctrl.Result{}, nil
 	case s.image == "":
 		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonWaitingForImage,

@@ -56,6 +56,20 @@ func (r *EnvironmentReconciler) newScope(env *catalystv1.Environment) *environme
 	}
 }
 
+// waiting sets condType False (Waiting) while the Project or the namespace a part needs is not there yet,
+// and says whether it did: the Ingress, the build and the deploy each wait for both.
+func (s *environmentScope) waiting(condType string) bool {
+	switch {
+	case s.project == nil:
+		s.Set(condType, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the Project")
+	case s.namespace == "":
+		s.Set(condType, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the namespace")
+	default:
+		return false
+	}
+	return true
+}
+
 // namespaceName is the namespace the environment has (status.namespace) or gets (derived from its parts).
 func (s *environmentScope) namespaceName() string {
 	if s.env.Status.Namespace != "" {
@@ -197,12 +211,7 @@ func (r *EnvironmentReconciler) createNamespace(ctx context.Context, s *environm
 // certificate is issued.
 func (r *EnvironmentReconciler) reconcileIngress(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
 	s.status.URL = ""
-	switch {
-	case s.project == nil:
-		s.Set(catalystv1.ConditionIngressReady, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the Project")
-		return ctrl.Result{}, nil
-	case s.namespace == "":
-		s.Set(catalystv1.ConditionIngressReady, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the namespace")
+	if s.waiting(catalystv1.ConditionIngressReady) {
 		return ctrl.Result{}, nil
 	}
 	ns := s.namespace
