@@ -44,7 +44,7 @@ var _ = Describe("ErgoNetwork", func() {
 		key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 
 		By("the ConfigMap holds exactly the reference ircd.yaml, without the oper's hash")
-		golden, err := os.ReadFile(filepath.Join(repoRoot, "internal", "ergo", "testdata", "reference.golden.yaml"))
+		golden, err := os.ReadFile(filepath.Join(repoRoot, "internal", "irc", "ergo", "testdata", "reference.golden.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		cm := &corev1.ConfigMap{}
 		Eventually(ctx, func(g Gomega) {
