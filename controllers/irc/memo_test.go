@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/platform-operator/platform-operator/internal/testutil"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,22 +20,11 @@ import (
 	"github.com/platform-operator/platform-operator/internal/kit/scheme"
 )
 
-// countingReader counts the reads that would go to the API server.
-type countingReader struct {
-	client.Reader
-	gets int
-}
-
-func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	c.gets++
-	return c.Reader.Get(ctx, key, obj, opts...)
-}
-
 func TestReadSecretKey(t *testing.T) {
 	ctx := context.Background()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "oper"}, Data: map[string][]byte{"password": []byte("v1")}}
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(secret).Build()
-	api := &countingReader{Reader: c}
+	api := &testutil.CountingReader{Reader: c}
 	r := &ErgoNetworkReconciler{Client: c, APIReader: api}
 	s := r.newScope(&ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "net"}})
 
@@ -69,7 +60,7 @@ func TestReadSecretKey(t *testing.T) {
 		if st.change != nil {
 			st.change()
 		}
-		before := api.gets
+		before := api.Gets
 		got, hasKey, err := r.readSecretKey(ctx, s, operSlot, "oper", st.key)
 		if st.notFound != apierrors.IsNotFound(err) || (!st.notFound && err != nil) {
 			t.Fatalf("%s: err = %v, want NotFound %v", st.name, err, st.notFound)
@@ -77,7 +68,7 @@ func TestReadSecretKey(t *testing.T) {
 		if string(got) != st.want || hasKey != st.hasKey {
 			t.Errorf("%s: got %q (has key %v), want %q (%v)", st.name, got, hasKey, st.want, st.hasKey)
 		}
-		if n := api.gets - before; n != st.gets {
+		if n := api.Gets - before; n != st.gets {
 			t.Errorf("%s: %d API reads, want %d", st.name, n, st.gets)
 		}
 	}
@@ -154,7 +145,7 @@ func TestPodDigest(t *testing.T) {
 	tls := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: ergo.TLSSecretName(net)},
 		Data: map[string][]byte{corev1.TLSCertKey: []byte("cert-1")}}
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(tls).Build()
-	api := &countingReader{Reader: c}
+	api := &testutil.CountingReader{Reader: c}
 	r := &ErgoNetworkReconciler{Client: c, APIReader: api}
 	s := r.newScope(net)
 	s.configPrefix, s.operHash = ergo.ConfigDigestPrefix([]byte("config-1")), []byte("oper-1")
@@ -183,7 +174,7 @@ func TestPodDigest(t *testing.T) {
 		if st.change != nil {
 			st.change()
 		}
-		before := api.gets
+		before := api.Gets
 		got, err := r.podDigest(ctx, s)
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
@@ -192,7 +183,7 @@ func TestPodDigest(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: digest %s, want the digest with %s: %s", st.name, got, st.cert, want)
 		}
-		if n := api.gets - before; n != st.gets {
+		if n := api.Gets - before; n != st.gets {
 			t.Errorf("%s: %d API reads, want %d", st.name, n, st.gets)
 		}
 		if kept := r.secrets.m[client.ObjectKeyFromObject(net)].tls.value; kept != nil {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/platform-operator/platform-operator/internal/testutil"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,16 +19,6 @@ import (
 
 	"github.com/platform-operator/platform-operator/internal/kit/scheme"
 )
-
-type readCounter struct {
-	client.Reader
-	gets int
-}
-
-func (r *readCounter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	r.gets++
-	return r.Reader.Get(ctx, key, obj, opts...)
-}
 
 // A child the cache lacks is sent create-only, with no read first; only a refused one is read and judged.
 func TestApplyCreatesWithoutReading(t *testing.T) {
@@ -75,7 +67,7 @@ func TestApplyCreatesWithoutReading(t *testing.T) {
 			if tc.taken {
 				api = api.WithObjects(theirs.DeepCopy())
 			}
-			reader := &readCounter{Reader: api.Build()}
+			reader := &testutil.CountingReader{Reader: api.Build()}
 			a := &Applier{Client: cache, Reader: reader, FieldOwner: "test"}
 
 			_, err := a.Apply(context.Background(), owner, desired())
@@ -86,8 +78,8 @@ func TestApplyCreatesWithoutReading(t *testing.T) {
 			if len(versions) != tc.applies || versions[0] != createOnlyVersion {
 				t.Errorf("applies sent with resourceVersions %q, want %d, the first create-only", versions, tc.applies)
 			}
-			if reader.gets != tc.reads {
-				t.Errorf("%d reads from the API server, want %d", reader.gets, tc.reads)
+			if reader.Gets != tc.reads {
+				t.Errorf("%d reads from the API server, want %d", reader.Gets, tc.reads)
 			}
 		})
 	}
