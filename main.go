@@ -4,13 +4,16 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"flag"
 	"fmt"
 	"maps"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
@@ -28,10 +31,14 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	backupctrl "github.com/platform-operator/platform-operator/controllers/backup"
 	catalystctrl "github.com/platform-operator/platform-operator/controllers/catalyst"
 	homelabctrl "github.com/platform-operator/platform-operator/controllers/homelab"
 	iotctrl "github.com/platform-operator/platform-operator/controllers/iot"
 	ircctrl "github.com/platform-operator/platform-operator/controllers/irc"
+	"github.com/platform-operator/platform-operator/internal/catalyst/render"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/datastore"
+	"github.com/platform-operator/platform-operator/internal/kit/backup"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
@@ -48,10 +55,23 @@ const eventCorrelatorObjects = 512
 const memoryLimitRatio = 0.9
 
 func main() {
+	// A catalyst render's child process is this binary (render.Isolated): it renders and exits here.
+	render.MaybeChild()
+	// `platform-operator backup ...` is the backup program (internal/kit/backup, docs/backup.md), which the
+	// operator's Jobs run from this same binary; everything else is the manager.
+	if backup.IsCommand(os.Args) {
+		// The formats of the datastores it backs up are the systems' (the kit knows none): ergo's ircd.db.
+		backup.SetDatastore(backup.FormatBuntDB, datastore.Backup{})
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := backup.Main(ctx, os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	fs := flag.CommandLine
 	op := bindOperatorFlags(fs)
 	ircFlags, iotFlags := ircctrl.BindFlags(fs), iotctrl.BindFlags(fs)
 	homelabFlags, catalystFlags := homelabctrl.BindFlags(fs), catalystctrl.BindFlags(fs)
+	backupFlags := backupctrl.BindFlags(fs)
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(fs)
 	flag.Parse()
@@ -68,7 +88,7 @@ func main() {
 	}
 
 	watched := watchNamespaces(os.Getenv("WATCH_NAMESPACE"))
-	groups, err := groupsFromFlags(op.workers, slices.Sorted(maps.Keys(watched)), ircFlags, iotFlags, homelabFlags, catalystFlags)
+	groups, err := groupsFromFlags(op.workers, slices.Sorted(maps.Keys(watched)), ircFlags, iotFlags, homelabFlags, catalystFlags, backupFlags)
 	if err != nil {
 		log.Error(err, "flags")
 		os.Exit(1)
@@ -82,7 +102,7 @@ func main() {
 // groupsFromFlags is every API group, configured by its flags: each group's flags.go binds them and
 // turns their values into the group's Options.
 func groupsFromFlags(workers int, watched []string, ircFlags *ircctrl.Flags, iotFlags *iotctrl.Flags,
-	homelabFlags *homelabctrl.Flags, catalystFlags *catalystctrl.Flags) ([]manager.Group, error) {
+	homelabFlags *homelabctrl.Flags, catalystFlags *catalystctrl.Flags, backupFlags *backupctrl.Flags) ([]manager.Group, error) {
 	ircOpts, err := ircFlags.Options(workers)
 	if err != nil {
 		return nil, err
@@ -95,11 +115,20 @@ func groupsFromFlags(workers int, watched []string, ircFlags *ircctrl.Flags, iot
 	if err != nil {
 		return nil, fmt.Errorf("catalyst settings: %w", err)
 	}
+	backupOpts, err := backupFlags.Options(workers)
+	if err != nil {
+		return nil, err
+	}
+	homelabOpts := homelabFlags.Options(workers)
+	// A restore Job is a backup Job's pod: the same operator image, pg_restore in the image pg_dump runs in.
+	homelabOpts.OperatorImage, homelabOpts.RestorePostgresImage = backupOpts.OperatorImage, backupOpts.PostgresImage
+	homelabOpts.PodNamespace, homelabOpts.PodName = backupOpts.PodNamespace, backupOpts.PodName
 	return []manager.Group{
 		ircctrl.Group(ircOpts),
 		iotctrl.Group(iotOpts),
-		homelabctrl.Group(homelabFlags.Options(workers)),
+		homelabctrl.Group(homelabOpts),
 		catalystctrl.Group(catalystOpts),
+		backupctrl.Group(backupOpts),
 	}, nil
 }
 
@@ -202,6 +231,9 @@ func run(log logr.Logger, o *operatorFlags, watched map[string]cache.Config, gro
 	}
 	if err := opmetrics.Register(ctrlmetrics.Registry, mgr.GetClient(), mgr.Elected(), opmetrics.KindsOf(metricGroups...)...); err != nil {
 		return fmt.Errorf("register metrics: %w", err)
+	}
+	if err := opmetrics.RegisterBackups(ctrlmetrics.Registry, mgr.GetClient(), mgr.Elected()); err != nil {
+		return fmt.Errorf("register backup metrics: %w", err)
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -35,7 +35,7 @@ func main() {
 	certFile := flag.String("nats-cert-file", "", "PEM client certificate for a NATS server that verifies clients (with --nats-key-file).")
 	keyFile := flag.String("nats-key-file", "", "PEM key of --nats-cert-file.")
 	id := flag.String("device-id", hostname, "This device's ID: 1-128 letters, digits, '-' or '_'. Defaults to the host name.")
-	labelFlag := flag.String("labels", "", "This device's labels, which Deployments select on: key=value pairs separated by commas.")
+	labelFlag := flag.String("labels", "", "This device's own labels, which Deployments select on: key=value pairs separated by commas. The labels a namespace policy names count only from the credentials (fleet-auth device --labels), which win a conflict.")
 	rt := bindRuntimeFlags(flag.CommandLine)
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
@@ -55,7 +55,15 @@ func main() {
 	defer stop()
 	client := auth.Client{CredentialsFile: *creds, CAFile: *caFile, CertFile: *certFile, KeyFile: *keyFile,
 		User: os.Getenv("NATS_USER"), Password: os.Getenv("NATS_PASSWORD")}
-	if err := run(ctx, log, *url, client, fleet.DeviceInfo{ID: *id, Labels: labels, Inventory: inventory(hostname)}, *rt); err != nil {
+	device := fleet.DeviceInfo{ID: *id, Labels: labels, Inventory: inventory(hostname)}
+	if *creds != "" {
+		// The user JWT (public) carries the credential labels; the operator verifies it.
+		if device.Credential, err = auth.CredentialJWT(*creds); err != nil {
+			log.Error(err, "--nats-credentials-file")
+			os.Exit(2)
+		}
+	}
+	if err := run(ctx, log, *url, client, device, *rt); err != nil {
 		log.Error(err, "agent stopped")
 		os.Exit(1)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
@@ -17,10 +18,12 @@ import (
 const usage = `fleet-auth issues the IoT fleet's NATS credentials (docs/fleet.md).
 
   fleet-auth init     [--dir DIR]                       new operator, account, signing keys, nats-auth.conf
-  fleet-auth device   [--dir DIR] --id ID [--out FILE]  ID.creds for a device's agent
+  fleet-auth device   [--dir DIR] --id ID [--labels k=v,...] [--out FILE]
+                                                        ID.creds for a device's agent, with its credential labels
   fleet-auth operator [--dir DIR] [--out FILE]          operator.creds for the platform operator
   fleet-auth viewer   [--dir DIR] --name NAME [--out FILE] NAME.creds for a person's read-only fleetctl
   fleet-auth revoke   [--dir DIR] --creds FILE          revoke those credentials (rewrites account.jwt and nats-auth.conf)
+  fleet-auth update-permissions [--dir DIR]             re-sign account.jwt with this release's role permissions (rewrites nats-auth.conf)
 `
 
 func main() {
@@ -42,6 +45,7 @@ func run(cmd string, args []string) error {
 	out := fs.String("out", "", "Where to write the .creds file (default: <name>.creds in the current directory).")
 	creds := fs.String("creds", "", "The .creds file to revoke (revoke).")
 	expires := fs.Duration("expires", 0, "Lifetime of the issued credentials (0: until revoked).")
+	labelFlag := fs.String("labels", "", "The device's credential labels (device): key=value pairs separated by commas, the only labels a namespace policy matches (docs/fleet.md, Credential labels).")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,11 +66,15 @@ func run(cmd string, args []string) error {
 		fmt.Printf("wrote the authority to %s; include %s from nats-server.conf\n", *dir, filepath.Join(*dir, auth.ServerConfigFile))
 		return nil
 	case "device":
-		return issue(*dir, auth.RoleDevice, *id, *out, *expires)
+		labels, err := parseLabels(*labelFlag)
+		if err != nil {
+			return fmt.Errorf("--labels: %w", err)
+		}
+		return issue(*dir, auth.RoleDevice, *id, *out, *expires, labels)
 	case "operator":
-		return issue(*dir, auth.RoleOperator, auth.OperatorUser, *out, *expires)
+		return issue(*dir, auth.RoleOperator, auth.OperatorUser, *out, *expires, nil)
 	case "viewer":
-		return issue(*dir, auth.RoleViewer, *name, *out, *expires)
+		return issue(*dir, auth.RoleViewer, *name, *out, *expires, nil)
 	case "revoke":
 		if *creds == "" {
 			return fmt.Errorf("revoke needs --creds")
@@ -91,11 +99,24 @@ func run(cmd string, args []string) error {
 		}
 		fmt.Printf("revoked %s (%s); reload nats-server with the new %s\n", user, key, auth.ServerConfigFile)
 		return nil
+	case "update-permissions":
+		a, err := auth.Load(*dir)
+		if err != nil {
+			return err
+		}
+		if err := a.UpdatePermissions(); err != nil {
+			return err
+		}
+		if err := a.Write(*dir); err != nil {
+			return err
+		}
+		fmt.Printf("re-signed the account with this release's permissions; reload nats-server with the new %s\n", auth.ServerConfigFile)
+		return nil
 	}
 	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
 }
 
-func issue(dir string, r auth.Role, name, out string, expires time.Duration) error {
+func issue(dir string, r auth.Role, name, out string, expires time.Duration, labels map[string]string) error {
 	if name == "" {
 		return fmt.Errorf("%s needs a name (--id for a device, --name for a viewer)", r)
 	}
@@ -103,7 +124,7 @@ func issue(dir string, r auth.Role, name, out string, expires time.Duration) err
 	if err != nil {
 		return err
 	}
-	b, err := a.Issue(r, name, expires)
+	b, err := a.IssueWithLabels(r, name, expires, labels)
 	if err != nil {
 		return err
 	}
@@ -115,4 +136,20 @@ func issue(dir string, r auth.Role, name, out string, expires time.Duration) err
 	}
 	fmt.Printf("wrote %s (%s %s)\n", out, r, name)
 	return nil
+}
+
+// parseLabels reads --labels: key=value pairs separated by commas (empty: none).
+func parseLabels(s string) (map[string]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return nil, fmt.Errorf("%q is not key=value", kv)
+		}
+		out[k] = v
+	}
+	return out, auth.ValidLabels(out)
 }

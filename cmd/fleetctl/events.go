@@ -30,7 +30,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var reply *agent.EventsReply
 	if err := c.ask(ctx, "events", func(ctx context.Context, nc *nats.Conn) (int, error) {
 		var err error
-		reply, err = agent.RequestEvents(ctx, nc, c.device, c.deployment())
+		reply, err = agent.RequestEvents(ctx, nc, c.from, c.device, c.deployment())
 		return 0, err
 	}); err != nil {
 		return err

@@ -34,7 +34,7 @@ func runLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out := &jsonList{w: stdout}
 	if err := c.ask(ctx, "logs", func(ctx context.Context, nc *nats.Conn) (int, error) {
 		n := 0
-		err := agent.RequestLogs(ctx, nc, c.device, c.deployment(), lines, func(line string) {
+		err := agent.RequestLogs(ctx, nc, c.from, c.device, c.deployment(), lines, func(line string) {
 			n++
 			if c.o.output == "json" {
 				out.add(line)
@@ -57,6 +57,8 @@ func runLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 type deviceCommand struct {
 	o                       options
 	device, namespace, name string
+	// from is who the credentials name in a request: the only requester the server lets them be.
+	from fleet.Requester
 }
 
 // flags is the command's flag set: the connection options, --device, and --namespace and --name with
@@ -94,6 +96,9 @@ func (c *deviceCommand) ask(ctx context.Context, what string, req func(ctx conte
 		return err
 	}
 	defer s.close()
+	if c.from, err = c.o.client().Requester(); err != nil {
+		return usageError{err}
+	}
 	rctx, cancel := context.WithTimeout(s.ctx, c.o.timeout)
 	defer cancel()
 	if n, err := req(rctx, s.nc); err != nil {

@@ -157,7 +157,7 @@ func (o *options) connect(ctx context.Context) (*session, error) {
 		}),
 	}
 	// The credentials' role and name choose the inbox prefix their permissions let us subscribe to.
-	client := auth.Client{CredentialsFile: o.creds, CAFile: o.caFile, User: os.Getenv("NATS_USER"), Password: os.Getenv("NATS_PASSWORD")}
+	client := o.client()
 	if _, err := client.Options(); err != nil {
 		cancel(nil)
 		return nil, usageError{err}
@@ -172,6 +172,11 @@ func (o *options) connect(ctx context.Context) (*session, error) {
 	}
 	s.nc, s.js = nc, js
 	return s, nil
+}
+
+// client is how the command authenticates: the flags, NATS_USER and NATS_PASSWORD.
+func (o *options) client() auth.Client {
+	return auth.Client{CredentialsFile: o.creds, CAFile: o.caFile, User: os.Getenv("NATS_USER"), Password: os.Getenv("NATS_PASSWORD")}
 }
 
 func (s *session) close() {

@@ -151,7 +151,7 @@ func TestLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		sub, err := nc.SubscribeSync(fleet.LogsSubject("mute"))
+		sub, err := nc.SubscribeSync(fleet.LogsServeSubject("mute"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,6 @@ import (
 
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
-// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
@@ -40,7 +39,7 @@ import (
 type buildReconciler struct {
 	// Build is the operator's build settings: the builder image and the plain-http registries.
 	Build catalyst.BuildConfig
-	// Pods reads failed build pods' logs.
+	// Pods lists failed build pods, whose status holds the end of the build log.
 	Pods corev1client.PodsGetter
 	// Client reads from the cache and writes; APIReader reads Secrets and Jobs the cache does not hold.
 	Client    client.Client
@@ -139,11 +138,16 @@ func (r *buildReconciler) reconcileBuild(ctx context.Context, s *environmentScop
 	}
 	// Bounded (BuildConfig.RegistryTimeout): a registry that does not answer fails this Environment
 	// alone, and frees the worker for the others.
-	reg := &catalyst.Registry{Insecure: r.Build.InsecureRegistries, Timeout: r.Build.RegistryTimeout}
+	reg := &catalyst.Registry{Insecure: r.Build.InsecureRegistries, Listed: r.Build.Registries, Timeout: r.Build.RegistryTimeout}
 	asked := time.Now()
 	digest, found, err := reg.Head(ctx, image, kc)
 	instruments.RegistryChecked(err == nil, time.Since(asked))
 	switch {
+	case errors.Is(err, catalyst.ErrAddressRefused):
+		// The registry (or where it pointed) is on an address only an administrator can allow: no retry
+		// until the Project or the operator's flags change.
+		r.buildFailed(s, catalystv1.ReasonRegistryNotAllowed, fmt.Sprintf("registry %s was not asked for %s: %v", b.Registry, image, err))
+		return ctrl.Result{}, nil
 	case errors.Is(err, catalyst.ErrUnauthorized):
 		msg := fmt.Sprintf("registry %s refused to say whether it has %s: %v; check the registry Secret (%s)", b.Registry, image,
 			catalyst.Redact(err.Error(), secrets), registrySecretSource(s.project))

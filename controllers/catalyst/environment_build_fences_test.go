@@ -2,9 +2,12 @@ package catalyst
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,16 +49,64 @@ func nudge(ctx context.Context, env *catalystv1.Environment) {
 	})).To(Succeed())
 }
 
-// buildFenceEgress is a NetworkPolicy's egress as "PROTO/port" strings.
+// buildFenceEgress is a NetworkPolicy's egress as "PROTO/port" strings, with " public" for a port open
+// to public addresses only (catalyst.PublicIPv4 and PublicIPv6) and " to <cidr>" for one open to one
+// address. Any other destination fails the spec, as does a rule without destinations but DNS's.
 func buildFenceEgress(np *networkingv1.NetworkPolicy) []string {
+	GinkgoHelper()
 	var out []string
 	for _, e := range np.Spec.Egress {
-		Expect(e.To).To(BeEmpty(), "egress rules name ports, not addresses")
+		to := ""
+		switch {
+		case len(e.To) == 0:
+			for _, p := range e.Ports {
+				Expect(p.Port.IntValue()).To(Equal(53), "only DNS goes to any address")
+			}
+		case len(e.To) == 2 && e.To[0].IPBlock != nil && e.To[1].IPBlock != nil:
+			Expect(*e.To[0].IPBlock).To(Equal(catalyst.PublicIPv4))
+			Expect(*e.To[1].IPBlock).To(Equal(catalyst.PublicIPv6))
+			to = " public"
+		case len(e.To) == 1 && e.To[0].IPBlock != nil && len(e.To[0].IPBlock.Except) == 0:
+			to = " to " + e.To[0].IPBlock.CIDR
+		default:
+			Fail(fmt.Sprintf("unexpected egress destinations %+v", e.To))
+		}
 		for _, p := range e.Ports {
-			out = append(out, string(*p.Protocol)+"/"+p.Port.String())
+			out = append(out, string(*p.Protocol)+"/"+p.Port.String()+to)
 		}
 	}
 	return out
+}
+
+// reachesLinkLocal says whether a rule of np lets a build pod reach 169.254.0.0/16 on a port other
+// than DNS's: a rule without destinations, or an ipBlock overlapping it without excepting it whole.
+func reachesLinkLocal(np *networkingv1.NetworkPolicy) bool {
+	linkLocal := netip.MustParsePrefix("169.254.0.0/16")
+	for _, e := range np.Spec.Egress {
+		dnsOnly := len(e.Ports) > 0
+		for _, p := range e.Ports {
+			dnsOnly = dnsOnly && p.Port.IntValue() == 53
+		}
+		if dnsOnly {
+			continue
+		}
+		if len(e.To) == 0 {
+			return true
+		}
+		for _, peer := range e.To {
+			if peer.IPBlock == nil {
+				continue
+			}
+			if netip.MustParsePrefix(peer.IPBlock.CIDR).Overlaps(linkLocal) &&
+				!slices.ContainsFunc(peer.IPBlock.Except, func(c string) bool {
+					p := netip.MustParsePrefix(c)
+					return p.Bits() <= 16 && p.Contains(linkLocal.Addr())
+				}) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // expectBuildReason waits for env's BuildReady reason with a message holding msg.
@@ -84,7 +135,10 @@ var _ = Describe("Environment builds' fences", func() {
 		Expect(np.Spec.Ingress).To(BeEmpty())
 		_, port, err := net.SplitHostPort(testRegistry.Host)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(buildFenceEgress(np)).To(ConsistOf("UDP/53", "TCP/53", "TCP/443", "TCP/"+port))
+		// The suite lists 127.0.0.1 (--catalyst-registries): the registry is reached on that address and
+		// its port alone; 443 (the Git host github.com, base images) on public addresses only.
+		Expect(buildFenceEgress(np)).To(ConsistOf("UDP/53", "TCP/53", "TCP/443 public", "TCP/"+port+" to 127.0.0.1/32"))
+		Expect(reachesLinkLocal(np)).To(BeFalse(), "no rule reaches 169.254.0.0/16 (a cloud's metadata service)")
 
 		By("the Git CA: a ConfigMap of the operator's, one file in the builder's certificate directory")
 		cm := &corev1.ConfigMap{}
@@ -98,16 +152,26 @@ var _ = Describe("Environment builds' fences", func() {
 		Eventually(normalEvents(ctx, env, "Created")).Should(ContainElement(And(
 			ContainSubstring("NetworkPolicy "+catalyst.BuildNetworkPolicyName), ContainSubstring("ConfigMap "+catalyst.GitCAConfigMapName))))
 
-		By("a second Project of the namespace on another port opens it too, for both")
+		By("a second Project of the namespace on another port opens it too, for both; a third whose registry is not allowed opens nothing")
 		other := catalysttest.Project(t.projectNS, "api")
 		other.Spec.Build = &catalystv1.ProjectBuild{Registry: "127.0.0.1:5999"}
 		other.Spec.Source.RepositoryURL = "https://git.internal.test:8443/org/api"
 		Expect(k8s.Create(ctx, other)).To(Succeed())
+		hostile := catalysttest.Project(t.projectNS, "metadata")
+		hostile.Spec.Build = &catalystv1.ProjectBuild{Registry: "169.254.169.254:80"}
+		hostile.Spec.Source.RepositoryURL = "https://169.254.169.254:8080/latest"
+		Expect(k8s.Create(ctx, hostile)).To(Succeed())
 		setCommit(ctx, env, commitSHA())
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(np), np)).To(Succeed())
-			g.Expect(buildFenceEgress(np)).To(ConsistOf("UDP/53", "TCP/53", "TCP/443", "TCP/"+port, "TCP/5999", "TCP/8443"))
+			g.Expect(buildFenceEgress(np)).To(ConsistOf("UDP/53", "TCP/53", "TCP/443 public", "TCP/"+port+" to 127.0.0.1/32",
+				"TCP/5999 to 127.0.0.1/32", "TCP/8443 public", "TCP/8080 public"))
 		}).Should(Succeed())
+		Expect(reachesLinkLocal(np)).To(BeFalse(), "the Project naming 169.254.169.254 opens no way there")
+		// Positive control of the check itself: the policy as it was before (ports to any address) reaches it.
+		open := np.DeepCopy()
+		open.Spec.Egress[1].To = nil
+		Expect(reachesLinkLocal(open)).To(BeTrue())
 		expectNoWrites(ctx, t, env, t.namespaceOf("fence-1"))
 
 		By("hostile: a NetworkPolicy and a ConfigMap of those names the operator did not make")

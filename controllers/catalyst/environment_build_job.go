@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -146,7 +145,7 @@ func (r *buildReconciler) applyBuildChildren(ctx context.Context, s *environment
 		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting, "the namespace's Projects could not be listed: "+err.Error())
 		return false, ctrl.Result{}, fmt.Errorf("list projects in %s: %w", ns, err)
 	}
-	children := []client.Object{catalyst.BuildNetworkPolicy(ns, catalyst.BuildPorts(projects.Items, r.Build))}
+	children := []client.Object{catalyst.BuildNetworkPolicy(ns, catalyst.BuildEgressOf(projects.Items, r.Build))}
 	if cm := catalyst.GitCAConfigMap(ns, r.Build.GitCABundle); cm != nil {
 		children = append(children, cm)
 	}
@@ -214,8 +213,11 @@ func (r *buildReconciler) deleteSupersededBuilds(ctx context.Context, s *environ
 	}
 }
 
-// buildLog is the end of the builder container's log in the Job's newest pod; empty when there is no pod
-// left (or, as in envtest, never was one) or the log cannot be read.
+// buildLog is the end of the builder container's log in the Job's newest pod, as the kubelet keeps it in
+// the container's termination message (the container's FallbackToLogsOnError policy: the last 80 lines or
+// 2 KiB of a failed container's log, more than the event's 1 KiB holds). Reading it from the pod's status
+// needs only pods list, not pods/log. Empty when there is no pod left (or, as in envtest, never was one)
+// or the container has not ended.
 func (r *buildReconciler) buildLog(ctx context.Context, ns, job string) string {
 	if r.Pods == nil {
 		return ""
@@ -230,13 +232,10 @@ func (r *buildReconciler) buildLog(ctx context.Context, ns, job string) string {
 			newest = &pods.Items[i]
 		}
 	}
-	req := r.Pods.Pods(ns).GetLogs(newest.Name, &corev1.PodLogOptions{Container: catalyst.BuildContainer,
-		TailLines: ptr.To[int64](catalyst.LogLines), LimitBytes: ptr.To[int64](16 << 10)})
-	stream, err := req.Stream(ctx)
-	if err != nil {
-		return ""
+	for _, c := range newest.Status.ContainerStatuses {
+		if c.Name == catalyst.BuildContainer && c.State.Terminated != nil {
+			return c.State.Terminated.Message
+		}
 	}
-	defer func() { _ = stream.Close() }()
-	b, _ := io.ReadAll(io.LimitReader(stream, 16<<10))
-	return string(b)
+	return ""
 }

@@ -21,6 +21,7 @@ import (
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // The suite's registry: a real one, in-process on 127.0.0.1, behind basic authentication.
@@ -58,6 +59,7 @@ func testBuildConfig() catalyst.BuildConfig {
 		DefaultRegistry:       testRegistry.Host,
 		DefaultRegistrySecret: registrySecret,
 		GitCABundle:           []byte(testGitCA),
+		GitHosts:              []string{"127.0.0.1"},
 		GitAllowed: func(raw string) error {
 			u, err := url.Parse(raw)
 			if err != nil {
@@ -180,29 +182,7 @@ func finishJob(ctx context.Context, job *batchv1.Job, succeeded bool, reason str
 // finishJobSaying is finishJob with the conditions' message.
 func finishJobSaying(ctx context.Context, job *batchv1.Job, succeeded bool, reason, message string) {
 	GinkgoHelper()
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		j := &batchv1.Job{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(job), j); err != nil {
-			return err
-		}
-		now := metav1.Now()
-		start := metav1.NewTime(now.Add(-time.Minute))
-		j.Status.StartTime = &start
-		cond := func(t batchv1.JobConditionType, reason string) batchv1.JobCondition {
-			return batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue, Reason: reason, Message: message,
-				LastProbeTime: now, LastTransitionTime: now}
-		}
-		if succeeded {
-			j.Status.Succeeded = 1
-			j.Status.CompletionTime = &now
-			j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobSuccessCriteriaMet, batchv1.JobReasonCompletionsReached),
-				cond(batchv1.JobComplete, batchv1.JobReasonCompletionsReached)}
-		} else {
-			j.Status.Failed = 2
-			j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobFailureTarget, reason), cond(batchv1.JobFailed, reason)}
-		}
-		return k8s.Status().Update(ctx, j)
-	})).To(Succeed())
+	Expect(testutil.FinishJob(ctx, k8s, job, succeeded, reason, message)).To(Succeed())
 }
 
 // normalEvents lists env's Normal events of reason.

@@ -64,6 +64,8 @@ type EnvironmentReconciler struct {
 	status  *reconcile.StatusWriter
 	builds  *buildReconciler
 	deploys *deployReconciler
+	// policies keeps the admission policies of the environment namespaces (environment_tenant.go).
+	policies *admissionPolicies
 	// announced remembers, per Environment, the UID, generation and URL its last Ready event was for: a
 	// reconcile that reads the Environment from the cache before the status write that made it Ready has
 	// reached it must not announce it twice.
@@ -124,6 +126,12 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.builds, r.deploys = builds, newDeployReconciler(mgr, r)
+	if r.policies, err = newAdmissionPolicies(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}); err != nil {
+		return err
+	}
+	if err := mgr.Add(r.policies); err != nil {
+		return err
+	}
 	toOwner := handler.EnqueueRequestsFromMapFunc(r.environmentForChild)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("environment").

@@ -23,6 +23,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 	"github.com/platform-operator/platform-operator/internal/catalyst/source"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
@@ -34,6 +35,9 @@ const DeployLabel = "catalyst.dev/deployed-by"
 
 // DefaultHelmMaxHistory is how many revisions of a release Helm keeps when DeployConfig says nothing.
 const DefaultHelmMaxHistory = 5
+
+// DefaultConcurrentRenders is how many renders run at once when DeployConfig says nothing.
+const DefaultConcurrentRenders = 2
 
 // fetchRetry is how soon a commit that could not be fetched is tried again.
 const fetchRetry = time.Minute
@@ -52,6 +56,15 @@ type DeployConfig struct {
 	CacheDir string
 	// CacheEntries bounds how many commits CacheDir keeps; source.DefaultEntries when zero.
 	CacheEntries int
+	// CacheBytes is the Git cache's byte budget (--catalyst-git-cache-bytes);
+	// source.DefaultMaxCacheBytes when zero.
+	CacheBytes int64
+	// Render bounds each render (--catalyst-render-max-bytes, --catalyst-render-memory,
+	// --catalyst-render-timeout); render's defaults where zero.
+	Render render.Limits
+	// MaxConcurrentRenders is how many renders run at once (--catalyst-max-concurrent-renders);
+	// DefaultConcurrentRenders when zero.
+	MaxConcurrentRenders int
 	// HelmMaxHistory bounds each release's history; DefaultHelmMaxHistory when zero.
 	HelmMaxHistory int
 	// TenantClusterRole is the ClusterRole bound to each environment namespace's tenant ServiceAccount,
@@ -93,6 +106,8 @@ type deployer struct {
 	restConfig *rest.Config
 	mapper     meta.RESTMapper
 	maxHistory int
+	// renders holds a slot per render under way (DeployConfig.MaxConcurrentRenders).
+	renders chan struct{}
 
 	mu       sync.Mutex
 	rendered map[types.NamespacedName]*rendered
@@ -150,7 +165,7 @@ func newDeployReconciler(mgr ctrl.Manager, r *EnvironmentReconciler) *deployReco
 	d := &deployReconciler{Defaults: r.Defaults, Deploy: r.Deploy, Client: r.Client, APIReader: r.APIReader,
 		deploy: &deployer{
 			fetcher: &source.Fetcher{Dir: r.Deploy.CacheDir, MaxEntries: r.Deploy.CacheEntries, CABundle: r.Deploy.GitCABundle,
-				Hosts: r.Deploy.GitHosts},
+				Hosts: r.Deploy.GitHosts, MaxCacheBytes: r.Deploy.CacheBytes},
 			restConfig: mgr.GetConfig(),
 			mapper:     mgr.GetRESTMapper(),
 			maxHistory: r.Deploy.HelmMaxHistory,
@@ -158,6 +173,11 @@ func newDeployReconciler(mgr ctrl.Manager, r *EnvironmentReconciler) *deployReco
 	if d.deploy.maxHistory <= 0 {
 		d.deploy.maxHistory = DefaultHelmMaxHistory
 	}
+	renders := r.Deploy.MaxConcurrentRenders
+	if renders <= 0 {
+		renders = DefaultConcurrentRenders
+	}
+	d.deploy.renders = make(chan struct{}, renders)
 	return d
 }
 

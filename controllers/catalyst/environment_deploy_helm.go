@@ -6,18 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
@@ -43,125 +35,103 @@ func ReleaseName(env string) string {
 
 // deployHelm installs the release (or installs it anew when its only revision failed), or upgrades it
 // with MaxHistory revisions kept; a failed upgrade is rolled back to the last good revision. Helm keeps
-// its release records in Secrets of the environment's namespace.
+// its release records in Secrets of the environment's namespace. The Helm action runs in a child
+// process (render.HelmAction), bounded like a render and in one of its slots: Helm renders the chart
+// again there, with lookup answering and .Release.IsUpgrade set, and its template engine cannot be
+// interrupted, so a chart that loops or allocates only there is killed, not run in the operator.
 func (r *deployReconciler) deployHelm(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered, st *catalystv1.DeploymentStatus) (ctrl.Result, error) {
-	// A slow API server or a hook that never ends fails this Environment, not the worker.
-	ctx, cancel := context.WithTimeout(ctx, helmTimeout)
-	defer cancel()
-	cfg, err := r.helmConfig(ctx, in.Namespace, r.policy(in))
+	name := ReleaseName(in.Release)
+	st.Release, st.Inventory = name, nil
+	creds, err := render.CredentialsOf(tenantConfig(r.deploy.restConfig, in.Namespace))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	name := ReleaseName(in.Release)
-	st.Release, st.Inventory = name, nil
-	values := render.HelmValues(in.Input)
-	post := render.Labeller{Labels: in.Labels}
-
-	last, err := action.NewGet(cfg).Run(name)
-	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-		return ctrl.Result{}, fmt.Errorf("read Helm release %s: %w", name, err)
-	}
-	fresh := last == nil || (last.Version == 1 && last.Info.Status != release.StatusDeployed)
-	var rel *release.Release
-	if fresh {
-		install := action.NewInstall(cfg)
-		install.ReleaseName, install.Namespace, install.PostRenderer = name, in.Namespace, post
-		install.Replace, install.Timeout = last != nil, helmTimeout
-		rel, err = install.RunWithContext(ctx, rd.chart, values)
-	} else {
-		upgrade := action.NewUpgrade(cfg)
-		upgrade.Namespace, upgrade.PostRenderer, upgrade.MaxHistory = in.Namespace, post, r.deploy.maxHistory
-		upgrade.Timeout = helmTimeout
-		rel, err = upgrade.RunWithContext(ctx, name, rd.chart, values)
-	}
+	policy := r.policy(in)
+	req := render.HelmRequest{Chart: rd.chart.Raw, Input: in.Input, Release: name, Namespace: in.Namespace, Config: creds,
+		Host: policy.Host, ClusterIssuers: policy.ClusterIssuers, MaxHistory: r.deploy.maxHistory,
+		ReleaseBytes: maxReleaseBytes, ReleasesBytes: maxReleasesBytes, HelmTimeout: helmTimeout}
+	res, err := r.helmAction(ctx, req)
 	if err != nil {
+		if !errors.Is(err, render.ErrTimedOut) && !errors.Is(err, render.ErrOutOfMemory) && !errors.Is(err, render.ErrTooLarge) {
+			return ctrl.Result{}, err
+		}
+		// Killed: the chart's templates (or Helm) overran a bound. The revision it left pending is
+		// marked failed by the next action (render.HelmAction), which a new commit starts.
 		msg := fmt.Sprintf("Helm could not deploy commit %s as release %s: %v", shortCommit(in.req.Commit), name, err)
-		if !fresh {
-			msg += r.rollbackHelm(cfg, s, name, st)
+		reason := catalystv1.ReasonHelmFailed
+		if errors.Is(err, render.ErrTimedOut) && strings.Contains(err.Error(), "rendering the chart") || errors.Is(err, render.ErrOutOfMemory) {
+			reason = catalystv1.ReasonRenderFailed
+		}
+		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, reason, msg)
+		s.Warn(reason, msg)
+		return ctrl.Result{}, nil
+	}
+	if res.Recovered > 0 {
+		s.Warnf(catalystv1.ReasonHelmFailed, "Helm release %s revision %d was left pending by a stopped action; marked failed", name, res.Recovered)
+	}
+	switch res.Outcome {
+	case render.HelmUnreadable:
+		// A release record of the namespace (which the tenant can write) is a decompression bomb, or
+		// far beyond what Helm writes: nothing is deployed until it is gone.
+		msg := fmt.Sprintf("Helm release %s cannot be read: %s; delete the Secret to deploy again", name, res.Error)
+		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonHelmFailed, msg)
+		s.Warn(catalystv1.ReasonHelmFailed, msg)
+		return ctrl.Result{}, nil
+	case render.HelmReadFailed:
+		return ctrl.Result{}, errors.New(res.Error)
+	case render.HelmFailed:
+		msg := fmt.Sprintf("Helm could not deploy commit %s as release %s: %s", shortCommit(in.req.Commit), name, res.Error)
+		if res.Upgrade {
+			msg += res.Rollback
+			if res.Revision > 0 {
+				st.Revision = int32(res.Revision)
+			}
+			if res.RolledBack {
+				s.Warnf(catalystv1.EventRolledBack, "Rolled back Helm release %s after a failed upgrade", name)
+			}
 		}
 		reason := catalystv1.ReasonHelmFailed
-		if refused := render.Refusals(cfg.KubeClient); len(refused) > 0 {
+		if len(res.Refused) > 0 {
 			// What Helm was about to send (on this revision: an upgrade's template may differ from the
 			// render checked before) holds what the environment may not.
-			reason, st.Refused = catalystv1.ReasonObjectsRefused, firstRefusals(refused)
+			reason, st.Refused = catalystv1.ReasonObjectsRefused, res.Refused
 			instruments.Refused(instruments.RefusalPolicy)
-		} else if instruments.RefusalCheck(err, false) == instruments.RefusalImpersonation {
+		} else if res.Impersonation {
 			instruments.Refused(instruments.RefusalImpersonation)
 		}
 		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, reason, msg)
 		s.Warn(reason, msg)
 		return ctrl.Result{}, nil
 	}
-	st.Revision, st.Objects = int32(rel.Version), int32(len(rd.objs))
+	st.Revision, st.Objects = int32(res.Revision), int32(len(rd.objs))
 	r.deploy.remember(s.env, rd)
 	s.Normalf(catalystv1.EventDeployed, "Deployed commit %s as Helm release %s revision %d",
-		shortCommit(in.req.Commit), name, rel.Version)
+		shortCommit(in.req.Commit), name, res.Revision)
 	return r.reportReady(ctx, s, rd.objs)
 }
 
-// rollbackHelm rolls a release whose upgrade failed back to its last revision, and says how it went. An
-// upgrade refused before Helm recorded a revision (the guard or the API server refused what it was about
-// to send) left the last revision deployed: there is nothing to roll back.
-func (r *deployReconciler) rollbackHelm(cfg *action.Configuration, s *environmentScope, name string, st *catalystv1.DeploymentStatus) string {
-	last, err := action.NewGet(cfg).Run(name)
-	if err == nil && last.Info.Status == release.StatusDeployed {
-		st.Revision = int32(last.Version)
-		return fmt.Sprintf("; revision %d stays deployed", last.Version)
+// helmAction runs req in a child process (render.HelmAction) within the render limits, in one of the
+// renders' slots (DeployConfig.MaxConcurrentRenders): the Helm actions and renders together stay within
+// the operator's memory limit (docs/catalyst.md, Budgets).
+func (r *deployReconciler) helmAction(ctx context.Context, req render.HelmRequest) (*render.HelmResult, error) {
+	select {
+	case r.deploy.renders <- struct{}{}:
+		defer func() { <-r.deploy.renders }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	rollback := action.NewRollback(cfg)
-	rollback.MaxHistory = r.deploy.maxHistory
-	msg := "; rolled back to the last revision"
-	if rerr := rollback.Run(name); rerr != nil {
-		msg = fmt.Sprintf("; the rollback failed too: %v", rerr)
-	} else {
-		s.Warnf(catalystv1.EventRolledBack, "Rolled back Helm release %s after a failed upgrade", name)
-	}
-	if h, herr := action.NewGet(cfg).Run(name); herr == nil {
-		st.Revision = int32(h.Version)
-	}
-	return msg
+	return render.HelmAction(ctx, r.Deploy.Render, req)
 }
 
-// helmConfig is a Helm action configuration for one namespace that acts as the namespace's tenant
-// ServiceAccount: Helm works in that namespace and keeps its release records there (storage driver
-// Secrets), and everything it sends or reads (the release's objects, hooks, lookup, the records) is
-// authorized by the API server as the tenant, on any revision, install or upgrade alike; and everything
-// it sends is checked against policy first.
-func (r *deployReconciler) helmConfig(ctx context.Context, ns string, policy render.Policy) (*action.Configuration, error) {
-	cfg := tenantConfig(r.deploy.restConfig, ns)
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	getter := &restGetter{cfg: cfg, ns: ns, mapper: r.deploy.mapper, dc: memory.NewMemCacheClient(dc)}
-	helm := &action.Configuration{}
-	log := ctrl.LoggerFrom(ctx).WithName("helm").V(1)
-	if err := helm.Init(getter, ns, "secret", func(format string, v ...any) { log.Info(fmt.Sprintf(format, v...)) }); err != nil {
-		return nil, fmt.Errorf("helm: %w", err)
-	}
-	// The guard runs on exactly what Helm sends, hooks and upgrades included (render.GuardKubeClient).
-	helm.KubeClient = render.GuardKubeClient(helm.KubeClient, policy)
-	return helm, nil
-}
-
-// restGetter gives Helm the manager's rest.Config and RESTMapper, in one namespace.
-type restGetter struct {
-	cfg    *rest.Config
-	ns     string
-	mapper meta.RESTMapper
-	dc     discovery.CachedDiscoveryInterface
-}
-
-func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.cfg), nil }
-
-func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
-	return g.dc, nil
-}
-
-func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) { return g.mapper, nil }
-
-func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
-	return clientcmd.NewDefaultClientConfig(clientcmdapi.Config{}, &clientcmd.ConfigOverrides{
-		Context: clientcmdapi.Context{Namespace: g.ns},
-	})
-}
+// Bounds on the Helm release records (Secrets sh.helm.release.v1.*) the operator decodes. Helm's
+// storage driver base64-decodes and gunzips each whole into memory: a 1 MiB Secret can inflate to a
+// gigabyte. A record Helm writes holds the rendered manifest twice (the release's and the chart's file,
+// both within --catalyst-render-max-bytes), and the etcd limit of 1 MiB compressed keeps real records
+// far below these. The Helm action's child decodes them (render.BoundedReleases).
+const (
+	// maxReleaseBytes is the most one release record may decompress to.
+	maxReleaseBytes = 32 << 20
+	// maxReleasesBytes is the most the records of one read (a release's history, which Helm decodes at
+	// once) may decompress to together.
+	maxReleasesBytes = 64 << 20
+)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
@@ -39,40 +38,33 @@ type deployInput struct {
 	digest string
 }
 
-// renderTimeout bounds one render: a chart or kustomization that takes longer (a template looping over a
-// huge range) fails its Environment with RenderFailed instead of holding a worker.
-const renderTimeout = 2 * time.Minute
+// renderType is the isolated render of a deployment type.
+func renderType(t catalystv1.DeploymentType) render.Type {
+	switch t {
+	case catalystv1.DeploymentHelm:
+		return render.TypeHelm
+	case catalystv1.DeploymentKustomize:
+		return render.TypeKustomize
+	}
+	return render.TypeManifests
+}
 
-// renderWithin renders the checkout at dir, giving up after timeout. Neither Helm's engine nor kustomize
-// can be interrupted, so a render that overruns is left to finish in the background (its result is
-// dropped); the worker goes on.
-func renderWithin(timeout time.Duration, dir string, in *deployInput) ([]*unstructured.Unstructured, *chart.Chart, error) {
-	type result struct {
-		objs []*unstructured.Unstructured
-		ch   *chart.Chart
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		var r result
-		switch in.typ {
-		case catalystv1.DeploymentHelm:
-			if r.ch, r.err = render.Chart(dir, in.Input); r.err == nil {
-				r.objs, r.err = render.Helm(r.ch, in.Input)
-			}
-		case catalystv1.DeploymentKustomize:
-			r.objs, r.err = render.Kustomize(dir, in.Input)
-		default:
-			r.objs, r.err = render.Manifests(dir, in.Input)
-		}
-		done <- r
-	}()
+// renderIsolated renders the checkout at dir in a child process bounded in time, output and memory
+// (render.Isolated; DeployConfig.Render), at most DeployConfig.MaxConcurrentRenders at once, so that
+// the renders together stay within the operator's memory limit (docs/catalyst.md, Budgets). A render
+// that overruns is killed, not left running.
+func (r *deployReconciler) renderIsolated(ctx context.Context, dir string, in *deployInput) ([]*unstructured.Unstructured, *chart.Chart, error) {
 	select {
-	case r := <-done:
-		return r.objs, r.ch, r.err
-	case <-time.After(timeout):
-		return nil, nil, fmt.Errorf("rendering took longer than %s", timeout)
+	case r.deploy.renders <- struct{}{}:
+		defer func() { <-r.deploy.renders }()
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
 	}
+	res, err := render.Isolated(ctx, r.Deploy.Render, renderType(in.typ), dir, in.Input)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res.Objects, res.Chart, nil
 }
 
 // deployInput gathers what the deploy is made of; nil (with the condition set) when the git
@@ -181,7 +173,7 @@ func (r *deployReconciler) render(ctx context.Context, s *environmentScope, in *
 	var renderErr error
 	err := r.deploy.fetcher.With(ctx, in.req, func(c source.Checkout) error {
 		in.req.Commit = c.Commit
-		objs, ch, renderErr = renderWithin(renderTimeout, c.Dir, in)
+		objs, ch, renderErr = r.renderIsolated(ctx, c.Dir, in)
 		return nil
 	})
 	if err != nil {
@@ -223,14 +215,6 @@ func (r *deployReconciler) policy(in *deployInput) render.Policy {
 		issuers = append(issuers, r.Defaults.Issuer.Name)
 	}
 	return render.Policy{Namespace: in.Namespace, Host: in.Host, Scope: r.scope, ClusterIssuers: issuers}
-}
-
-// firstRefusals is at most the first 32 refusals, for the status.
-func firstRefusals(refused []string) []string {
-	if len(refused) > 32 {
-		return refused[:32]
-	}
-	return refused
 }
 
 // scope asks the cluster whether a kind is namespaced.

@@ -1,6 +1,7 @@
 package catalyst
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
@@ -94,14 +96,15 @@ func TestDeploymentReadiness(t *testing.T) {
 	}
 }
 
-// TestRenderWithin: a chart whose template loops for long fails its render after the timeout instead of
-// holding the worker; the same chart without the loop renders (the positive control).
-func TestRenderWithin(t *testing.T) {
+// TestRenderIsolated: a chart whose template loops for long fails its render after the timeout instead of
+// holding the worker (its process is killed: render.TestIsolatedTimeoutStops); the same chart without
+// the loop renders (the positive control).
+func TestRenderIsolated(t *testing.T) {
 	write := func(loop bool) string {
 		dir := t.TempDir()
 		tmpl := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
 		if loop {
-			tmpl = "{{- range until 4000 }}{{ range until 4000 }}{{ end }}{{ end }}\n" + tmpl
+			tmpl = "{{- range until 100000 }}{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}{{ end }}\n" + tmpl
 		}
 		files := map[string]string{"Chart.yaml": "apiVersion: v2\nname: c\nversion: 0.1.0\n", "templates/c.yaml": tmpl}
 		for name, content := range files {
@@ -117,10 +120,12 @@ func TestRenderWithin(t *testing.T) {
 	}
 	in := &deployInput{typ: catalystv1.DeploymentHelm}
 	in.Path, in.Namespace, in.Release = ".", "ns", "r"
-	if _, _, err := renderWithin(10*time.Millisecond, write(true), in); err == nil || !strings.Contains(err.Error(), "took longer than 10ms") {
+	r := &deployReconciler{Deploy: DeployConfig{Render: render.Limits{Timeout: 500 * time.Millisecond}}, deploy: &deployer{renders: make(chan struct{}, 1)}}
+	if _, _, err := r.renderIsolated(context.Background(), write(true), in); err == nil || !strings.Contains(err.Error(), "took longer than 500ms") {
 		t.Errorf("a looping chart: err = %v, want the render timed out", err)
 	}
-	objs, _, err := renderWithin(time.Minute, write(false), in)
+	r.Deploy.Render.Timeout = time.Minute
+	objs, _, err := r.renderIsolated(context.Background(), write(false), in)
 	if err != nil || len(objs) != 1 {
 		t.Errorf("the same chart without the loop: %d objects, err %v", len(objs), err)
 	}

@@ -2,7 +2,12 @@ package catalyst
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -17,6 +22,7 @@ import (
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 	"github.com/platform-operator/platform-operator/internal/catalyst/render/rendertest"
 	"github.com/platform-operator/platform-operator/internal/kit/scheme"
 )
@@ -98,6 +104,32 @@ spec:
       - {path: /, pathType: Prefix, backend: {service: {name: app, port: {name: http}}}}
 `
 
+const borrowDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: borrow
+spec:
+  selector: {matchLabels: {app: borrow}}
+  template:
+    metadata: {labels: {app: borrow}}
+    spec:
+      serviceAccountName: catalyst-deployer
+      automountServiceAccountToken: true
+      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+      containers:
+      - name: app
+        image: busybox
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+`
+
+const deployerToken = `apiVersion: v1
+kind: Secret
+metadata:
+  name: deployer-token
+  annotations: {kubernetes.io/service-account.name: catalyst-deployer}
+type: kubernetes.io/service-account-token
+`
+
 var _ = Describe("Hostile repositories", func() {
 	It("are refused whole: a RoleBinding to cluster-admin, a ClusterRoleBinding, a foreign Ingress host, a privileged pod, a remote kustomize base; nothing of them exists and what runs is kept", func(ctx SpecContext) {
 		t, repo, commit := deployTeam(ctx, catalystv1.DeploymentManifest, "deploy", rendertest.Manifests())
@@ -143,12 +175,56 @@ var _ = Describe("Hostile repositories", func() {
 			"refused commits must not prune what runs")
 	})
 
-	It("refuses a remote kustomize base before fetching it", func(ctx SpecContext) {
+	It("refuses a remote kustomize base before any request to it; allowed, the same base is fetched", func(ctx SpecContext) {
+		var requests atomic.Int64
+		base := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			requests.Add(1)
+			_, _ = w.Write([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fetched\ndata: {}\n"))
+		}))
+		DeferCleanup(base.Close)
+		remoteURL := base.URL + "/evil/base.yaml"
+		overlay := "resources:\n- ../base\n- " + remoteURL + "\n"
+
 		t, repo, commit := deployTeam(ctx, catalystv1.DeploymentKustomize, "kustomize/overlay", rendertest.Kustomization())
 		env, ns := deployEnv(ctx, t, "pr-remote", commit)
 		webContainer(ctx, ns)
-		pushCommit(ctx, t, repo, env, "remote", map[string]string{"kustomize/overlay/kustomization.yaml": "resources:\n- ../base\n- https://127.0.0.1:1/evil/base?ref=main\n"})
-		refusedWith(ctx, env, catalystv1.ReasonRenderFailed, "https://127.0.0.1:1/evil/base")
+		pushCommit(ctx, t, repo, env, "remote", map[string]string{"kustomize/overlay/kustomization.yaml": overlay})
+		refusedWith(ctx, env, catalystv1.ReasonRenderFailed, remoteURL, "--catalyst-allow-remote-bases")
+		Expect(requests.Load()).To(BeZero(), "the guard refuses before kustomize sends any request")
+		absent(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fetched"}})
+
+		By("the positive control: the same checkout rendered with remote bases allowed fetches the base")
+		checkout := GinkgoT().TempDir()
+		files := rendertest.Kustomization()
+		files["kustomize/overlay/kustomization.yaml"] = overlay
+		for name, content := range files {
+			Expect(os.MkdirAll(filepath.Dir(filepath.Join(checkout, name)), 0o755)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(checkout, name), []byte(content), 0o600)).To(Succeed())
+		}
+		objs, err := render.Kustomize(checkout, render.Input{Path: "kustomize/overlay", AllowRemoteBases: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(requests.Load()).To(BeNumerically(">", 0))
+		Expect(objs).To(ContainElement(HaveField("Object", HaveKeyWithValue("metadata", HaveKeyWithValue("name", "fetched")))))
+	})
+
+	It("refuses a commit that borrows the deployer's identity: a Deployment running as catalyst-deployer with automount, and a token Secret for it", func(ctx SpecContext) {
+		t, repo, commit := deployTeam(ctx, catalystv1.DeploymentManifest, "deploy", rendertest.Manifests())
+		env, ns := deployEnv(ctx, t, "pr-borrow", commit)
+		webContainer(ctx, ns)
+		pushCommit(ctx, t, repo, env, "borrow", map[string]string{"deploy/borrow.yaml": borrowDeployment + "---\n" + deployerToken})
+		refusedWith(ctx, env, catalystv1.ReasonObjectsRefused, "Deployment "+ns+"/borrow (serviceAccountName catalyst-deployer is the identity the operator deploys as",
+			"Secret "+ns+"/deployer-token (type kubernetes.io/service-account-token for ServiceAccount catalyst-deployer")
+		absent(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "borrow"}})
+		absent(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer-token"}})
+
+		By("the positive control: the same Deployment as a ServiceAccount of its own deploys")
+		fixed := pushCommit(ctx, t, repo, env, "own identity", map[string]string{"deploy/borrow.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: web\n---\n" +
+			strings.ReplaceAll(borrowDeployment, "serviceAccountName: catalyst-deployer", "serviceAccountName: web")})
+		Eventually(func(g Gomega) {
+			_, st := deployment(ctx, g, env)
+			g.Expect(st.Commit).To(Equal(fixed))
+		}).Should(Succeed())
+		Expect(exists(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "borrow"}})()).To(BeTrue())
 	})
 
 	It("sends a chart as the tenant: an escalation only on upgrade and a lookup of another namespace's Secret are refused", func(ctx SpecContext) {

@@ -177,8 +177,8 @@ func (r *EnvironmentReconciler) reconcileNamespace(ctx context.Context, s *envir
 	}
 	s.namespace = name
 	s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionTrue, catalystv1.ReasonApplied,
-		fmt.Sprintf("namespace %s with ResourceQuota, LimitRange and NetworkPolicy %s, and the tenant ServiceAccount %s bound to ClusterRole %s",
-			name, catalyst.QuotaName, catalyst.TenantServiceAccountName, r.tenantClusterRole()))
+		fmt.Sprintf("namespace %s with ResourceQuota, LimitRange and NetworkPolicy %s, and the tenant ServiceAccount %s bound to ClusterRole %s%s",
+			name, catalyst.QuotaName, catalyst.TenantServiceAccountName, r.tenantClusterRole(), r.policies.enforcement()))
 	return ctrl.Result{}, nil
 }
 

@@ -2,11 +2,15 @@ package catalyst
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
+	"github.com/platform-operator/platform-operator/internal/catalyst/render"
 	"github.com/platform-operator/platform-operator/internal/catalyst/source"
 )
 
@@ -21,6 +25,9 @@ type Flags struct {
 	remoteBases                                    *bool
 	podSecurity, maxCPU, maxMemory, quotaStorage   *string
 	allowedDomains, allowedIssuers                 *string
+	gitCacheBytes, renderMaxBytes, renderMemory    *string
+	renderTimeout                                  *time.Duration
+	concurrentRenders                              *int
 }
 
 // BindFlags defines the catalyst flags on fs. The builder image defaults to RELATED_IMAGE_KANIKO, which
@@ -48,7 +55,21 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 		allowedDomains:        fs.String(catalyst.FlagAllowedDomains, "", "Comma-separated ingress domains catalyst Projects may name besides --catalyst-preview-domain: a name exactly, *.name any domain one label below name."),
 		allowedIssuers:        fs.String(catalyst.FlagAllowedClusterIssuers, "", "Comma-separated cert-manager ClusterIssuers catalyst Projects may name besides --catalyst-cluster-issuer; an Issuer in the environment's namespace is always allowed."),
 		cacheDir:              fs.String("catalyst-cache-dir", catalyst.DefaultCacheDir(), "Directory of the catalyst Git cache (fetched commits), on a writable volume; the default follows $TMPDIR."),
+		gitCacheBytes:         fs.String("catalyst-git-cache-bytes", "1536Mi", "Byte budget of the catalyst Git cache, below its volume's size (the manifest's 2Gi emptyDir): least recently used checkouts are evicted, and a checkout larger than the budget fails FetchFailed (docs/catalyst.md, Budgets)."),
+		renderMaxBytes:        fs.String("catalyst-render-max-bytes", "8Mi", "Most bytes a catalyst render (Helm chart, kustomization, manifests) may output, as JSON; more fails RenderFailed."),
+		renderMemory:          fs.String("catalyst-render-memory", "320Mi", "Memory (RLIMIT_DATA) of each catalyst render's child process; a render needing more fails RenderFailed."),
+		renderTimeout:         fs.Duration("catalyst-render-timeout", render.DefaultTimeout, "Bound of one catalyst render; its child process is killed after it."),
+		concurrentRenders:     fs.Int("catalyst-max-concurrent-renders", DefaultConcurrentRenders, "Catalyst renders run at once (each a child process of up to --catalyst-render-memory)."),
 	}
+}
+
+// quantityBytes reads a byte count flag (a Kubernetes quantity such as 1536Mi).
+func quantityBytes(name, v string) (int64, error) {
+	q, err := resource.ParseQuantity(v)
+	if err != nil || q.Sign() <= 0 {
+		return 0, fmt.Errorf("--%s=%q: a positive quantity such as 16Mi", name, v)
+	}
+	return q.Value(), nil
 }
 
 // Options are the group's options from the parsed flags, with workers objects of each kind reconciled
@@ -59,6 +80,16 @@ func (f *Flags) Options(workers int, watched []string) (Options, error) {
 		return Options{}, err
 	}
 	deploy.CacheDir = *f.cacheDir
+	if deploy.CacheBytes, err = quantityBytes("catalyst-git-cache-bytes", *f.gitCacheBytes); err != nil {
+		return Options{}, err
+	}
+	if deploy.Render.MaxBytes, err = quantityBytes("catalyst-render-max-bytes", *f.renderMaxBytes); err != nil {
+		return Options{}, err
+	}
+	if deploy.Render.MemoryBytes, err = quantityBytes("catalyst-render-memory", *f.renderMemory); err != nil {
+		return Options{}, err
+	}
+	deploy.Render.Timeout, deploy.MaxConcurrentRenders = *f.renderTimeout, *f.concurrentRenders
 	deploy.TenantClusterRole, deploy.AllowRemoteBases = *f.tenantRole, *f.remoteBases
 	defaults, err := catalyst.Defaults{Domain: *f.domain, IngressClass: *f.ingressClass, IngressNamespace: *f.ingressNamespace,
 		Issuer: catalystv1.IssuerRef{Name: *f.issuer, Kind: "ClusterIssuer"}}.WithLimits(catalyst.LimitFlags{
@@ -75,7 +106,7 @@ func (f *Flags) Options(workers int, watched []string) (Options, error) {
 			InsecureRegistries: catalyst.SplitRegistries(*f.insecureRegistries),
 			Registries:         catalyst.SplitRegistries(*f.registries),
 			DefaultRegistry:    *f.defaultRegistry, DefaultRegistrySecret: *f.defaultRegistrySecret,
-			GitCABundle: deploy.GitCABundle, GitAllowed: (&source.Fetcher{Hosts: deploy.GitHosts}).Allowed, RegistryTimeout: *f.registryTimeout},
+			GitCABundle: deploy.GitCABundle, GitAllowed: (&source.Fetcher{Hosts: deploy.GitHosts}).Allowed, GitHosts: deploy.GitHosts, RegistryTimeout: *f.registryTimeout},
 		Deploy: deploy,
 	}, nil
 }

@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -23,7 +24,8 @@ import (
 	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
-// The suite runs the catalyst group in a manager built by internal/kit/manager, as main.go does, against a
+// The suite runs the catalyst group in a manager built by internal/kit/manager, as main.go does, with the
+// operator's ClusterRole and nothing more, against a
 // real kube-apiserver and etcd (envtest, through the shared harness testenv) that serves our CRDs and
 // cert-manager's and calls the Environment webhook as config/webhook declares it (its kustomize output,
 // matchConditions included: what ships). It asserts through a direct, uncached client. envtest runs no
@@ -37,7 +39,12 @@ var (
 	writes    = &testutil.WriteCounter{}
 	cancel    context.CancelFunc
 	testClock = &movableClock{}
+	// managerConfig is the manager's identity: managerUser, bound to the operator's ClusterRole only.
+	managerConfig *rest.Config
 )
+
+// managerUser is who the suite's manager authenticates as.
+const managerUser = "platform-operator-manager"
 
 // movableClock is the real time plus an offset specs move forward (previews expire by it).
 type movableClock struct{ offset atomic.Int64 }
@@ -75,7 +82,12 @@ var _ = BeforeSuite(func() {
 	caps, err := suiteEnv.Discover()
 	Expect(err).NotTo(HaveOccurred())
 	Expect(caps.CertManager).To(BeTrue())
-	testenv.RunManager(ctx, suiteEnv.Config, suiteEnv.ManagerOptions(writes), caps,
+	// The manager runs with exactly the operator's ClusterRole (config/rbac/role.yaml, generated from the
+	// RBAC markers, which the CSV grants), as a user of its own, not as the administrator: a permission the
+	// markers lack fails here as it would in a cluster.
+	managerConfig, err = suiteEnv.ClusterRoleUser(ctx, managerUser, filepath.Join("..", "..", "config", "rbac", "role.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	testenv.RunManager(ctx, managerConfig, suiteEnv.ManagerOptions(writes), caps,
 		Group(Options{Defaults: testDefaults, MaxConcurrentReconciles: 2, Build: testBuildConfig(), Deploy: deployConfig(), Now: testClock.Now}))
 })
 

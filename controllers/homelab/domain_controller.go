@@ -151,7 +151,7 @@ func domainForChild(_ context.Context, o client.Object) []ctrl.Request {
 // +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=domains/finalizers,verbs=update
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.istio.io,resources=gateways,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // domainScope is one Domain reconcile's working state.

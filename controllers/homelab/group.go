@@ -3,6 +3,7 @@ package homelab
 import (
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
@@ -30,6 +31,15 @@ type Options struct {
 	// PostgresCleanupTimeout bounds how long a deleted PostgresDatabase waits for its database to be
 	// dropped; postgres.DefaultCleanupTimeout when zero.
 	PostgresCleanupTimeout time.Duration
+	// OperatorImage is the operator's own image (the backup group's, main.go), run by a PostgresDatabase
+	// restore Job's init container; when empty it is read from the operator's own pod (PodNamespace,
+	// PodName, the backup group's too).
+	OperatorImage string
+	// PodNamespace and PodName are the operator's own pod (POD_NAMESPACE, POD_NAME).
+	PodNamespace, PodName string
+	// RestorePostgresImage is pg_restore's image template with %d for the server's major version: the
+	// backup group's --backup-postgres-image, so a backup and its restore use the same images.
+	RestorePostgresImage string
 }
 
 // Group is the homelab API group as the manager sees it: one row per kind, then the webhooks.
@@ -54,13 +64,20 @@ func Group(opts Options) manager.Group {
 		manager.Controller{Name: "PostgresConnection", Cache: postgresCacheRules, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return (&PostgresConnectionReconciler{MaxConcurrentReconciles: workers}).SetupWithManager(mgr)
 		}},
-		manager.Controller{Name: "PostgresDatabase", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
-			return (&PostgresDatabaseReconciler{MaxConcurrentReconciles: workers, CleanupTimeout: opts.PostgresCleanupTimeout}).SetupWithManager(mgr)
+		manager.Controller{Name: "PostgresDatabase", Cache: postgresDatabaseCache, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+			return (&PostgresDatabaseReconciler{MaxConcurrentReconciles: workers, CleanupTimeout: opts.PostgresCleanupTimeout,
+				OperatorImage: opts.OperatorImage, PodNamespace: opts.PodNamespace, PodName: opts.PodName,
+				PostgresImage: opts.RestorePostgresImage}).SetupWithManager(mgr)
 		}},
 		manager.Controller{Name: "Domain and AuthentikServer webhooks", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return setupWebhooks(mgr, opts)
 		}},
 	)
+}
+
+// postgresDatabaseCache: restore Jobs are the operator's own (labelled).
+func postgresDatabaseCache(platform.Capabilities) []manager.CacheRule {
+	return []manager.CacheRule{{Object: &batchv1.Job{}}}
 }
 
 // setupWebhooks registers the Domain and AuthentikServer admission webhooks (domain_webhook.go); they

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,10 +20,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/jobs"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/ownimage"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 )
@@ -60,9 +64,19 @@ type PostgresDatabaseReconciler struct {
 	// CleanupTimeout bounds how long a deleted PostgresDatabase waits for its database to be dropped;
 	// postgres.DefaultCleanupTimeout when zero.
 	CleanupTimeout time.Duration
+	// OperatorImage is the operator's own image, which a restore Job's init container runs; when empty it
+	// is read from the operator's own pod (PodNamespace, PodName), and restores wait (OperatorImageUnknown)
+	// while neither is known.
+	OperatorImage string
+	// PodNamespace and PodName are the operator's own pod (POD_NAMESPACE, POD_NAME).
+	PodNamespace, PodName string
+	// PostgresImage is pg_restore's image template, with %d for the server's major version (the backup
+	// group's --backup-postgres-image).
+	PostgresImage string
 
 	applier *apply.Applier
 	status  *reconcile.StatusWriter
+	own     *ownimage.Resolver
 	// secrets reads Secrets from the API server (see SetupWithManager).
 	secrets apply.ReadThrough
 	// db makes and drops the databases.
@@ -77,6 +91,12 @@ type PostgresDatabaseReconciler struct {
 // +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=postgresconnections,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// A restore (postgresdatabase_restore.go): its Job, ConfigMap and credentials Secret, the failed pod's
+// termination message, and the namespace's Backups and BackupStores it reads from.
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups=backup.josie.cloud,resources=backups;backupstores,verbs=get;list;watch
 
 // Reconcile brings one PostgresDatabase's role, database and Secret in line with its spec, or cleans up
 // after a deleted one.
@@ -93,7 +113,7 @@ func (r *PostgresDatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		s.Drop(homelabv1.ConditionCleanup) // a deleted object's part only
 		return s.summarize()
 	}
-	res, err := reconcile.Finish(ctx, r.status, s, status, r.reconcileConnection, r.reconcileDatabase, r.reconcileSecret)
+	res, err := reconcile.Finish(ctx, r.status, s, status, r.reconcileConnection, r.reconcileDatabase, r.reconcileRestore, r.reconcileSecret)
 	if err == nil && meta.IsStatusConditionTrue(*s.Conditions, homelabv1.ConditionReady) {
 		res = reconcile.Soonest(res, ctrl.Result{RequeueAfter: PostgresRecheck})
 	}
@@ -117,6 +137,8 @@ type databaseScope struct {
 	newPassword bool
 	secretLive  *corev1.Secret
 	secretName  string
+	// restoredFrom is the restore that succeeded (spec.restore), this reconcile or before.
+	restoredFrom *homelabv1.RestoredFrom
 }
 
 func (r *PostgresDatabaseReconciler) newScope(db *homelabv1.PostgresDatabase) *databaseScope {
@@ -140,11 +162,16 @@ func (s *databaseScope) wait(condType, msg string) {
 
 // summarize is the status this reconcile found.
 func (s *databaseScope) summarize() *homelabv1.PostgresDatabaseStatus {
-	s.Summarize(postgresDatabaseParts, homelabv1.ReasonReady,
+	parts := postgresDatabaseParts
+	if s.db.Spec.Restore != nil {
+		parts = []string{homelabv1.ConditionCleanup, homelabv1.ConditionConnection, homelabv1.ConditionDatabase,
+			homelabv1.ConditionRestored, homelabv1.ConditionCredentials}
+	}
+	s.Summarize(parts, homelabv1.ReasonReady,
 		fmt.Sprintf("database %s and its role are ready; credentials in Secret %s", s.name, s.secretName))
 	return &homelabv1.PostgresDatabaseStatus{
 		ObservedGeneration: s.db.Generation, Conditions: *s.Conditions,
-		DatabaseName: s.name, SecretName: s.secretName,
+		DatabaseName: s.name, SecretName: s.secretName, RestoredFrom: s.restoredFrom,
 	}
 }
 
@@ -220,6 +247,10 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *d
 		return ctrl.Result{}, nil
 	}
 	secretName := postgres.SecretName(s.db.Name)
+	if restorePending(s.db) {
+		// Until the restore succeeded the password lives in the restore Job's Secret only.
+		secretName = jobs.RestoreSecretName(s.db)
+	}
 	live := &corev1.Secret{}
 	switch err := r.secrets.Get(ctx, types.NamespacedName{Namespace: s.db.Namespace, Name: secretName}, live); {
 	case apierrors.IsNotFound(err):
@@ -227,6 +258,10 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *d
 	case err != nil:
 		s.wait(homelabv1.ConditionDatabase, "the Secret could not be read: "+err.Error())
 		return ctrl.Result{}, err
+	case restorePending(s.db):
+		if jobs.IsRestoreSecret(s.db, live) {
+			s.secretLive = live
+		}
 	default:
 		if c := apply.Conflict(live, postgres.Secret(s.db, postgresDatabaseKind, *s.settings, s.name, "", ""), s.db); c != nil {
 			s.Fail(s.before, homelabv1.ConditionCredentials, reconcile.ReasonNameConflict, c.Error())
@@ -261,6 +296,11 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *d
 
 // reconcileSecret writes the role's credentials to the Secret <name>-postgres.
 func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
+	if s.db.Spec.Restore != nil && s.restoredFrom == nil {
+		// Handed to the workload only once restored: an application must never see the empty database.
+		s.wait(homelabv1.ConditionCredentials, "waiting for the restore")
+		return ctrl.Result{}, nil
+	}
 	if s.password == "" {
 		// The Secret of an earlier reconcile still serves applications while the database waits: keep
 		// naming it while it exists (its metadata is cached).
@@ -276,7 +316,7 @@ func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *dat
 		return ctrl.Result{}, nil
 	}
 	desired := postgres.Secret(s.db, postgresDatabaseKind, *s.settings, s.name, s.password, s.rotation)
-	if s.secretLive != nil && secretHolds(s.secretLive, desired) {
+	if s.secretLive != nil && s.secretLive.Name == desired.Name && secretHolds(s.secretLive, desired) {
 		// Unchanged, as read at the start of this reconcile: no apply, which would write the password back
 		// into a Secret deleted since (a deleted Secret asks for a new password, in the next reconcile).
 		s.secretName = desired.Name
@@ -302,6 +342,7 @@ func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *dat
 func (r *PostgresDatabaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	r.db = newDatabaseProvisioner(r.CleanupTimeout)
+	r.own = &ownimage.Resolver{Image: r.OperatorImage, Reader: r.APIReader, Namespace: r.PodNamespace, Name: r.PodName}
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: homelabv1.PostgresDatabaseFinalizer}
 	// The applier reads Secrets from the API server: a typed read through the cache would start an
 	// informer holding every Secret's data.
@@ -310,8 +351,8 @@ func (r *PostgresDatabaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: oplabels.FieldOwner + "/postgresdatabase",
-		Fields:     []string{"observedGeneration", "databaseName", "secretName"},
-		Conditions: append([]string{homelabv1.ConditionReady}, postgresDatabaseParts...),
+		Fields:     []string{"observedGeneration", "databaseName", "secretName", "restoredFrom"},
+		Conditions: append([]string{homelabv1.ConditionReady, homelabv1.ConditionRestored}, postgresDatabaseParts...),
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &homelabv1.PostgresDatabase{}, databaseConnectionIndex,
 		func(o client.Object) []string {
@@ -325,8 +366,29 @@ func (r *PostgresDatabaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&homelabv1.PostgresDatabase{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&homelabv1.PostgresConnection{}, handler.EnqueueRequestsFromMapFunc(r.databasesForConnection)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.databasesForSecret)).
+		// A restore's Job, and the Backups and stores a restore waits for.
+		Owns(&batchv1.Job{}).
+		Watches(&backupv1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.restoresInNamespace)).
+		Watches(&backupv1.BackupStore{}, handler.EnqueueRequestsFromMapFunc(r.restoresInNamespace)).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(opmetrics.Instrument(opmetrics.PostgresDatabase, mgr.GetClient(), r))
+}
+
+// restoresInNamespace maps a Backup or BackupStore to the namespace's PostgresDatabases that wait for a
+// restore.
+func (r *PostgresDatabaseReconciler) restoresInNamespace(ctx context.Context, o client.Object) []ctrl.Request {
+	var list homelabv1.PostgresDatabaseList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list databases for a restore", "object", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	var reqs []ctrl.Request
+	for i := range list.Items {
+		if restorePending(&list.Items[i]) {
+			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // databasesForConnection maps a connection to the databases that use it, in any namespace.

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +20,7 @@ import (
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
@@ -58,6 +60,10 @@ type DeploymentReconciler struct {
 	// --iot-fleet-policy, --iot-allowed-registries, --iot-require-digest); the zero Policy allows no
 	// targeting. The webhook refuses what is outside it; the reconciler publishes nothing for it.
 	Policy Policy
+	// Credentials verify the credential labels devices put in their records (--iot-fleet-account-jwt):
+	// the only labels a selector's requirements on a key the namespace's policy names can match. Nil
+	// verifies none, so such a namespace targets no device.
+	Credentials *auth.Verifier
 
 	// Client reads from the manager's cache and writes to the API server; the manager's when nil, as is
 	// Recorder.
@@ -185,8 +191,10 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&iotv1.Deployment{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionPredicate()))).
 		WatchesRawSource(source.Channel(r.wake, &handler.TypedEnqueueRequestForObject[*iotv1.Deployment]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
+	r.index.TrustedKeys = r.Policy.Fleet.TrustedKeys
 	switch {
 	case r.Store != nil:
+		r.trust(mgr.GetLogger(), r.Store)
 		r.store.Store(r.Store)
 		if err := mgr.Add(&fleetWatch{r: r}); err != nil {
 			return err
@@ -218,4 +226,13 @@ func (r *DeploymentReconciler) wakeUp(ctx context.Context, key types.NamespacedN
 	case r.wake <- event.TypedGenericEvent[*iotv1.Deployment]{Object: d}:
 	case <-ctx.Done():
 	}
+}
+
+// trust makes st read device records' labels as docs/fleet.md, "Credential labels" says: the
+// credential's verified labels over the device's own, each refusal logged.
+func (r *DeploymentReconciler) trust(log logr.Logger, st *store.Store) {
+	log = log.WithName("fleet")
+	st.Trust = r.Credentials.Trust(r.clock, func(device string, err error) {
+		log.V(1).Info("a device's credential labels are not trusted", "device", device, "reason", err.Error())
+	})
 }

@@ -27,6 +27,8 @@ const (
 	FlagAllowedRegistries = "iot-allowed-registries"
 	// FlagRequireDigest makes every image be pinned by digest (@sha256:...).
 	FlagRequireDigest = "iot-require-digest"
+	// FlagFleetAccountJWT is the fleet account's JWT, which says whose credential labels to trust.
+	FlagFleetAccountJWT = "iot-fleet-account-jwt"
 )
 
 // Policy is what the administrator lets Deployments do: which devices each namespace may target, and
@@ -113,6 +115,22 @@ func ParseFleetPolicy(s string) (FleetPolicy, error) {
 		return FleetPolicy{}, err
 	}
 	return p, nil
+}
+
+// TrustedKeys are the label keys whose values only a device's credential may give, for the
+// Deployments of namespace ns: the keys of the rules that apply to it, none when one of them allows
+// any selector (docs/fleet.md, "Credential labels").
+func (p FleetPolicy) TrustedKeys(ns string) []string {
+	var keys []string
+	for _, r := range p.rulesFor(ns) {
+		if r.all {
+			return nil
+		}
+		if !slices.Contains(keys, r.key) {
+			keys = append(keys, r.key)
+		}
+	}
+	return keys
 }
 
 // rulesFor are the entries that apply to namespace ns: those naming it, else those for "*".

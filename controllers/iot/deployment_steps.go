@@ -29,7 +29,7 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *sco
 		return ctrl.Result{}, nil
 	}
 	if st == nil {
-		s.natsError = "connecting to " + r.NATS.URL
+		s.natsError = "connecting to " + r.NATS.Redacted()
 		return ctrl.Result{RequeueAfter: natsRetry}, nil
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&s.d.Spec.TargetSelector)
@@ -80,8 +80,9 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *sco
 // returns how many selected devices have the current generation. What it reads lives only for this pass.
 func (r *DeploymentReconciler) publish(ctx context.Context, s *scope, st *store.Store, sel labels.Selector) (int, error) {
 	var matched []string
+	trusted := r.Policy.Fleet.TrustedKeys(s.key.Namespace)
 	if err := st.EachDevice(ctx, func(d *fleet.DeviceInfo) {
-		if sel.Matches(labels.Set(d.Labels)) {
+		if sel.Matches(labels.Set(d.Selection().View(trusted))) {
 			matched = append(matched, d.ID)
 		}
 	}); err != nil {

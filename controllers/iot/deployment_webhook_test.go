@@ -51,7 +51,7 @@ var (
 // device, with any image.
 func suitePolicy() Policy {
 	GinkgoHelper()
-	p, err := ParseFleetPolicy(nsTight + "=site:lyon|paris;" + nsOpen + "=*;" + nsStored + "=fleet:policy-stored-ok;*=*")
+	p, err := ParseFleetPolicy(nsTight + "=site:lyon|paris;" + nsOpen + "=*;" + nsStored + "=fleet:policy-stored-ok;" + nsCred + "=site:cred-lyon;*=*")
 	Expect(err).NotTo(HaveOccurred())
 	return Policy{Fleet: p}
 }
@@ -207,8 +207,9 @@ var _ = Describe("iot Deployment policy", Ordered, func() {
 	})
 
 	It("publishes nothing for a Deployment stored outside the policy (PolicyViolation), and publishes it once within", func(ctx SpecContext) {
-		devices := fleettest.StartFleet(suiteCtx, fleetStore, "policy-stored-ok", "policy-stored-ok", 2)
-		devices = append(devices, fleettest.StartFleet(suiteCtx, fleetStore, "policy-stored-other", "policy-stored-other", 1)...)
+		// The policy names the key fleet: it counts from the devices' credentials.
+		devices := startCredentialFleet("policy-stored-ok", "policy-stored-ok", 2)
+		devices = append(devices, startCredentialFleet("policy-stored-other", "policy-stored-other", 1)...)
 		DeferCleanup(stopAll, devices)
 
 		// No webhook sees this namespace: the object is stored as one from before the policy changed.

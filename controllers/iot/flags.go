@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
 )
 
 // Flags are the iot group's command-line flags (docs/iot.md); BindFlags binds them and Options reads
@@ -12,7 +15,8 @@ import (
 type Flags struct {
 	natsURL, natsCreds, natsCA, natsCert, natsKey *string
 	heartbeatTTL                                  *time.Duration
-	fleetPolicy, registries                       *string
+	maxDevices, deploymentsPerDevice              *int
+	fleetPolicy, registries, accountJWT           *string
 	requireDigest                                 *bool
 }
 
@@ -20,15 +24,18 @@ type Flags struct {
 // Subscription sets them (NATS_URL, IOT_FLEET_POLICY, IOT_ALLOWED_REGISTRIES, IOT_REQUIRE_DIGEST).
 func BindFlags(fs *flag.FlagSet) *Flags {
 	return &Flags{
-		natsURL:       fs.String("nats-url", os.Getenv("NATS_URL"), "URL of the NATS server (JetStream) of the IoT fleet, e.g. nats://nats.iot:4222 (default $NATS_URL); empty runs the iot Deployment controller without NATS: each Deployment then says NATSNotConfigured (docs/iot.md)."),
-		natsCreds:     fs.String("nats-credentials-file", "", "NATS .creds file (user JWT and nkey seed) for --nats-url, mounted from a Secret; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead."),
-		natsCA:        fs.String("nats-ca-file", "", "PEM file of the CAs that sign the NATS server's certificate; set, the connection to --nats-url requires TLS."),
-		natsCert:      fs.String("nats-cert-file", "", "PEM client certificate for a NATS server that verifies clients (with --nats-key-file)."),
-		natsKey:       fs.String("nats-key-file", "", "PEM key of --nats-cert-file."),
-		heartbeatTTL:  fs.Duration("nats-heartbeat-ttl", 30*time.Second, "How long an IoT device counts as alive after its agent's last heartbeat."),
-		fleetPolicy:   fs.String(FlagFleetPolicy, os.Getenv("IOT_FLEET_POLICY"), "Which devices each namespace's iot Deployments may target: NAMESPACE=KEY:VALUE|VALUE (the selector must require label KEY to be one of the VALUEs) or NAMESPACE=* (any selector, {} included), entries separated by ; (NAMESPACE * for namespaces no entry names); empty allows no targeting (default $IOT_FLEET_POLICY, which an OLM Subscription can set; docs/iot.md, Tenancy and image policy)."),
-		registries:    fs.String(FlagAllowedRegistries, os.Getenv("IOT_ALLOWED_REGISTRIES"), "Comma-separated registries iot Deployment images may come from: a host (any port), host:port, or host/path prefix (docker.io/library for official Docker Hub images); empty allows any (default $IOT_ALLOWED_REGISTRIES)."),
-		requireDigest: fs.Bool(FlagRequireDigest, os.Getenv("IOT_REQUIRE_DIGEST") == "true", "Refuse iot Deployment images not pinned by digest (image@sha256:...); default true when $IOT_REQUIRE_DIGEST is true."),
+		natsURL:              fs.String("nats-url", os.Getenv("NATS_URL"), "URL of the NATS server (JetStream) of the IoT fleet, e.g. nats://nats.iot:4222 (default $NATS_URL); empty runs the iot Deployment controller without NATS: each Deployment then says NATSNotConfigured (docs/iot.md)."),
+		natsCreds:            fs.String("nats-credentials-file", "", "NATS .creds file (user JWT and nkey seed) for --nats-url, mounted from a Secret; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead."),
+		natsCA:               fs.String("nats-ca-file", "", "PEM file of the CAs that sign the NATS server's certificate; set, the connection to --nats-url requires TLS."),
+		natsCert:             fs.String("nats-cert-file", "", "PEM client certificate for a NATS server that verifies clients (with --nats-key-file)."),
+		natsKey:              fs.String("nats-key-file", "", "PEM key of --nats-cert-file."),
+		heartbeatTTL:         fs.Duration("nats-heartbeat-ttl", 30*time.Second, "How long an IoT device counts as alive after its agent's last heartbeat."),
+		maxDevices:           fs.Int("iot-fleet-max-devices", store.DefaultMaxDevices, "How many devices the fleet may have: sizes the fleet's JetStream buckets (message and byte limits, the consumers of the desired bucket), which nats-server enforces and reserves against its storage (docs/fleet.md, Limits)."),
+		deploymentsPerDevice: fs.Int("iot-fleet-deployments-per-device", store.DefaultDeploymentsPerDevice, "How many iot Deployments a device runs at once on average: sizes the desired and state buckets with --iot-fleet-max-devices."),
+		fleetPolicy:          fs.String(FlagFleetPolicy, os.Getenv("IOT_FLEET_POLICY"), "Which devices each namespace's iot Deployments may target: NAMESPACE=KEY:VALUE|VALUE (the selector must require label KEY to be one of the VALUEs) or NAMESPACE=* (any selector, {} included), entries separated by ; (NAMESPACE * for namespaces no entry names); empty allows no targeting (default $IOT_FLEET_POLICY, which an OLM Subscription can set; docs/iot.md, Tenancy and image policy)."),
+		accountJWT:           fs.String(FlagFleetAccountJWT, os.Getenv("IOT_FLEET_ACCOUNT_JWT"), "The fleet account's JWT (account.jwt, written by fleet-auth init, revoke and update-permissions): the operator trusts the labels of a device's credential only when that account's device signing key signed it, for that device, unexpired and unrevoked. A namespace whose --iot-fleet-policy names label keys matches those keys against credential labels only, so without it such a namespace targets no device (default $IOT_FLEET_ACCOUNT_JWT; docs/fleet.md, Credential labels)."),
+		registries:           fs.String(FlagAllowedRegistries, os.Getenv("IOT_ALLOWED_REGISTRIES"), "Comma-separated registries iot Deployment images may come from: a host (any port), host:port, or host/path prefix (docker.io/library for official Docker Hub images); empty allows any (default $IOT_ALLOWED_REGISTRIES)."),
+		requireDigest:        fs.Bool(FlagRequireDigest, os.Getenv("IOT_REQUIRE_DIGEST") == "true", "Refuse iot Deployment images not pinned by digest (image@sha256:...); default true when $IOT_REQUIRE_DIGEST is true."),
 	}
 }
 
@@ -43,12 +50,19 @@ func (f *Flags) Options(workers int) (Options, error) {
 	if err != nil {
 		return Options{}, fmt.Errorf("--%s: %w", FlagAllowedRegistries, err)
 	}
-	opts := Options{MaxConcurrentReconciles: workers, Policy: Policy{
+	var creds *auth.Verifier
+	if *f.accountJWT != "" {
+		if creds, err = auth.LoadVerifier(*f.accountJWT); err != nil {
+			return Options{}, fmt.Errorf("--%s: %w", FlagFleetAccountJWT, err)
+		}
+	}
+	opts := Options{MaxConcurrentReconciles: workers, Credentials: creds, Policy: Policy{
 		Fleet: fleetPolicy, Images: ImagePolicy{Registries: registries, RequireDigest: *f.requireDigest}}}
 	if *f.natsURL != "" {
 		// Connected in the background, retried until NATS answers: the other APIs do not wait for it.
 		opts.NATS = &NATSOptions{URL: *f.natsURL, CredentialsFile: *f.natsCreds, CAFile: *f.natsCA, CertFile: *f.natsCert, KeyFile: *f.natsKey,
-			User: os.Getenv("NATS_USER"), Password: os.Getenv("NATS_PASSWORD"), HeartbeatTTL: *f.heartbeatTTL}
+			User: os.Getenv("NATS_USER"), Password: os.Getenv("NATS_PASSWORD"), HeartbeatTTL: *f.heartbeatTTL,
+			Limits: store.Limits{Devices: *f.maxDevices, DeploymentsPerDevice: *f.deploymentsPerDevice}}
 	}
 	return opts, nil
 }

@@ -194,10 +194,11 @@ func (c *natsConnector) Start(ctx context.Context) error {
 	err := wait.ExponentialBackoffWithContext(ctx, retryForever(natsRetry), func(ctx context.Context) (bool, error) {
 		st, closeConn, err := Connect(ctx, *c.r.NATS, 10*time.Second)
 		if err != nil {
-			log.Error(err, "connect to NATS; retrying", "url", c.r.NATS.URL)
+			log.Error(err, "connect to NATS; retrying", "url", c.r.NATS.Redacted())
 			return false, nil
 		}
 		closeNATS = closeConn
+		c.r.trust(log, st)
 		c.r.store.Store(st)
 		return true, nil
 	})
@@ -205,7 +206,7 @@ func (c *natsConnector) Start(ctx context.Context) error {
 		return nil // ctx ended
 	}
 	defer closeNATS()
-	log.Info("connected to NATS", "url", c.r.NATS.URL)
+	log.Info("connected to NATS", "url", c.r.NATS.Redacted())
 	return (&fleetWatch{r: c.r}).Start(ctx)
 }
 

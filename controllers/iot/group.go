@@ -4,6 +4,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
 	"github.com/platform-operator/platform-operator/internal/kit/admit"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
@@ -19,11 +20,13 @@ type Options struct {
 	// NATS is the fleet's server, connected in the background; nil runs without NATS (every Deployment
 	// says NATSNotConfigured).
 	NATS *NATSOptions
+	// Credentials verify devices' credential labels (--iot-fleet-account-jwt); nil verifies none.
+	Credentials *auth.Verifier
 }
 
 // Group is the iot API group as the manager sees it.
 func Group(opts Options) manager.Group {
-	return groupOf(&DeploymentReconciler{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Policy: opts.Policy, NATS: opts.NATS})
+	return groupOf(&DeploymentReconciler{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Policy: opts.Policy, NATS: opts.NATS, Credentials: opts.Credentials})
 }
 
 // groupOf is the group's table, run by r (tests pass a reconciler they connected and watch).

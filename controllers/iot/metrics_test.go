@@ -50,7 +50,7 @@ func TestFleetMetricsFromTheStart(t *testing.T) {
 	fleetGauges.reader.Store(nil)
 	got := gather(t)
 	for name, series := range map[string]int{
-		"platform_operator_fleet_rejected_records_total":  3 * 5,
+		"platform_operator_fleet_rejected_records_total":  3 * 6,
 		"platform_operator_fleet_recounts_total":          5,
 		"platform_operator_fleet_aggregation_lag_seconds": 1,
 		"platform_operator_fleet_nats_connected":          1,

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
@@ -30,9 +31,11 @@ var (
 	nc         *nats.Conn
 	fleetStore *store.Store
 	reconciler *DeploymentReconciler
-	writes     = &testutil.WriteCounter{}
-	suiteCtx   context.Context
-	cancel     context.CancelFunc
+	// suiteAuthority issues the credentials whose labels the reconciler trusts.
+	suiteAuthority *auth.Authority
+	writes         = &testutil.WriteCounter{}
+	suiteCtx       context.Context
+	cancel         context.CancelFunc
 )
 
 // heartbeatTTL is short so that a stopped device turns stale within the suite's patience.
@@ -64,7 +67,13 @@ var _ = BeforeSuite(func() {
 	nc, fleetStore, err = fleettest.Connect(suiteCtx, natsServer.ClientURL(), heartbeatTTL)
 	Expect(err).NotTo(HaveOccurred())
 
-	reconciler = &DeploymentReconciler{Store: fleetStore, StatusInterval: 200 * time.Millisecond, MaxConcurrentReconciles: 2, Policy: suitePolicy()}
+	// The authority whose device credentials the reconciler trusts (credential_labels_test.go).
+	suiteAuthority, err = auth.Init()
+	Expect(err).NotTo(HaveOccurred())
+	verifier, err := auth.NewVerifier(suiteAuthority.AccountJWT)
+	Expect(err).NotTo(HaveOccurred())
+	reconciler = &DeploymentReconciler{Store: fleetStore, StatusInterval: 200 * time.Millisecond, MaxConcurrentReconciles: 2, Policy: suitePolicy(),
+		Credentials: verifier}
 	webhookCerts, webhookPort = startWebhookCerts()
 	startManager(suiteCtx, testEnv.Config, reconciler, writes)
 })

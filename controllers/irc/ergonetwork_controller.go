@@ -112,7 +112,7 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Client:     r.Client,
 		FieldOwner: statusFieldOwner,
 		Fields:     []string{"observedGeneration", "networkName", "serviceHost", "ports", "routeHost"},
-		Conditions: append([]string{ircv1.ConditionReady}, partConditions...),
+		Conditions: append([]string{ircv1.ConditionReady, ircv1.ConditionImageCurrent}, partConditions...),
 		// Versions before the status writer patched status under the binary's name.
 		LegacyManagers: []string{oplabels.OperatorName},
 	}
@@ -204,8 +204,9 @@ func CacheRules(caps platform.Capabilities) []manager.CacheRule {
 }
 
 // The slim transforms of a network's children: each keeps metadata and status, and of the rest only
-// what a step reads from the cache (the pod template's legacy config digest, for legacyDigestKey, on the
-// Deployments of networks that have not changed since an upgrade).
+// what a step reads from the cache: of the Deployment, the pod template's legacy config digest (on the
+// Deployments of networks that have not changed since an upgrade) and the ergo container's image, which
+// decides whether the operator's image may replace it (ergo.ChooseImage).
 var (
 	slimDeployment = apply.Slim(oplabels.FieldOwner, func(d *appsv1.Deployment) any { return &d.Spec },
 		func(d *appsv1.Deployment) {
@@ -213,8 +214,13 @@ var (
 			if v, ok := d.Spec.Template.Annotations[ergo.LegacyConfigDigestAnnotation]; ok {
 				kept = map[string]string{ergo.LegacyConfigDigestAnnotation: v}
 			}
+			var containers []corev1.Container
+			if image := ergo.RunningImage(d); image != "" {
+				containers = []corev1.Container{{Name: ergo.ContainerName, Image: image}}
+			}
 			d.Spec = appsv1.DeploymentSpec{Replicas: d.Spec.Replicas,
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: kept}}}
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: kept},
+					Spec: corev1.PodSpec{Containers: containers}}}
 		})
 	slimConfigMap = apply.SlimKeeping(oplabels.FieldOwner, []string{ergo.ConfigSourceAnnotation, ergo.ConfigStateAnnotation},
 		func(c *corev1.ConfigMap) any { return []any{c.Data, c.BinaryData, c.Immutable} },

@@ -246,7 +246,9 @@ func (r *ErgoNetworkReconciler) reconcileConfig(ctx context.Context, s *scope) (
 }
 
 // reconcileDeployment runs ergo. The pod template carries a digest of the config and oper hash, so a
-// change of either rolls the pod and nothing else does.
+// change of either rolls the pod and nothing else does. The image is the operator's, except that a network
+// running an ergo whose datastore the operator's would refuse keeps its own until it allows the upgrade
+// (ergo.ChooseImage, reported in ImageCurrent).
 func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.configPrefix == nil {
 		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting,
@@ -257,11 +259,16 @@ func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scop
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	legacy, err := r.legacyDigestKey(ctx, s, digest)
+	live, err := r.liveDeployment(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	desired := ergo.Deployment(s.net, ergo.Options{Image: r.Image, OpenShift: r.Capabilities.OpenShift, LegacyDigestKey: legacy}, digest)
+	// Moving a digest from the legacy annotation key would roll the pod for nothing: it stays there until
+	// the digest changes, which rolls the pod anyway and moves it to its new key.
+	legacy := live != nil && live.Spec.Template.Annotations[ergo.LegacyConfigDigestAnnotation] == digest
+	image := ergo.ChooseImage(ergo.RunningImage(live), r.Image, s.net.Spec.Storage.AutoUpgrade)
+	reportImage(s, image)
+	desired := ergo.Deployment(s.net, ergo.Options{Image: image.Image, OpenShift: r.Capabilities.OpenShift, LegacyDigestKey: legacy}, digest)
 	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionDeployment); !ok {
 		return res, err
 	}
@@ -273,19 +280,35 @@ func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scop
 	return ctrl.Result{}, nil
 }
 
-// legacyDigestKey says whether the running Deployment's pod template carries digest under the legacy
-// annotation key: then the digest stays there, because moving it would roll the pod for nothing. The
-// next change of the digest rolls the pod anyway and moves the annotation to its new key.
-func (r *ErgoNetworkReconciler) legacyDigestKey(ctx context.Context, s *scope, digest string) (bool, error) {
+// liveDeployment is the network's Deployment as the cache holds it (slim: its pod template keeps the
+// legacy digest annotation and the ergo container's image, nothing else), nil when there is none yet.
+func (r *ErgoNetworkReconciler) liveDeployment(ctx context.Context, s *scope) (*appsv1.Deployment, error) {
 	var live appsv1.Deployment
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.net.Namespace, Name: ergo.DeploymentName(s.net)}, &live)
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read Deployment: %w", err)
+		return nil, fmt.Errorf("read Deployment: %w", err)
 	}
-	return live.Spec.Template.Annotations[ergo.LegacyConfigDigestAnnotation] == digest, nil
+	return &live, nil
+}
+
+// reportImage sets ImageCurrent: True when the Deployment gets the operator's image, False while the
+// running ergo is kept because the operator's would refuse its datastore (ergo.ChooseImage). The Warning
+// event goes out once, when the network comes to be held (Fail compares with the conditions as read), so
+// a held network costs no event and no status write on later reconciles. Ready does not read it: a held
+// network keeps serving.
+func reportImage(s *scope, c ergo.ImageChoice) {
+	if !c.Held {
+		s.Set(ircv1.ConditionImageCurrent, metav1.ConditionTrue, ircv1.ReasonImageCurrent,
+			fmt.Sprintf("the Deployment runs the operator's ergo image %s", c.Image))
+		return
+	}
+	s.Fail(s.net.Status.Conditions, ircv1.ConditionImageCurrent, ircv1.ReasonDatastoreUpgradeRequired, fmt.Sprintf(
+		"kept on ergo %s (%s): the operator's ergo %s needs datastore schema %d and refuses this datastore's %d "+
+			"unless it may upgrade it; set spec.storage.autoUpgrade: true to upgrade (ergo backs ircd.db up first)",
+		c.Running, c.Image, c.Target, c.TargetSchema, c.RunningSchema))
 }
 
 // podDigest is the config digest the pod template carries: of the rendered config (from its digest

@@ -119,7 +119,7 @@ func startCatalystServers(_ context.Context, dir string) (args []string, stop fu
 	if err := os.WriteFile(ca, git.CABundle(), 0o600); err != nil {
 		return nil, stop, err
 	}
-	return []string{"--catalyst-git-ca-file=" + ca, "--catalyst-git-hosts=127.0.0.1",
+	return []string{"--catalyst-git-ca-file=" + ca, "--catalyst-git-hosts=127.0.0.1", "--catalyst-registries=127.0.0.1",
 		"--catalyst-allowed-domains=preview.example.com", "--catalyst-allowed-cluster-issuers=" + catalysttest.Issuer}, stop, nil
 }
 

@@ -38,7 +38,7 @@ func init() {
 			}
 			iotNATS = srv
 			return []string{"--iot-fleet-policy=*=site:lyon|paris", "--nats-url=" + srv.ClientURL(),
-				"--nats-credentials-file=" + srv.OperatorCreds}, srv.Shutdown, nil
+				"--nats-credentials-file=" + srv.OperatorCreds, "--iot-fleet-account-jwt=" + srv.AccountJWT()}, srv.Shutdown, nil
 		},
 		Steps: func(obj client.Object) []Step {
 			return []Step{

@@ -314,7 +314,7 @@ func TestCatalystServers(t *testing.T) {
 	}
 	l := catalystLocal
 	ca := filepath.Join(dir, "git-ca.pem")
-	if want := []string{"--catalyst-git-ca-file=" + ca, "--catalyst-git-hosts=127.0.0.1",
+	if want := []string{"--catalyst-git-ca-file=" + ca, "--catalyst-git-hosts=127.0.0.1", "--catalyst-registries=127.0.0.1",
 		"--catalyst-allowed-domains=preview.example.com", "--catalyst-allowed-cluster-issuers=" + catalysttest.Issuer}; !slices.Equal(args, want) {
 		t.Errorf("args %q, want %q", args, want)
 	}

@@ -47,6 +47,9 @@ type BuildConfig struct {
 	// GitAllowed says whether the operator may fetch from a repository URL, and why not: the same rule
 	// as the deploy's fetches (--catalyst-git-hosts). Nil allows every host.
 	GitAllowed func(rawURL string) error
+	// GitHosts are the Git hosts an administrator listed (--catalyst-git-hosts): the build pods reach a
+	// listed host on a private address (BuildEgress); any other only on a public one.
+	GitHosts []string
 	// RegistryTimeout bounds one image check; DefaultRegistryTimeout when zero.
 	RegistryTimeout time.Duration
 }

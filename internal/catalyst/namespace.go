@@ -2,6 +2,7 @@ package catalyst
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,6 +105,11 @@ func NamespaceFor(env *catalystv1.Environment, p Parts, name string, s Settings)
 	if n := env.Spec.Source.PRNumber; n > 0 {
 		annotations[catalystv1.AnnotationPRNumber] = fmt.Sprint(n)
 	}
+	// What the admission policies read (admissionpolicy.go): the label binds them to the namespace, the
+	// annotations are the environment's host and ClusterIssuers. Tenants cannot change a namespace.
+	labels[TenantNamespaceLabel] = "true"
+	annotations[HostAnnotation] = strings.ToLower(Host(name, s.Domain))
+	annotations[ClusterIssuersAnnotation] = strings.Join(s.ClusterIssuers, ",")
 	labels[podSecurityEnforce] = string(s.PodSecurityLevel.OrRestricted())
 	labels[podSecurityEnforceVersion] = "latest"
 	labels[podSecurityAudit] = string(PodSecurityRestricted)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -16,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/platform-operator/platform-operator/internal/catalyst/addrguard"
 )
 
 // Keychain reads the credentials of a kubernetes.io/dockerconfigjson Secret's data (its .dockerconfigjson
@@ -84,11 +87,19 @@ func registryHost(key string) string {
 
 // Registry asks image registries whether they hold an image. Plain http is used only for registries
 // PlainHTTP allows; a request the registry library would otherwise send over plain http (it does so for
-// private IPv4 addresses and .local hosts) is refused.
+// private IPv4 addresses and .local hosts) is refused. Every connection (to the registry, to the bearer
+// realm it names, to where it redirects) goes to a public address only, unless its host is in Listed: the
+// rule is checked on the address dialled (addrguard), so neither a Project's registry nor a registry's
+// answer can aim the operator at the cluster's network, the node or the cloud's metadata service. No
+// message quotes a registry's answer: only its status code.
 type Registry struct {
 	// Insecure are the registries (host or host:port) spoken to over plain http besides loopback ones.
 	Insecure []string
-	// Transport sends the requests; http.DefaultTransport when nil.
+	// Listed are the registries (host or host:port; --catalyst-registries) connected to wherever their
+	// address is; any other host only on a public address.
+	Listed []string
+	// Transport sends the requests instead of the guarded transport: for tests of what is sent, which
+	// then connect nowhere. Nil in the operator.
 	Transport http.RoundTripper
 	// Timeout bounds one check; DefaultRegistryTimeout when zero.
 	Timeout time.Duration
@@ -117,13 +128,27 @@ func (r *Registry) Head(ctx context.Context, image string, kc authn.Keychain) (d
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	next := r.Transport
+	var refused refusal
 	if next == nil {
-		next = http.DefaultTransport
+		tr := &http.Transport{
+			DialContext: addrguard.Dialer(func(host string) bool { return registryListed(host, r.Listed) }, refused.record),
+			// No proxy: the rule is checked on the address connected to, which a proxy would hide.
+			Proxy:                  nil,
+			ForceAttemptHTTP2:      true,
+			TLSHandshakeTimeout:    10 * time.Second,
+			MaxResponseHeaderBytes: 64 << 10,
+		}
+		defer tr.CloseIdleConnections()
+		next = tr
 	}
 	desc, err := remote.Head(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(kc),
 		remote.WithTransport(plainHTTPGuard{next: next, insecure: r.Insecure}))
 	if err == nil {
 		return desc.Digest.String(), true, nil
+	}
+	if rf := refused.get(); rf != nil {
+		return "", false, fmt.Errorf("%w: host %s resolves to %s, a %s address, which the operator asks only when the registry is listed (--catalyst-registries)",
+			ErrAddressRefused, rf.Host, rf.Addr, rf.Reason)
 	}
 	var terr *transport.Error
 	if errors.As(err, &terr) {
@@ -131,18 +156,78 @@ func (r *Registry) Head(ctx context.Context, image string, kc authn.Keychain) (d
 		case http.StatusNotFound:
 			return "", false, nil
 		case http.StatusUnauthorized, http.StatusForbidden:
-			return "", false, fmt.Errorf("%w: %s", ErrUnauthorized, terr.Error())
+			return "", false, fmt.Errorf("%w: it answered HTTP %d", ErrUnauthorized, terr.StatusCode)
 		}
 		for _, d := range terr.Errors {
 			switch d.Code {
 			case transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode:
 				return "", false, nil
 			case transport.UnauthorizedErrorCode, transport.DeniedErrorCode:
-				return "", false, fmt.Errorf("%w: %s", ErrUnauthorized, terr.Error())
+				return "", false, fmt.Errorf("%w: it answered HTTP %d", ErrUnauthorized, terr.StatusCode)
 			}
 		}
+		// The answer's body and its error list are the registry's words: only the status is quoted.
+		return "", false, fmt.Errorf("the registry answered HTTP %d", terr.StatusCode)
 	}
-	return "", false, err
+	return "", false, quietError(err)
+}
+
+// ErrAddressRefused is a registry, or a host a registry pointed at (its bearer realm, a redirect), whose
+// address the operator does not connect to: not a public one, and the host not listed.
+var ErrAddressRefused = errors.New("registry address refused")
+
+// refusal keeps the first connection addrguard refused during one check.
+type refusal struct {
+	mu sync.Mutex
+	r  *addrguard.Refusal
+}
+
+func (f *refusal) record(r addrguard.Refusal) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.r == nil {
+		f.r = &r
+	}
+	return fmt.Errorf("%w: %s is a %s address", ErrAddressRefused, r.Addr, r.Reason)
+}
+
+func (f *refusal) get() *addrguard.Refusal {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.r
+}
+
+// registryListed is whether host (a dialled host, without port) is one of listed, which name registries
+// as host or host:port: a registry listed with a port lists its host.
+func registryListed(host string, listed []string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	for _, l := range listed {
+		l = strings.ToLower(strings.TrimSpace(l))
+		if h, _, err := net.SplitHostPort(l); err == nil {
+			l = h
+		}
+		if l != "" && strings.TrimSuffix(l, ".") == host {
+			return true
+		}
+	}
+	return false
+}
+
+// quietError is a failed check's error without what came from the other side: a url.Error's URL (a
+// realm's URL is the registry's choice) is reduced to its host, and a deadline is said as such.
+func quietError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		host := ""
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			host = u.Host
+		}
+		return fmt.Errorf("%s %s: %w", ue.Op, host, ue.Err)
+	}
+	return err
 }
 
 // RegistryAllowed says whether a Project may use registry (host or host:port): allowed is empty (every

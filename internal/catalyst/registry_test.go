@@ -89,7 +89,7 @@ func TestRegistryHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Registry{}
+	r := &Registry{Listed: []string{"127.0.0.1"}}
 	tests := []struct {
 		name       string
 		image      string
@@ -120,7 +120,7 @@ func TestRegistryHead(t *testing.T) {
 		down := catalysttest.StartRegistry("", "")
 		host := down.Host
 		down.Close()
-		_, found, err := (&Registry{Timeout: 5 * time.Second}).Head(context.Background(), host+"/team/web:a1b2c3d", authn.NewMultiKeychain())
+		_, found, err := (&Registry{Timeout: 5 * time.Second, Listed: []string{"127.0.0.1"}}).Head(context.Background(), host+"/team/web:a1b2c3d", authn.NewMultiKeychain())
 		if err == nil || found || errors.Is(err, ErrUnauthorized) {
 			t.Fatalf("a closed port: found %v, err %v", found, err)
 		}
@@ -212,14 +212,14 @@ func TestRegistryTimeout(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	host := strings.TrimPrefix(srv.URL, "http://")
-	_, found, err := (&Registry{Timeout: 200 * time.Millisecond}).Head(context.Background(), host+"/team/web:"+fullSHA, authn.NewMultiKeychain())
+	_, found, err := (&Registry{Timeout: 200 * time.Millisecond, Listed: []string{"127.0.0.1"}}).Head(context.Background(), host+"/team/web:"+fullSHA, authn.NewMultiKeychain())
 	if !errors.Is(err, context.DeadlineExceeded) || found {
 		t.Fatalf("a registry that never answers: found %v, err %v; want the deadline exceeded", found, err)
 	}
 	// Positive control: the same server answering at once is asked without error.
 	fast := httptest.NewServer(http.NotFoundHandler())
 	defer fast.Close()
-	_, found, err = (&Registry{Timeout: 200 * time.Millisecond}).Head(context.Background(),
+	_, found, err = (&Registry{Timeout: 200 * time.Millisecond, Listed: []string{"127.0.0.1"}}).Head(context.Background(),
 		strings.TrimPrefix(fast.URL, "http://")+"/team/web:"+fullSHA, authn.NewMultiKeychain())
 	if err != nil || found {
 		t.Fatalf("a registry that answers 404: found %v, err %v", found, err)

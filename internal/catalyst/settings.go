@@ -65,6 +65,9 @@ type Settings struct {
 	PodSecurityLevel PodSecurityLevel
 	// Egress is what the pods may reach besides DNS.
 	Egress []catalystv1.EgressRule
+	// ClusterIssuers are the ClusterIssuers the environment's objects may name (the operator's and the
+	// allowed ones): what its namespace's ClusterIssuersAnnotation holds for the admission policies.
+	ClusterIssuers []string
 }
 
 // DefaultEgress is what environments' pods may reach besides DNS when their Project says nothing:
@@ -77,7 +80,7 @@ func DefaultEgress() []catalystv1.EgressRule {
 func SettingsFor(p *catalystv1.Project, d Defaults) Settings {
 	s := Settings{Domain: d.Domain, Issuer: d.Issuer, IngressClass: d.IngressClass, IngressNamespace: d.IngressNamespace,
 		Quota: p.Spec.Resources.DefaultQuota, QuotaStorage: DefaultQuotaStorage, PodSecurityLevel: d.PodSecurityLevel.OrRestricted(),
-		Egress: DefaultEgress()}
+		Egress: DefaultEgress(), ClusterIssuers: d.allowedClusterIssuers()}
 	if d.QuotaStorage != nil {
 		s.QuotaStorage = *d.QuotaStorage
 	}

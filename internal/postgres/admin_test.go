@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -15,40 +17,115 @@ import (
 	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
-// server is the package's PostgreSQL server: these tests run the real statements.
-var server *postgrestest.Server
+// server is the package's PostgreSQL 15 server (Debian's), where the tests of one version run; servers
+// are every version the operator's statements are checked on, 15 first. Each starts once for the package.
+var (
+	server  *postgrestest.Server
+	servers []testServer
+)
+
+// testServer is one of the package's servers and its major version.
+type testServer struct {
+	*postgrestest.Server
+	Major int
+}
+
+// onEveryVersion runs test once per server, as subtests pg15, pg16 and pg17: what the operator sends differs
+// by version (roles.go), so every test of the role path runs on each.
+func onEveryVersion(t *testing.T, test func(t *testing.T, srv testServer)) {
+	t.Helper()
+	for _, srv := range servers {
+		t.Run(fmt.Sprintf("pg%d", srv.Major), func(t *testing.T) { test(t, srv) })
+	}
+}
+
+// majors are the versions besides Debian's 15 the tests start (make postgres-versions installs them).
+var majors = []int{16, 17}
 
 func TestMain(m *testing.M) {
-	// Flags first: m.Run exits on a bad flag, which would leave the server's directory behind.
+	// Flags first: m.Run exits on a bad flag, which would leave the servers' directories behind.
 	flag.Parse()
-	s, err := postgrestest.Start(context.Background())
-	if err != nil {
+	started := make([]testServer, 1+len(majors))
+	errs := make([]error, len(started))
+	var wg sync.WaitGroup
+	for i := range started {
+		wg.Go(func() {
+			ctx := context.Background()
+			var s *postgrestest.Server
+			var err error
+			if i == 0 {
+				s, err = postgrestest.Start(ctx)
+			} else {
+				s, err = postgrestest.StartVersion(ctx, majors[i-1])
+			}
+			if err == nil {
+				var num int
+				num, err = versionNum(ctx, s)
+				started[i] = testServer{Server: s, Major: num / 10000}
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	stop := func() int {
+		code := 0
+		for _, s := range started {
+			if s.Server != nil {
+				if err := s.Stop(); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					code = 1
+				}
+			}
+		}
+		return code
+	}
+	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		stop()
 		os.Exit(1)
 	}
-	server = s
+	server, servers = started[0].Server, started
 	code := m.Run()
-	if err := s.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	if stop() != 0 {
 		code = 1
 	}
 	os.Exit(code)
 }
 
-// settings are the Settings of user and password on the test server.
-func settings(user, password, database string) Settings {
-	return Settings{Host: server.Host, Port: server.Port, User: user, Password: password, SSLMode: "disable", Database: database}
+// versionNum is server_version_num of s.
+func versionNum(ctx context.Context, s *postgrestest.Server) (int, error) {
+	conn, err := s.Connect(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	var num int
+	err = conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&num)
+	return num, err
 }
+
+// settings are the Settings of user and password on the 15 server.
+func settings(user, password, database string) Settings {
+	return servers[0].settings(user, password, database)
+}
+
+// settings are the Settings of user and password on srv.
+func (srv testServer) settings(user, password, database string) Settings {
+	return Settings{Host: srv.Host, Port: srv.Port, User: user, Password: password, SSLMode: "disable", Database: database}
+}
+
+// operator makes a login with CREATEROLE and CREATEDB (no superuser) on the 15 server.
+func operator(t *testing.T) Settings { t.Helper(); return servers[0].operator(t) }
 
 // operator makes a login with CREATEROLE and CREATEDB (no superuser), as a real PostgresConnection's
 // would be, and returns its settings.
-func operator(t *testing.T) Settings {
+func (srv testServer) operator(t *testing.T) Settings {
 	t.Helper()
 	name := "op_" + strings.ToLower(strings.NewReplacer("/", "_", "-", "_").Replace(t.Name()))
-	if err := server.CreateRole(context.Background(), name, "oppw", "CREATEROLE CREATEDB"); err != nil {
+	if err := srv.CreateRole(context.Background(), name, "oppw", "CREATEROLE CREATEDB"); err != nil {
 		t.Fatal(err)
 	}
-	return settings(name, "oppw", "postgres")
+	return srv.settings(name, "oppw", "postgres")
 }
 
 func connect(t *testing.T, s Settings) *Admin {
@@ -61,9 +138,10 @@ func connect(t *testing.T, s Settings) *Admin {
 	return a
 }
 
-func writesSince(t *testing.T, off int64) []string {
+// writesSince are the writing statements srv logged after off.
+func (srv testServer) writesSince(t *testing.T, off int64) []string {
 	t.Helper()
-	stmts, err := server.Statements(off)
+	stmts, err := srv.Statements(off)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +175,11 @@ func TestServerAcceptsVerifier(t *testing.T) {
 	}
 }
 
-func TestEnsureAndDrop(t *testing.T) {
+func TestEnsureAndDrop(t *testing.T) { onEveryVersion(t, testEnsureAndDrop) }
+
+func testEnsureAndDrop(t *testing.T, srv testServer) {
 	ctx := context.Background()
-	op := operator(t)
+	op := srv.operator(t)
 	a := connect(t, op)
 	owner := Owner{Kind: "PostgresDatabase", Namespace: "apps", Name: "wiki", UID: "uid-1"}
 	name := Name(owner.Namespace, owner.Name)
@@ -107,7 +187,7 @@ func TestEnsureAndDrop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := server.LogSize()
+	off := srv.LogSize()
 	changed, err := a.Ensure(ctx, Database{Name: name, Owner: owner, Password: password})
 	if err != nil {
 		t.Fatal(err)
@@ -115,9 +195,23 @@ func TestEnsureAndDrop(t *testing.T) {
 	if len(changed) == 0 {
 		t.Fatal("Ensure of a new database changed nothing")
 	}
+	// The version's own path ran: on 16 and later the grant without INHERIT and the owner's statements
+	// between SET ROLE and RESET ROLE (roles.go); on 15 the plain grant and no SET ROLE.
+	var made []string
+	stmts, err := srv.Statements(off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range stmts {
+		made = append(made, st.SQL)
+	}
+	grant, setRole := GrantMembership(srv.Major*10000, name), SetRole(name)
+	if !slices.Contains(made, grant) || slices.Contains(made, setRole) != (srv.Major >= 16) {
+		t.Errorf("PostgreSQL %d: Ensure wrote %q; want %q, and SET ROLE only on 16 and later", srv.Major, made, grant)
+	}
 
 	// The role logs in with the password, to its database only.
-	login := settings(name, password, name)
+	login := srv.settings(name, password, name)
 	conn, err := pgx.ConnectConfig(ctx, mustConfig(t, login))
 	if err != nil {
 		t.Fatalf("the role cannot log in to its database: %v", err)
@@ -137,25 +231,32 @@ func TestEnsureAndDrop(t *testing.T) {
 	if _, err := a.Ensure(ctx, Database{Name: nname, Owner: neighbour, Password: "neighbourpw"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckLogin(ctx, settings(nname, "neighbourpw", name)); err == nil {
+	if err := CheckLogin(ctx, srv.settings(nname, "neighbourpw", name)); err == nil {
 		t.Error("another database's role connects to this database")
 	}
-	if err := CheckLogin(ctx, settings(name, password, nname)); err == nil {
+	if err := CheckLogin(ctx, srv.settings(name, password, nname)); err == nil {
 		t.Error("the role connects to another database")
 	}
 
 	// Unchanged: reads only.
-	off2 := server.LogSize()
+	off2 := srv.LogSize()
 	changed, err = a.Ensure(ctx, Database{Name: name, Owner: owner, Password: password})
 	if err != nil || len(changed) != 0 {
 		t.Errorf("second Ensure: %v, %v; want no change", changed, err)
 	}
-	if w := writesSince(t, off2); len(w) != 0 {
+	if w := srv.writesSince(t, off2); len(w) != 0 {
 		t.Errorf("second Ensure sent writing statements: %q", w)
 	}
 
-	// A database dropped by hand comes back; a new uid of the same object rewrites the comments.
-	if _, err := a.conn.Exec(ctx, DropDatabase(name)); err != nil {
+	// A database dropped by hand (by the superuser: on 16 and later the operator's login is the owner's
+	// member without INHERIT, not its owner) comes back; a new uid of the same object rewrites the comments.
+	su, err := srv.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = su.Exec(ctx, DropDatabase(name))
+	_ = su.Close(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	owner2 := owner
@@ -169,7 +270,7 @@ func TestEnsureAndDrop(t *testing.T) {
 	}
 
 	// Another object claiming the same name is refused and changes nothing.
-	off3 := server.LogSize()
+	off3 := srv.LogSize()
 	other := Owner{Kind: "PostgresDatabase", Namespace: "other", Name: "wiki", UID: "uid-3"}
 	_, err = a.Ensure(ctx, Database{Name: name, Owner: other, Password: "x", SetPassword: true})
 	var claimed *ClaimedError
@@ -179,7 +280,7 @@ func TestEnsureAndDrop(t *testing.T) {
 	if _, kept, err := a.Drop(ctx, name, other); err != nil || len(kept) == 0 {
 		t.Errorf("Drop for another owner: kept %v, %v", kept, err)
 	}
-	if w := writesSince(t, off3); len(w) != 0 {
+	if w := srv.writesSince(t, off3); len(w) != 0 {
 		t.Errorf("another owner's Ensure and Drop wrote: %q", w)
 	}
 
@@ -198,7 +299,7 @@ func TestEnsureAndDrop(t *testing.T) {
 	}
 
 	// The password never reached the log, nor did the verifier's keys.
-	log, err := server.ReadLog()
+	log, err := srv.ReadLog()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,8 +309,12 @@ func TestEnsureAndDrop(t *testing.T) {
 }
 
 func TestEnsureRefusesForeignDatabase(t *testing.T) {
+	onEveryVersion(t, testEnsureRefusesForeignDatabase)
+}
+
+func testEnsureRefusesForeignDatabase(t *testing.T, srv testServer) {
 	ctx := context.Background()
-	a := connect(t, operator(t))
+	a := connect(t, srv.operator(t))
 	if _, err := a.conn.Exec(ctx, "CREATE DATABASE handmade"); err != nil {
 		t.Fatal(err)
 	}
@@ -226,28 +331,30 @@ func TestEnsureRefusesForeignDatabase(t *testing.T) {
 	}
 }
 
-func TestPrivilegesAndClassify(t *testing.T) {
+func TestPrivilegesAndClassify(t *testing.T) { onEveryVersion(t, testPrivilegesAndClassify) }
+
+func testPrivilegesAndClassify(t *testing.T, srv testServer) {
 	ctx := context.Background()
-	if err := server.CreateRole(ctx, "weak", "weakpw", "CREATEDB"); err != nil {
+	if err := srv.CreateRole(ctx, "weak", "weakpw", "CREATEDB"); err != nil {
 		t.Fatal(err)
 	}
-	p, err := connect(t, settings("weak", "weakpw", "postgres")).Privileges(ctx)
+	p, err := connect(t, srv.settings("weak", "weakpw", "postgres")).Privileges(ctx)
 	if err != nil || p.Sufficient() || p.Missing() != "CREATEROLE" || p.ServerVersion == "" {
 		t.Errorf("weak login: %+v, %v", p, err)
 	}
-	p, err = connect(t, settings(server.User, server.Password, "postgres")).Privileges(ctx)
+	p, err = connect(t, srv.settings(srv.User, srv.Password, "postgres")).Privileges(ctx)
 	if err != nil || !p.Sufficient() || !p.Superuser {
 		t.Errorf("superuser: %+v, %v", p, err)
 	}
-	if got := Classify(CheckLogin(ctx, settings("weak", "nope", "postgres"))); got != FailureAuthentication {
+	if got := Classify(CheckLogin(ctx, srv.settings("weak", "nope", "postgres"))); got != FailureAuthentication {
 		t.Errorf("wrong password classified %s", got)
 	}
-	unreachable := settings("weak", "weakpw", "postgres")
+	unreachable := srv.settings("weak", "weakpw", "postgres")
 	unreachable.Port = freeClosedPort(t)
 	if got := Classify(CheckLogin(ctx, unreachable)); got != FailureUnreachable {
 		t.Errorf("closed port classified %s", got)
 	}
-	if got := Classify(CheckLogin(ctx, settings("weak", "weakpw", "no_such_db"))); got != FailureServer {
+	if got := Classify(CheckLogin(ctx, srv.settings("weak", "weakpw", "no_such_db"))); got != FailureServer {
 		t.Errorf("missing database classified %s", got)
 	}
 }

@@ -27,7 +27,7 @@ type probe struct {
 }
 
 // look tries a login as bystander to db and reads the database's catalog row as the superuser.
-func look(t *testing.T, bystander Settings, db, after string) probe {
+func look(t *testing.T, srv testServer, bystander Settings, db, after string) probe {
 	t.Helper()
 	ctx := context.Background()
 	p := probe{after: after}
@@ -38,7 +38,7 @@ func look(t *testing.T, bystander Settings, db, after string) probe {
 		}
 		p.state = pgErr.Code
 	}
-	su, err := server.Connect(ctx)
+	su, err := srv.Connect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,23 +54,27 @@ func look(t *testing.T, bystander Settings, db, after string) probe {
 // no privilege of its own, must be refused at every moment; before the revoke because the database takes
 // no session at all, after it because PUBLIC has no CONNECT.
 func TestNewDatabaseHasNoConnectWindow(t *testing.T) {
+	onEveryVersion(t, testNewDatabaseHasNoConnectWindow)
+}
+
+func testNewDatabaseHasNoConnectWindow(t *testing.T, srv testServer) {
 	ctx := context.Background()
-	a := connect(t, operator(t))
-	if err := server.CreateRole(ctx, "bystander", "bystanderpw", ""); err != nil {
+	a := connect(t, srv.operator(t))
+	if err := srv.CreateRole(ctx, "bystander", "bystanderpw", ""); err != nil {
 		t.Fatal(err)
 	}
 	owner := Owner{Kind: "SojuBouncer", Namespace: "irc", Name: "window", UID: "uid-w"}
 	name := Name(owner.Namespace, owner.Name)
-	bystander := settings("bystander", "bystanderpw", name)
+	bystander := srv.settings("bystander", "bystanderpw", name)
 
 	var probes []probe
 	a.afterExec = func(q string) {
 		if strings.HasPrefix(q, "GRANT ") {
 			return // before the database exists
 		}
-		probes = append(probes, look(t, bystander, name, summary(q)))
+		probes = append(probes, look(t, srv, bystander, name, summary(q)))
 	}
-	off := server.LogSize()
+	off := srv.LogSize()
 	password := "ownerpw-window"
 	if _, err := a.Ensure(ctx, Database{Name: name, Owner: owner, Password: password}); err != nil {
 		t.Fatal(err)
@@ -106,7 +110,7 @@ func TestNewDatabaseHasNoConnectWindow(t *testing.T) {
 
 	// The order on the server, as its log has it.
 	var order []string
-	for _, w := range writesSince(t, off) {
+	for _, w := range srv.writesSince(t, off) {
 		if strings.Contains(w, "DATABASE") {
 			order = append(order, w)
 		}
@@ -117,33 +121,35 @@ func TestNewDatabaseHasNoConnectWindow(t *testing.T) {
 	}
 
 	// Positive control: the owner role connects once the making is done, the bystander still not.
-	if err := CheckLogin(ctx, settings(name, password, name)); err != nil {
+	if err := CheckLogin(ctx, srv.settings(name, password, name)); err != nil {
 		t.Errorf("the owner role cannot connect to its database: %v", err)
 	}
-	if p := look(t, bystander, name, "Ensure"); p.state != stateNoConnect || !p.allowConn || p.publicConnect {
+	if p := look(t, srv, bystander, name, "Ensure"); p.state != stateNoConnect || !p.allowConn || p.publicConnect {
 		t.Errorf("after Ensure: %+v, want the bystander refused for want of CONNECT on an open database", p)
 	}
 }
 
 // TestConnectProbeSeesAWindow is the probe's control: a database made as it was before (open at once,
 // PUBLIC's CONNECT revoked a statement later) lets the bystander in between, so the test above can fail.
-func TestConnectProbeSeesAWindow(t *testing.T) {
+func TestConnectProbeSeesAWindow(t *testing.T) { onEveryVersion(t, testConnectProbeSeesAWindow) }
+
+func testConnectProbeSeesAWindow(t *testing.T, srv testServer) {
 	ctx := context.Background()
-	a := connect(t, operator(t))
-	if err := server.CreateRole(ctx, "bystander_control", "bystanderpw", ""); err != nil {
+	a := connect(t, srv.operator(t))
+	if err := srv.CreateRole(ctx, "bystander_control", "bystanderpw", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.conn.Exec(ctx, `CREATE DATABASE "window_open"`); err != nil {
 		t.Fatal(err)
 	}
-	p := look(t, settings("bystander_control", "bystanderpw", "window_open"), "window_open", "CREATE DATABASE without ALLOW_CONNECTIONS false")
+	p := look(t, srv, srv.settings("bystander_control", "bystanderpw", "window_open"), "window_open", "CREATE DATABASE without ALLOW_CONNECTIONS false")
 	if p.state != "" || !p.allowConn || !p.publicConnect {
 		t.Errorf("between the old CREATE DATABASE and its REVOKE: %+v, want the bystander connected", p)
 	}
 	if _, err := a.conn.Exec(ctx, RevokePublic("window_open")); err != nil {
 		t.Fatal(err)
 	}
-	if p := look(t, settings("bystander_control", "bystanderpw", "window_open"), "window_open", "REVOKE"); p.state != stateNoConnect {
+	if p := look(t, srv, srv.settings("bystander_control", "bystanderpw", "window_open"), "window_open", "REVOKE"); p.state != stateNoConnect {
 		t.Errorf("after the revoke: %+v, want the bystander refused", p)
 	}
 }
@@ -151,8 +157,12 @@ func TestConnectProbeSeesAWindow(t *testing.T) {
 // TestEnsureFinishesAClosedDatabase is a making cut short after CREATE DATABASE: the next Ensure
 // comments, revokes and only then opens the database.
 func TestEnsureFinishesAClosedDatabase(t *testing.T) {
+	onEveryVersion(t, testEnsureFinishesAClosedDatabase)
+}
+
+func testEnsureFinishesAClosedDatabase(t *testing.T, srv testServer) {
 	ctx := context.Background()
-	a := connect(t, operator(t))
+	a := connect(t, srv.operator(t))
 	owner := Owner{Kind: "PostgresDatabase", Namespace: "apps", Name: "cut", UID: "uid-c"}
 	name := Name(owner.Namespace, owner.Name)
 	password := "ownerpw-cut"
@@ -161,23 +171,23 @@ func TestEnsureFinishesAClosedDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{CreateRole(name, v), CommentOnRole(name, owner.Comment()), GrantRoleToCurrentUser(name), NewDatabase(name, name, owner.Comment())[0]} {
+	for _, q := range []string{CreateRole(name, v), CommentOnRole(name, owner.Comment()), GrantMembership(srv.Major*10000, name), NewDatabase(name, name, owner.Comment())[0]} {
 		if _, err := a.conn.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", summary(q), err)
 		}
 	}
-	if err := CheckLogin(ctx, settings(name, password, name)); err == nil {
+	if err := CheckLogin(ctx, srv.settings(name, password, name)); err == nil {
 		t.Fatal("the owner connects to a database made closed")
 	}
 
-	off := server.LogSize()
+	off := srv.LogSize()
 	if _, err := a.Ensure(ctx, Database{Name: name, Owner: owner, Password: password}); err != nil {
 		t.Fatal(err)
 	}
 	// The role's comment is rewritten with the database's (claim's rewrite); the database's statements
 	// are what matters here.
 	var got []string
-	for _, w := range writesSince(t, off) {
+	for _, w := range srv.writesSince(t, off) {
 		if strings.Contains(w, " DATABASE ") {
 			got = append(got, w)
 		}
@@ -186,7 +196,7 @@ func TestEnsureFinishesAClosedDatabase(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("Ensure of a closed database wrote:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if err := CheckLogin(ctx, settings(name, password, name)); err != nil {
+	if err := CheckLogin(ctx, srv.settings(name, password, name)); err != nil {
 		t.Errorf("the owner cannot connect after Ensure: %v", err)
 	}
 }

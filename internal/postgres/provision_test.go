@@ -82,9 +82,11 @@ func TestProvisionerDropBlocked(t *testing.T) {
 
 // The whole flow on a real server: made, unchanged on a second Ensure (no statement), a new password
 // when the Secret is gone, a rotation, a name another object owns refused, dropped.
-func TestProvisioner(t *testing.T) {
+func TestProvisioner(t *testing.T) { onEveryVersion(t, testProvisioner) }
+
+func testProvisioner(t *testing.T, srv testServer) {
 	ctx := context.Background()
-	admin := operator(t)
+	admin := srv.operator(t)
 	p := &Provisioner{Kind: "Thing", CheckPrivileges: true, Login: "the test login", UnreachableRetry: time.Second,
 		LoginErrorReason: ReasonSQLFailed, DroppedReason: "Dropped"}
 	owner := Owner{Kind: "Thing", Namespace: "ns", Name: "a", UID: "uid-a"}
@@ -145,7 +147,7 @@ func TestProvisioner(t *testing.T) {
 	}
 
 	// A login without CREATEROLE and CREATEDB is refused before anything is sent.
-	weak := settings("prov_a", rotated.Login.Password, "postgres")
+	weak := srv.settings("prov_a", rotated.Login.Password, "postgres")
 	refused, err := p.Ensure(ctx, Request{UID: "uid-c", Admin: weak, Name: "prov_c", Owner: Owner{Kind: "Thing", Namespace: "ns", Name: "c", UID: "uid-c"}})
 	if err != nil || refused.Reason != ReasonInsufficientPrivileges || !strings.Contains(refused.Message, "the test login") {
 		t.Errorf("Ensure with a weak login = %+v, %v", refused, err)

@@ -64,8 +64,8 @@ func TestCSVIdentity(t *testing.T) {
 	}
 	// Installs, upgrades seamlessly (spec changes roll ergo, the claim grows in place) and gives insight:
 	// metrics, alerts with runbooks and dashboards ship in the bundle (TestBundleMonitoring). Levels are
-	// cumulative in OLM's model; the operator has no backup or restore (Full Lifecycle) but does not need
-	// one to claim Deep Insights (docs/olm.md).
+	// cumulative in OLM's model: Full Lifecycle's backups exist for PostgreSQL sources and restores for
+	// PostgresDatabases (docs/backup.md); the rest and scheduled drills are being built (docs/olm.md).
 	if got := csv.Annotations["capabilities"]; got != "Deep Insights" {
 		t.Errorf("capabilities %q, want Deep Insights", got)
 	}

@@ -78,7 +78,7 @@ func catalystCAFile() string { return filepath.Join(catalystDir, "git-ca.pem") }
 // catalystOperator is the configuration of a catalyst scenario's operator: the whole cluster, trusting
 // the suite's Git server.
 func catalystOperator() operatorConfig {
-	return operatorConfig{args: []string{"--catalyst-git-ca-file=" + catalystCAFile(), "--catalyst-git-hosts=127.0.0.1",
+	return operatorConfig{args: []string{"--catalyst-git-ca-file=" + catalystCAFile(), "--catalyst-git-hosts=127.0.0.1", "--catalyst-registries=127.0.0.1",
 		"--catalyst-allowed-domains=preview.example.com", "--catalyst-allowed-cluster-issuers=" + catalysttest.Issuer}}
 }
 

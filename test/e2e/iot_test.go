@@ -33,7 +33,9 @@ var _ = Describe("iot Deployment", func() {
 
 		ns := newNamespace(ctx, nil)
 		startOperator("iot", operatorConfig{namespace: ns, args: []string{"--nats-url=" + srv.ClientURL(),
-			"--nats-credentials-file=" + srv.OperatorCreds, "--iot-fleet-policy=" + ns + "=fleet:" + ns}})
+			"--nats-credentials-file=" + srv.OperatorCreds, "--iot-fleet-policy=" + ns + "=fleet:" + ns,
+			// The policy's key counts only from the devices' credentials, which StartFleet issues with it.
+			"--iot-fleet-account-jwt=" + srv.AccountJWT()}})
 		devices, err := srv.StartFleet(fleetCtx, ns+"-dev", ns, 3)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() {

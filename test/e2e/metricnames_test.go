@@ -12,7 +12,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
 	"github.com/platform-operator/platform-operator/test/alerts"
 )
@@ -22,7 +25,10 @@ import (
 // name the code does not export would make an alert that never fires. Every metric is on /metrics from
 // the operator's start (docs/metrics.md) with two exceptions this spec provides for: the fleet's
 // per-Deployment gauges have series only for existing iot Deployments (docs/metrics.md, Fleet), so one is
-// created, and controller-runtime's webhook counter has a series only once a request came, so one is sent.
+// created; the backup gauges have series only for sources with a finished Backup and for existing
+// BackupSchedules (docs/metrics.md, Backups), so a schedule and a Backup are made and the Backup's status
+// written as a Job and a drill would leave it; and controller-runtime's webhook counter has a series only
+// once a request came, so one is sent.
 var _ = Describe("metrics", func() {
 	It("metric names: every metric an alert or a dashboard uses is exported by the operator", func(ctx SpecContext) {
 		_, promqlNames, err := alerts.Tools(repoRoot)
@@ -38,6 +44,25 @@ var _ = Describe("metrics", func() {
 		op := startMetricsOperator(ctx, "metric-names", operatorConfig{secureMetrics: true,
 			leaderElection: &testLease, args: []string{"--iot-fleet-policy=" + ns + "=fleet:" + ns}})
 		Expect(k8s.Create(ctx, fleettest.Deployment(ns, "web", ns, "registry.example/web:1"))).To(Succeed())
+
+		By("a BackupSchedule, and a Backup finished and drilled: the backup gauges have series")
+		source := backupv1.BackupSource{Kind: backupv1.SourcePostgresDatabase, Name: "db"}
+		Expect(k8s.Create(ctx, &backupv1.BackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
+			Spec: backupv1.BackupScheduleSpec{Source: source, Store: "store", Schedule: "0 3 * * *"}})).To(Succeed())
+		b := &backupv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "done"},
+			Spec: backupv1.BackupSpec{Source: source, Store: "store"}}
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		Eventually(ctx, func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+				return err
+			}
+			start := metav1.NewTime(time.Now().Add(-time.Minute))
+			end := metav1.Now()
+			b.Status.Phase, b.Status.StartTime, b.Status.CompletionTime, b.Status.Size = backupv1.BackupCompleted, &start, &end, 1024
+			b.Status.Verification = &backupv1.BackupVerification{Result: backupv1.VerificationVerified, CompletionTime: &end,
+				RecoveryTime: &metav1.Duration{Duration: 3 * time.Second}}
+			return k8s.Status().Update(ctx, b)
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 
 		By("one request to a webhook, refused as malformed: controller-runtime counts it")
 		Expect(op.WebhookAddr).NotTo(BeEmpty())

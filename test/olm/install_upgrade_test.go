@@ -188,6 +188,16 @@ var _ = Describe("OLM", Ordered, func() {
 				was.Template.Annotations = now.Spec.Template.Annotations
 				g.Expect(cmp.Diff(*was, now.Spec)).To(BeEmpty(), "the upgrade changed more than the image and the config digest")
 			}).Should(Succeed(), "operator log:\n%s", operator.tail(30))
+			// The image comes from the operator, not the network's spec, so the network's generation does not
+			// move and its Ready can still be the one from before the roll: wait for the roll to finish
+			// first, or Ready below may pass on the old pod and turn False under Consistently.
+			Eventually(ctx, func(g Gomega) {
+				d := ergoDeployment(ctx)
+				want := ptr.Deref(d.Spec.Replicas, 1)
+				g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation), "the Deployment controller has not seen the roll")
+				g.Expect([]int32{d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas}).To(
+					Equal([]int32{want, want, want}), "replicas, updated, available")
+			}).Should(Succeed())
 			Eventually(ctx, ready(ctx)).Should(Succeed(), "operator log:\n%s", operator.tail(30))
 			settled := ergoDeployment(ctx)
 			Expect(networkPod(ctx).UID).NotTo(Equal(podUID), "the rollout to the new image replaced the pod")

@@ -24,6 +24,9 @@ import (
 
 // The podman settings this machine needs (docs/iot.md): crun fails here, and runc needs explicit ulimits.
 var (
+	// tester is the requester the test names in its log and events requests (its server enforces no
+	// permissions).
+	tester     = fleet.Requester{Role: "user", Name: "podman-test"}
 	ociRuntime = "runc"
 	ulimits    = []string{"nofile=1024:1024", "nproc=1024:1024"}
 )
@@ -162,7 +165,7 @@ func TestAgentWithRealPodman(t *testing.T) {
 		if !t.Failed() {
 			return
 		}
-		if r, err := agent.RequestEvents(context.Background(), f.Conn, device, fleet.DeploymentKey{}); err == nil {
+		if r, err := agent.RequestEvents(context.Background(), f.Conn, tester, device, fleet.DeploymentKey{}); err == nil {
 			for _, e := range r.Events {
 				t.Logf("agent event %s %s %s/%s %s: %s (x%d)", e.Time.Format(time.StampMilli), e.Severity, e.Namespace, e.Name, e.Reason, e.Message, e.Count)
 			}
@@ -195,7 +198,7 @@ func TestAgentWithRealPodman(t *testing.T) {
 		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 			last = nil
 			rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
-			err := agent.RequestLogs(rctx, f.Conn, device, d, 5, func(l string) { last = append(last, l) })
+			err := agent.RequestLogs(rctx, f.Conn, tester, device, d, 5, func(l string) { last = append(last, l) })
 			rcancel()
 			if err == nil && slices.ContainsFunc(last, func(l string) bool { return strings.HasPrefix(l, container+" | ") && strings.Contains(l, want) }) {
 				return
@@ -251,7 +254,7 @@ func TestAgentWithRealPodman(t *testing.T) {
 	}
 
 	t.Log("events over NATS")
-	r, err := agent.RequestEvents(ctx, f.Conn, device, d)
+	r, err := agent.RequestEvents(ctx, f.Conn, tester, device, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +279,7 @@ func TestAgentWithRealPodman(t *testing.T) {
 		t.Fatalf("after the withdrawal: %+v", s)
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		r, err := agent.RequestEvents(ctx, f.Conn, device, d)
+		r, err := agent.RequestEvents(ctx, f.Conn, tester, device, d)
 		if err == nil && len(r.Events) > 0 && r.Events[len(r.Events)-1].Reason == agent.ReasonRemoved {
 			break
 		}

@@ -15,6 +15,36 @@ const (
 	ConditionCredentials = "Credentials"
 	// ConditionCleanup is set while a deleted PostgresDatabase waits to drop its database and role.
 	ConditionCleanup = "Cleanup"
+	// ConditionRestored is set on a PostgresDatabase with spec.restore: True once the backup is restored
+	// into its new database; until then the Secret is not written and Ready is False.
+	ConditionRestored = "Restored"
+)
+
+// Reasons of the Restored condition (docs/backup.md, "Restoring a PostgresDatabase").
+const (
+	// ReasonRestoring is the restore Job running, or about to be created.
+	ReasonRestoring = "Restoring"
+	// ReasonRestored is the backup restored: the Secret is written and the database handed over.
+	ReasonRestored = "Restored"
+	// ReasonRestoreFailed is the restore Job failed; its message is the program's last words. The new
+	// database is unusable and nothing is retried: delete the PostgresDatabase and create it again.
+	ReasonRestoreFailed = "RestoreFailed"
+	// ReasonBackupNotFound is spec.restore's Backup or BackupStore missing from the namespace, or an
+	// artifact with no manifest in the store.
+	ReasonBackupNotFound = "BackupNotFound"
+	// ReasonBackupNotCompleted is a Backup that is not (yet) Completed: the restore waits for it.
+	ReasonBackupNotCompleted = "BackupNotCompleted"
+	// ReasonWrongKind is a Backup (or an artifact) of another kind than PostgresDatabase.
+	ReasonWrongKind = "WrongKind"
+	// ReasonStoreNotReady is spec.restore's store (or the Backup's) not Ready: the restore waits for it.
+	ReasonStoreNotReady = "StoreNotReady"
+	// ReasonOperatorImageUnknown is an operator that does not know its own image (RELATED_IMAGE_OPERATOR
+	// unset), which the restore Job's init container runs: the restore waits.
+	ReasonOperatorImageUnknown = "OperatorImageUnknown"
+	// ReasonTargetNotEmpty is a database already on the server holding tables (one kept by reclaimPolicy
+	// Retain being taken up again): a restore never writes into it. Delete the PostgresDatabase, or drop
+	// spec.restore by creating it again without one.
+	ReasonTargetNotEmpty = "TargetNotEmpty"
 )
 
 // Reasons of a PostgresDatabase's conditions.
@@ -64,6 +94,7 @@ const (
 
 // PostgresDatabaseSpec asks for a database, and a login role that owns it, on a PostgresConnection's server.
 // +kubebuilder:validation:XValidation:rule="has(self.databaseName) == has(oldSelf.databaseName)",message="spec.databaseName cannot be added or removed after creation",fieldPath=".databaseName"
+// +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore)",message="spec.restore is set only at creation: it cannot be added or removed",fieldPath=".restore"
 type PostgresDatabaseSpec struct {
 	// Connection is the PostgresConnection to make the database on: "name" in the database's namespace,
 	// or "namespace/name". It cannot change: the database lives on that server.
@@ -92,6 +123,36 @@ type PostgresDatabaseSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.databaseName cannot change"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Database Name"
 	DatabaseName string `json:"databaseName,omitempty"`
+	// Restore starts the new database from a backup of a PostgresDatabase of this namespace: a Backup
+	// (Completed, of kind PostgresDatabase), or a BackupStore with the source's name and the artifact's
+	// id. The role and the empty database are made as usual, the backup is restored into it by a Job
+	// (pg_restore --no-owner --no-acl, as the database's role, so the role owns every restored object),
+	// and only then is the Secret written and the database Ready. It is set only at creation and cannot
+	// change. A failed restore is not retried: delete and create the PostgresDatabase again.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.restore cannot change"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore"
+	Restore *RestoreSource `json:"restore,omitempty"`
+}
+
+// RestoredFrom records the backup a PostgresDatabase was restored from.
+type RestoredFrom struct {
+	// Backup is the Backup restored, when spec.restore named one.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored Backup"
+	Backup string `json:"backup,omitempty"`
+	// Store is the BackupStore the artifact was read from.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored Store"
+	Store string `json:"store"`
+	// SourceName is the PostgresDatabase the backup was taken of.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored Source"
+	SourceName string `json:"sourceName"`
+	// ID is the artifact's id.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored ID"
+	ID string `json:"id"`
+	// Time is when the restore succeeded (its Job completed).
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored At"
+	Time metav1.Time `json:"time"`
 }
 
 // PostgresDatabaseStatus is what the operator made on the server and in the namespace.
@@ -100,7 +161,8 @@ type PostgresDatabaseStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions are Cleanup (while deleting), Connection, Database, Credentials and Ready.
+	// Conditions are Cleanup (while deleting), Connection, Database, Restored (with spec.restore),
+	// Credentials and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -116,6 +178,10 @@ type PostgresDatabaseStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Secret Name",xDescriptors="urn:alm:descriptor:io.kubernetes:Secret"
 	SecretName string `json:"secretName,omitempty"`
+	// RestoredFrom is the backup the database was restored from (spec.restore), once restored.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored From"
+	RestoredFrom *RestoredFrom `json:"restoredFrom,omitempty"`
 }
 
 // PostgresDatabase is a database on a PostgresConnection's server, owned by a login role of the same name

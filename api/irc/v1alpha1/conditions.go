@@ -19,6 +19,9 @@ const (
 	ConditionService = "ServiceReady"
 	// ConditionRoute reports the OpenShift Route.
 	ConditionRoute = "RouteReady"
+	// ConditionImageCurrent reports whether an ErgoNetwork's Deployment runs the operator's ergo image. It
+	// is not part of Ready: a network held on its running image (ReasonDatastoreUpgradeRequired) serves.
+	ConditionImageCurrent = "ImageCurrent"
 	// ConditionMetricsMonitor reports a SojuBouncer's PodMonitor (with spec.metrics.enabled). It is not
 	// part of Ready: a bouncer serves its users without being scraped.
 	ConditionMetricsMonitor = "MetricsMonitorReady"
@@ -59,6 +62,12 @@ const (
 	// ReasonClaimLost is a datastore claim whose volume is gone: ergo's accounts and channels are lost
 	// with it unless the volume is restored.
 	ReasonClaimLost = "ClaimLost"
+	// ReasonImageCurrent is an ErgoNetwork whose Deployment names the operator's ergo image.
+	ReasonImageCurrent = "Current"
+	// ReasonDatastoreUpgradeRequired is an ErgoNetwork kept on the ergo release it runs because the
+	// operator's image needs a newer datastore schema and spec.storage.autoUpgrade is off: the new image
+	// would refuse the datastore and crash-loop.
+	ReasonDatastoreUpgradeRequired = "DatastoreUpgradeRequired"
 )
 
 // Event reasons besides the condition reasons and the kit's Created, Updated and Deleted.

@@ -126,11 +126,46 @@ func (p Policy) content(o *unstructured.Unstructured) []string {
 		return []string{"cert-manager's own"}
 	case gk.Group == groupRBAC && gk.Kind == "RoleBinding":
 		return p.roleBinding(o)
+	case gk.Group == "" && gk.Kind == "Secret":
+		return tokenSecret(o)
 	}
 	if path, ok := podSpecs[gk]; ok {
-		return hostPaths(o, path)
+		return append(tenantIdentity(o, path), hostPaths(o, path)...)
 	}
 	return nil
+}
+
+// tenantIdentity refuses a pod spec that runs as the ServiceAccount the operator impersonates: the pod's
+// token (automountServiceAccountToken on the pod overrides the ServiceAccount's false, and a projected
+// volume needs no automount at all) would let the application act as the operator's tenant identity, past
+// this guard. serviceAccount is the deprecated alias the API server still honours.
+func tenantIdentity(o *unstructured.Unstructured, path []string) []string {
+	var out []string
+	for _, field := range []string{"serviceAccountName", "serviceAccount"} {
+		if name, _, _ := unstructured.NestedString(o.Object, append(slices.Clone(path), field)...); name == catalyst.TenantServiceAccountName {
+			out = append(out, fmt.Sprintf("%s %s is the identity the operator deploys as: a pod running as it would hold the operator's rights in the namespace; run it as a ServiceAccount of its own",
+				field, name))
+		}
+	}
+	return out
+}
+
+// serviceAccountTokenType is the type of a Secret the token controller fills with a ServiceAccount's
+// long-lived token.
+const serviceAccountTokenType = "kubernetes.io/service-account-token"
+
+// tokenSecret refuses a Secret that asks the token controller for a long-lived ServiceAccount token: for
+// the operator's tenant identity it would hand the repository its deployer's credentials, and for any
+// other it is a credential that outlives the pods (they get short-lived projected tokens).
+func tokenSecret(o *unstructured.Unstructured) []string {
+	if t, _, _ := unstructured.NestedString(o.Object, "type"); t != serviceAccountTokenType {
+		return nil
+	}
+	sa := o.GetAnnotations()["kubernetes.io/service-account.name"]
+	if sa == catalyst.TenantServiceAccountName {
+		return []string{fmt.Sprintf("type %s for ServiceAccount %s would hand out the token of the identity the operator deploys as", serviceAccountTokenType, sa)}
+	}
+	return []string{fmt.Sprintf("type %s mints a long-lived token for ServiceAccount %q; pods get short-lived tokens of their own ServiceAccount", serviceAccountTokenType, sa)}
 }
 
 // reserved is why an object of kind gk named name is the operator's own, or "".

@@ -205,6 +205,26 @@ func TestPolicyCheck(t *testing.T) {
 			refused: []string{"CronJob env-ns/c (volume docker is a hostPath: it reads the node's files)"}},
 		{name: "Pod with a hostPath", doc: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {volumes: [{name: etc, hostPath: {path: /etc}}]}",
 			refused: []string{"Pod env-ns/p (volume etc is a hostPath: it reads the node's files)"}},
+
+		// The operator's tenant identity: no pod may run as it, no Secret may mint its token (nor any other
+		// long-lived token). Each refused case has its control beside it: another ServiceAccount, or an
+		// ordinary Secret.
+		{name: "Deployment running as the deployer with automount", doc: deployment("{serviceAccountName: catalyst-deployer, automountServiceAccountToken: true, containers: [{name: c, image: i}]}"),
+			refused: []string{"Deployment env-ns/web (serviceAccountName catalyst-deployer is the identity the operator deploys as: a pod running as it would hold the operator's rights in the namespace; run it as a ServiceAccount of its own)"}},
+		{name: "Pod running as the deployer through the deprecated serviceAccount", doc: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {serviceAccount: catalyst-deployer, containers: [{name: c, image: i}]}",
+			refused: []string{"Pod env-ns/p (serviceAccount catalyst-deployer is the identity the operator deploys as: a pod running as it would hold the operator's rights in the namespace; run it as a ServiceAccount of its own)"}},
+		{name: "CronJob running as the deployer", doc: "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec: {jobTemplate: {spec: {template: {spec: {serviceAccountName: catalyst-deployer}}}}}",
+			refused: []string{"CronJob env-ns/c (serviceAccountName catalyst-deployer is the identity the operator deploys as: a pod running as it would hold the operator's rights in the namespace; run it as a ServiceAccount of its own)"}},
+		{name: "PodTemplate running as the deployer", doc: "apiVersion: v1\nkind: PodTemplate\nmetadata: {name: t}\ntemplate: {spec: {serviceAccountName: catalyst-deployer}}",
+			refused: []string{"PodTemplate env-ns/t (serviceAccountName catalyst-deployer is the identity the operator deploys as: a pod running as it would hold the operator's rights in the namespace; run it as a ServiceAccount of its own)"}},
+		{name: "StatefulSet, DaemonSet, ReplicaSet, Job, ReplicationController running as the deployer", doc: "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nspec: {template: {spec: {serviceAccountName: catalyst-deployer}}}",
+			refused: []string{"StatefulSet env-ns/s (serviceAccountName catalyst-deployer is the identity the operator deploys as: a pod running as it would hold the operator's rights in the namespace; run it as a ServiceAccount of its own)"}},
+		{name: "Deployment running as its own ServiceAccount with automount", doc: deployment("{serviceAccountName: app, automountServiceAccountToken: true, containers: [{name: c, image: i}]}")},
+		{name: "token Secret for the deployer", doc: "apiVersion: v1\nkind: Secret\nmetadata: {name: t, annotations: {kubernetes.io/service-account.name: catalyst-deployer}}\ntype: kubernetes.io/service-account-token",
+			refused: []string{"Secret env-ns/t (type kubernetes.io/service-account-token for ServiceAccount catalyst-deployer would hand out the token of the identity the operator deploys as)"}},
+		{name: "token Secret for another ServiceAccount", doc: "apiVersion: v1\nkind: Secret\nmetadata: {name: t, annotations: {kubernetes.io/service-account.name: app}}\ntype: kubernetes.io/service-account-token",
+			refused: []string{`Secret env-ns/t (type kubernetes.io/service-account-token mints a long-lived token for ServiceAccount "app"; pods get short-lived tokens of their own ServiceAccount)`}},
+		{name: "an Opaque Secret naming the deployer", doc: "apiVersion: v1\nkind: Secret\nmetadata: {name: t, annotations: {kubernetes.io/service-account.name: catalyst-deployer}}\ntype: Opaque"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,6 +50,9 @@ const (
 	// size from which a stored object is streamed from its pack rather than read into memory.
 	objectCacheBytes = 16 << 20
 	largeObjectBytes = 1 << 20
+	// gitSkeletonBytes is what a fetch's repository holds besides its pack: config, HEAD, shallow and
+	// their directories, counted in whole blocks.
+	gitSkeletonBytes = 16 * blockSize
 )
 
 // ErrTooLarge is a repository beyond one of the fetch's limits (bytes received, objects, object size,
@@ -200,23 +203,33 @@ func (f *Fetcher) session(req Request, st *fetchState) (sess transport.UploadPac
 // fetch fetches req's commit into dir: by its id when the server allows it (one commit, depth 1), else
 // the branch at depth branchDepth, else the whole branch. Objects are received into a repository on disk
 // next to the tree, which is dropped once the tree is written; nothing is left behind on failure.
-func (f *Fetcher) fetch(ctx context.Context, req Request, dir string) (_ string, err error) {
+//
+// Every byte it writes is reserved in the cache's budget first (meter), so a repository too large for
+// the budget is stopped at the byte beyond it, not once it is written; what it leaves on failure is
+// removed before its reservation is given back.
+func (f *Fetcher) fetch(ctx context.Context, req Request, key, dir string) (_ string, err error) {
 	tmp := dir + ".partial"
-	if err := os.RemoveAll(tmp); err != nil {
-		return "", fmt.Errorf("source cache: %w", err)
-	}
+	m := &meter{f: f, root: filepath.Dir(dir)}
 	defer func() {
 		if err != nil {
 			_ = os.RemoveAll(tmp)
 		}
+		m.settle(key, err == nil)
 	}()
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", fmt.Errorf("source cache: %w", err)
+	}
+	// The checkout's directories and its marker file.
+	if err := m.reserve(3 * blockSize); err != nil {
+		return "", fmt.Errorf("repository %s: %w", req.URL, err)
+	}
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return "", fmt.Errorf("source cache: %w", err)
 	}
 	fctx, cancel := context.WithTimeout(ctx, f.timeout())
 	defer cancel()
 	st := &fetchState{limit: f.maxFetchBytes()}
-	commit, err := f.receive(fctx, req, tmp, st)
+	commit, err := f.receive(fctx, req, tmp, st, m)
 	if err != nil {
 		return "", f.explain(ctx, fctx, req, st, err)
 	}
@@ -245,7 +258,7 @@ func (f *Fetcher) explain(parent, fctx context.Context, req Request, st *fetchSt
 }
 
 // receive fetches the commit into tmp/.git and writes its tree to tmp/tree; it returns the full id.
-func (f *Fetcher) receive(ctx context.Context, req Request, tmp string, st *fetchState) (string, error) {
+func (f *Fetcher) receive(ctx context.Context, req Request, tmp string, st *fetchState, m *meter) (string, error) {
 	sess, done, err := f.session(req, st)
 	if err != nil {
 		return "", err
@@ -271,9 +284,14 @@ func (f *Fetcher) receive(ctx context.Context, req Request, tmp string, st *fetc
 		if err := os.RemoveAll(gitDir); err != nil {
 			return err
 		}
+		m.releaseGit(m.git)
+		// The repository's own files (config, HEAD, shallow) and directories.
+		if err := m.reserveGit(gitSkeletonBytes); err != nil {
+			return err
+		}
 		store = filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(objectCacheBytes),
 			filesystem.Options{ExclusiveAccess: true, LargeObjectThreshold: largeObjectBytes})
-		return receivePack(ctx, sess, ar, store, tmp, depth, wants)
+		return receivePack(ctx, sess, ar, store, tmp, depth, wants, m)
 	}
 
 	var commit *object.Commit
@@ -314,7 +332,7 @@ func (f *Fetcher) receive(ctx context.Context, req Request, tmp string, st *fetc
 			return "", fmt.Errorf("%w: %s is not on %s", ErrCommitNotFound, req.Commit, where)
 		}
 	}
-	if err := write(ctx, commit, tmp); err != nil {
+	if err := write(ctx, commit, tmp, m); err != nil {
 		return "", fmt.Errorf("at %s: %w", commit.Hash, err)
 	}
 	_ = store.Close()
@@ -322,6 +340,7 @@ func (f *Fetcher) receive(ctx context.Context, req Request, tmp string, st *fetc
 	if err := os.RemoveAll(gitDir); err != nil {
 		return "", err
 	}
+	m.releaseGit(m.git)
 	return commit.Hash.String(), nil
 }
 
@@ -358,7 +377,7 @@ func branchHeads(ar *packp.AdvRefs, branch string) ([]plumbing.Hash, error) {
 // file, which is checked against MaxObjects and MaxObjectBytes without inflating anything into memory,
 // then into store.
 func receivePack(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, store *filesystem.Storage,
-	tmp string, depth int, wants []plumbing.Hash) error {
+	tmp string, depth int, wants []plumbing.Hash, m *meter) error {
 	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
 	// Without haves, a thin pack has nothing to be thin against; asking for none keeps every delta's base
 	// in the pack.
@@ -393,20 +412,30 @@ func receivePack(ctx context.Context, sess transport.UploadPackSession, ar *pack
 	if err != nil {
 		return err
 	}
+	// The incoming pack is reserved as it arrives, so a pack beyond the budget stops the fetch there.
+	var received int64
 	defer func() {
 		_ = file.Close()
-		_ = os.Remove(file.Name())
+		if os.Remove(file.Name()) == nil {
+			m.releaseGit(received)
+		}
 	}()
-	if _, err := io.Copy(file, pack); err != nil {
+	received, err = io.Copy(meteredWriter{w: file, reserve: m.reserveGit}, pack)
+	if err != nil {
 		return err
 	}
 	if _, err := file.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	if err := checkPack(file); err != nil {
+	count, err := checkPack(file)
+	if err != nil {
 		return err
 	}
 	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	// The repository stores the pack again, with its index (a fixed part and some 28 bytes an object).
+	if err := m.reserveGit(blocks(received) + blocks(int64(count)*32+8192)); err != nil {
 		return err
 	}
 	return packfile.UpdateObjectStorage(store, file)
@@ -416,35 +445,35 @@ func receivePack(ctx context.Context, sess transport.UploadPackSession, ar *pack
 // size) and refuses more than MaxObjects objects or one larger than MaxObjectBytes. go-git's scanner
 // holds each object to the size its header declares, so the declared sizes bound what reading the pack
 // later inflates.
-func checkPack(r io.Reader) error {
+func checkPack(r io.Reader) (uint32, error) {
 	s := packfile.NewScanner(r)
 	_, count, err := s.Header()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if count > MaxObjects {
-		return fmt.Errorf("%w: the pack holds %d objects, more than %d", ErrTooLarge, count, MaxObjects)
+		return 0, fmt.Errorf("%w: the pack holds %d objects, more than %d", ErrTooLarge, count, MaxObjects)
 	}
 	for range count {
 		h, err := s.NextObjectHeader()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		n := h.Length
 		if h.Type == plumbing.OFSDeltaObject || h.Type == plumbing.REFDeltaObject {
 			head := &headWriter{}
 			if _, _, err := s.NextObject(head); err != nil {
-				return err
+				return 0, err
 			}
 			if n, err = deltaTarget(head.buf); err != nil {
-				return err
+				return 0, err
 			}
 		}
 		if n > MaxObjectBytes {
-			return fmt.Errorf("%w: the pack holds an object of %d bytes, more than %s", ErrTooLarge, n, size(MaxObjectBytes))
+			return 0, fmt.Errorf("%w: the pack holds an object of %d bytes, more than %s", ErrTooLarge, n, size(MaxObjectBytes))
 		}
 	}
-	return nil
+	return count, nil
 }
 
 // headWriter keeps the first bytes written to it and discards the rest.

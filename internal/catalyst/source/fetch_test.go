@@ -90,7 +90,7 @@ func TestCheckPack(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkPack(bytes.NewReader(tt.pack().Bytes()))
+			_, err := checkPack(bytes.NewReader(tt.pack().Bytes()))
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("checkPack = %v, want nil", err)

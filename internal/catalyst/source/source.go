@@ -15,7 +15,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +36,10 @@ const (
 	DefaultEntries = 16
 	// DefaultMaxFetchBytes is how many bytes one fetch may receive when Fetcher.MaxFetchBytes is zero.
 	DefaultMaxFetchBytes = 512 << 20
+	// DefaultMaxCacheBytes is the cache's byte budget when Fetcher.MaxCacheBytes is zero: three quarters
+	// of the operator's 2Gi cache volume (config/manager/manager.yaml), which also holds Helm's and the
+	// kustomize builds' temporary files.
+	DefaultMaxCacheBytes = 1536 << 20
 	// DefaultTimeout bounds one fetch when Fetcher.Timeout is zero.
 	DefaultTimeout = 2 * time.Minute
 	// branchDepth is how deep a branch is fetched when the server cannot send a commit by its id: a
@@ -81,9 +84,10 @@ type Checkout struct {
 	Commit string
 }
 
-// Fetcher fetches commits into a cache directory, at most MaxEntries of them, dropping the least
-// recently used. A Fetcher owns its directory: two Fetchers must not share one. Its fields are read on
-// first use and must not change afterwards.
+// Fetcher fetches commits into a cache directory, at most MaxEntries of them and at most MaxCacheBytes on
+// disk, dropping the least recently used. A Fetcher owns its directory: two Fetchers must not share one,
+// and what a Fetcher finds there on first use (the entries of an earlier process, which its keys cannot
+// name) is removed. Its fields are read on first use and must not change afterwards.
 type Fetcher struct {
 	// Dir is the cache directory; a directory under os.TempDir when empty.
 	Dir string
@@ -98,6 +102,11 @@ type Fetcher struct {
 	MaxFetchBytes int64
 	// Timeout bounds one fetch, on top of the caller's context; DefaultTimeout when zero.
 	Timeout time.Duration
+	// MaxCacheBytes is the cache's byte budget (DefaultMaxCacheBytes when zero): checkouts and fetches
+	// under way together never hold more on disk. A fetch that needs room evicts the least recently used
+	// checkouts not in use; one that needs more than the whole budget, or finds every byte of it in use,
+	// fails as it writes the byte beyond, with ErrTooLarge.
+	MaxCacheBytes int64
 
 	once    sync.Once
 	initErr error
@@ -108,8 +117,18 @@ type Fetcher struct {
 
 	mu   sync.Mutex
 	keys map[string]*keyState
-	// evicting lets one eviction run at a time; the others skip theirs.
-	evicting sync.Mutex
+	// entries are the complete checkouts on disk, by key; used is the bytes counted on disk: entries,
+	// fetches under way, and evicted entries not yet removed. Both are guarded by mu.
+	entries map[string]*entry
+	used    int64
+	// clock orders uses for LRU eviction (a counter: the wall clock can stand still between two uses).
+	clock uint64
+}
+
+// entry is one checkout in the cache: its bytes on disk as counted, and when it was last used.
+type entry struct {
+	size int64
+	used uint64
 }
 
 // keyState is one cache key's callers: while users is above zero the entry is not evicted, and lock
@@ -127,9 +146,33 @@ func (f *Fetcher) init() error {
 			f.initErr = fmt.Errorf("source: %w", err)
 			return
 		}
-		f.tls, f.initErr = tlsConfig(f.CABundle)
+		if f.tls, f.initErr = tlsConfig(f.CABundle); f.initErr != nil {
+			return
+		}
+		f.entries = map[string]*entry{}
+		root, err := f.root()
+		if err != nil {
+			f.initErr = err
+			return
+		}
+		// What an earlier Fetcher left is keyed under another secret: nothing can name it again, and its
+		// bytes would count against no budget.
+		if des, err := os.ReadDir(root); err == nil {
+			for _, e := range des {
+				if _, _, ok := entryName(e.Name()); ok {
+					_ = os.RemoveAll(filepath.Join(root, e.Name()))
+				}
+			}
+		}
 	})
 	return f.initErr
+}
+
+func (f *Fetcher) maxCacheBytes() int64 {
+	if f.MaxCacheBytes > 0 {
+		return f.MaxCacheBytes
+	}
+	return DefaultMaxCacheBytes
 }
 
 func (f *Fetcher) timeout() time.Duration {
@@ -172,14 +215,14 @@ func (f *Fetcher) With(ctx context.Context, req Request, fn func(Checkout) error
 	case <-ctx.Done():
 		return fmt.Errorf("fetch %s: %w", req.URL, ctx.Err())
 	}
-	commit, err := readMarker(dir)
+	commit, err := "", errors.New("not cached")
+	if f.touch(key) {
+		commit, err = readMarker(dir)
+	}
 	if err != nil {
 		began := time.Now()
-		commit, err = f.fetch(ctx, req, dir)
+		commit, err = f.fetch(ctx, req, key, dir)
 		instruments.GitFetched(err == nil, time.Since(began))
-	} else {
-		now := time.Now()
-		_ = os.Chtimes(dir, now, now)
 	}
 	<-ks.lock
 	if err != nil {
@@ -239,63 +282,179 @@ func entryName(name string) (key, suffix string, ok bool) {
 	return key, suffix, true
 }
 
-// evict removes the least recently used checkouts beyond MaxEntries, except those in use, and what
-// failed or interrupted fetches left. An entry is renamed away while the lock is held, which no caller
-// can observe half-done, and removed after, so a large removal holds up no other key.
-func (f *Fetcher) evict(root string) {
-	if !f.evicting.TryLock() {
-		return
+// touch marks key's checkout used now; false when the cache holds none.
+func (f *Fetcher) touch(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.entries[key]
+	if ok {
+		f.clock++
+		e.used = f.clock
 	}
-	defer f.evicting.Unlock()
+	return ok
+}
+
+// evict removes the least recently used checkouts beyond MaxEntries, except those in use.
+func (f *Fetcher) evict(root string) {
 	limit := f.MaxEntries
 	if limit <= 0 {
 		limit = DefaultEntries
 	}
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		return
-	}
-	type entry struct {
-		name, key string
-		at        time.Time
-	}
-	var checkouts, leftovers []entry
-	var trash []string
-	for _, e := range entries {
-		key, suffix, ok := entryName(e.Name())
-		if !ok || !e.IsDir() {
-			continue
-		}
-		switch {
-		case suffix == "":
-			if info, err := e.Info(); err == nil {
-				checkouts = append(checkouts, entry{e.Name(), key, info.ModTime()})
-			}
-		case suffix == "partial":
-			leftovers = append(leftovers, entry{name: e.Name(), key: key})
-		case strings.HasPrefix(suffix, "trash-"):
-			trash = append(trash, e.Name())
-		}
-	}
-	slices.SortFunc(checkouts, func(a, b entry) int { return a.at.Compare(b.at) })
-	victims := leftovers
-	if len(checkouts) > limit {
-		victims = append(victims, checkouts[:len(checkouts)-limit]...)
-	}
 	f.mu.Lock()
-	for _, v := range victims {
-		if f.keys[v.key] != nil {
-			continue
+	var victims []victim
+	for len(f.entries) > limit {
+		v, ok := f.victimLocked(root)
+		if !ok {
+			break
 		}
-		to := v.key + ".trash-" + randomSuffix()
-		if os.Rename(filepath.Join(root, v.name), filepath.Join(root, to)) == nil {
-			trash = append(trash, to)
-		}
+		victims = append(victims, v)
 	}
 	f.mu.Unlock()
-	for _, name := range trash {
-		_ = os.RemoveAll(filepath.Join(root, name))
+	f.remove(victims)
+}
+
+// victim is an evicted checkout renamed away, to be removed, and its bytes.
+type victim struct {
+	dir  string
+	size int64
+}
+
+// victimLocked takes the least recently used checkout that no caller holds out of the cache: it is
+// renamed away (which no caller can observe half-done: a caller of its key takes mu first) and its bytes
+// stay counted until remove removes it. ok is false when every checkout is in use. f.mu is held.
+func (f *Fetcher) victimLocked(root string) (victim, bool) {
+	best := ""
+	for key, e := range f.entries {
+		if f.keys[key] != nil {
+			continue
+		}
+		if best == "" || e.used < f.entries[best].used {
+			best = key
+		}
 	}
+	if best == "" {
+		return victim{}, false
+	}
+	size := f.entries[best].size
+	delete(f.entries, best)
+	to := filepath.Join(root, best+".trash-"+randomSuffix())
+	if err := os.Rename(filepath.Join(root, best), to); err != nil {
+		to = filepath.Join(root, best)
+	}
+	return victim{dir: to, size: size}, true
+}
+
+// remove removes evicted checkouts and gives their bytes back to the budget.
+func (f *Fetcher) remove(victims []victim) {
+	for _, v := range victims {
+		_ = os.RemoveAll(v.dir)
+		f.mu.Lock()
+		f.used -= v.size
+		f.mu.Unlock()
+	}
+}
+
+// Used is how many bytes the cache counts on disk: its checkouts and the fetches under way.
+func (f *Fetcher) Used() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.used
+}
+
+// blockSize is what a file or directory costs on disk at least: sizes are counted rounded up to it, so
+// that many small files count what they take, not what they hold.
+const blockSize = 4096
+
+func blocks(n int64) int64 { return (n + blockSize - 1) / blockSize * blockSize }
+
+// meter is one fetch's share of the cache's budget: every byte it writes is reserved first.
+type meter struct {
+	f    *Fetcher
+	root string
+	// total is every byte this fetch holds reserved; git is the part in its repository and incoming
+	// pack, given back when they are removed.
+	total, git int64
+}
+
+// reserve reserves n bytes for the fetch, evicting the least recently used checkouts not in use to make
+// room; ErrTooLarge when the fetch alone would hold more than the budget, or when the checkouts in use
+// and other fetches leave no room.
+func (m *meter) reserve(n int64) error {
+	f := m.f
+	budget := f.maxCacheBytes()
+	for {
+		f.mu.Lock()
+		if m.total+n > budget {
+			f.mu.Unlock()
+			return fmt.Errorf("%w: the repository's checkout exceeds the Git cache budget of %s", ErrTooLarge, size(budget))
+		}
+		if f.used+n <= budget {
+			f.used += n
+			m.total += n
+			f.mu.Unlock()
+			return nil
+		}
+		v, ok := f.victimLocked(m.root)
+		f.mu.Unlock()
+		if !ok {
+			return fmt.Errorf("%w: the Git cache budget of %s is taken by checkouts in use and fetches under way; the fetch is tried again later",
+				ErrTooLarge, size(budget))
+		}
+		f.remove([]victim{v})
+	}
+}
+
+// reserveGit reserves n bytes of the fetch's repository or incoming pack.
+func (m *meter) reserveGit(n int64) error {
+	if err := m.reserve(n); err != nil {
+		return err
+	}
+	m.git += n
+	return nil
+}
+
+// releaseGit gives back n bytes of the repository once removed.
+func (m *meter) releaseGit(n int64) {
+	n = min(n, m.git)
+	m.git -= n
+	m.total -= n
+	m.f.mu.Lock()
+	m.f.used -= n
+	m.f.mu.Unlock()
+}
+
+// settle ends the fetch: on success its checkout (what it holds besides the repository) becomes key's
+// entry; otherwise (or when the repository remains) the bytes are given back once removed.
+func (m *meter) settle(key string, ok bool) {
+	f := m.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !ok {
+		f.used -= m.total
+		m.total, m.git = 0, 0
+		return
+	}
+	f.used -= m.git
+	m.total -= m.git
+	m.git = 0
+	f.clock++
+	if old := f.entries[key]; old != nil {
+		f.used -= old.size
+	}
+	f.entries[key] = &entry{size: m.total, used: f.clock}
+}
+
+// meteredWriter reserves each write's bytes before writing them.
+type meteredWriter struct {
+	w       io.Writer
+	reserve func(int64) error
+}
+
+func (w meteredWriter) Write(p []byte) (int, error) {
+	if err := w.reserve(int64(len(p))); err != nil {
+		return 0, err
+	}
+	return w.w.Write(p)
 }
 
 func randomSuffix() string {
@@ -332,9 +491,10 @@ func readMarker(dir string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// write writes the commit's regular files under dir/tree. Symlinks and submodules are left out: a link
-// could point outside the checkout, and a submodule is another repository.
-func write(ctx context.Context, commit *object.Commit, dir string) error {
+// write writes the commit's regular files under dir/tree, each reserved in m (rounded up to whole
+// blocks, as is each directory) before a byte of it is written. Symlinks and submodules are left out: a
+// link could point outside the checkout, and a submodule is another repository.
+func write(ctx context.Context, commit *object.Commit, dir string, m *meter) error {
 	if err := os.MkdirAll(filepath.Join(dir, "tree"), 0o700); err != nil {
 		return err
 	}
@@ -343,6 +503,7 @@ func write(ctx context.Context, commit *object.Commit, dir string) error {
 		return err
 	}
 	files, total := 0, int64(0)
+	dirs := map[string]bool{}
 	return tree.Files().ForEach(func(file *object.File) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -359,6 +520,14 @@ func write(ctx context.Context, commit *object.Commit, dir string) error {
 		}
 		if total += file.Size; total > MaxBytes {
 			return fmt.Errorf("%w: more than %s of files", ErrTooLarge, size(MaxBytes))
+		}
+		need := blocks(file.Size)
+		for d := path.Dir(clean); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			need += blockSize
+		}
+		if err := m.reserve(need); err != nil {
+			return err
 		}
 		return writeFile(file, filepath.Join(dir, "tree", filepath.FromSlash(clean)))
 	})
@@ -377,7 +546,7 @@ func writeFile(file *object.File, to string) error {
 	if err != nil {
 		return err
 	}
-	// The blob's declared size was counted against MaxBytes; the copy is held to it.
+	// The blob's declared size was counted against MaxBytes and reserved; the copy is held to it.
 	if _, err := io.Copy(out, io.LimitReader(r, file.Size)); err != nil {
 		_ = out.Close()
 		return err

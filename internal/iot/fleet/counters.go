@@ -218,6 +218,19 @@ func (c *Counters) Forget(d DeploymentKey) {
 	c.forgotten[d] = struct{}{}
 }
 
+// Pass notes that the change of revision rev was seen and counts nowhere (a record the caller refused
+// before folding it, ReasonUntargeted), so that the next change does not look like a gap. It is
+// ErrGap when rev itself does not follow the last revision.
+func (c *Counters) Pass(rev uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.live && c.lastRev != 0 && rev != c.lastRev+1 {
+		return fmt.Errorf("%w: revision %d after %d", ErrGap, rev, c.lastRev)
+	}
+	c.lastRev = max(c.lastRev, rev)
+	return nil
+}
+
 // Observe folds one change into the counts. Before Synced it counts the record as the key's current
 // state; after, it moves the record's previous phase to its new one.
 func (c *Counters) Observe(ch Change) error {

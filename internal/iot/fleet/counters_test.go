@@ -551,7 +551,8 @@ func TestCountersHostileDevices(t *testing.T) {
 		}
 	}
 	for _, r := range RejectReasons {
-		if reasons[r] == 0 {
+		// Untargeted records are refused by the store's fold before the counters (TestUntargetedState).
+		if reasons[r] == 0 && r != ReasonUntargeted {
 			t.Errorf("no record was refused as %s: the test does not exercise it", r)
 		}
 	}

@@ -30,6 +30,13 @@ type SelectionCounts struct {
 // SyncedHeartbeats, then each later change. An error from an Observe means the counts may be wrong:
 // Reset and start again.
 type Index struct {
+	// Trust rewrites each device record's labels before it is counted (nil: as written). Set it
+	// before the first Observe; it must not change afterwards (the counts would mix two rules).
+	Trust LabelTrust
+	// TrustedKeys are the label keys the policy of a namespace's Deployments lets only credentials
+	// give (nil: none): their selectors match those keys against DeviceLabels.Credential (View).
+	TrustedKeys func(namespace string) []string
+
 	mu      sync.Mutex
 	sels    map[DeploymentKey]*selection
 	devices stream
@@ -58,13 +65,14 @@ func (s *stream) next(bucket string, rev uint64) error {
 
 type selection struct {
 	text    string
+	trusted []string
 	sel     labels.Selector
 	counted bool // counted since the last Reset
 	SelectionCounts
 }
 
 func (s *selection) matches(l *DeviceLabels) bool {
-	return l.Selectable() && s.sel.Matches(labels.Set(l.Labels))
+	return l.Selectable() && s.sel.Matches(labels.Set(l.View(s.trusted)))
 }
 
 // Select sets deployment d's selector (text is its canonical form) and returns its counts, which are
@@ -78,7 +86,11 @@ func (x *Index) Select(d DeploymentKey, text string, sel labels.Selector) (Selec
 	}
 	s := x.sels[d]
 	if s == nil || s.text != text {
-		x.sels[d] = &selection{text: text, sel: sel}
+		ns := &selection{text: text, sel: sel}
+		if x.TrustedKeys != nil {
+			ns.trusted = x.TrustedKeys(d.Namespace)
+		}
+		x.sels[d] = ns
 		x.wantRecount()
 		return SelectionCounts{}, false
 	}
@@ -190,6 +202,9 @@ func (x *Index) ObserveDevice(ch Change) (*DeviceInfo, error) {
 			rej.Recount = fmt.Errorf("%w: device %s replaced by a refused record", ErrUnknownRemoval, clip(ch.Key))
 		}
 		return nil, rej
+	}
+	if x.Trust != nil {
+		x.Trust(d)
 	}
 	cur := d.Selection()
 	for key, s := range x.sels {

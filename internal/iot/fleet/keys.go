@@ -25,10 +25,6 @@ const (
 	BucketHeartbeats = "fleet-v2-heartbeats"
 )
 
-// LogsSubject is the request/reply subject on which a device's agent serves the recent log lines of a
-// deployment's containers.
-func LogsSubject(device string) string { return "fleet.v2.logs." + device }
-
 // DeploymentKey names a Deployment: its namespace and name, both valid NATS subject tokens (namespaces
 // are DNS labels; admission refuses dots in a Deployment's name).
 type DeploymentKey struct {
@@ -60,6 +56,10 @@ func DeviceKey(device string) string { return device }
 func DesiredKey(device string, d DeploymentKey) string {
 	return device + "." + d.Namespace + "." + d.Name
 }
+
+// DesiredConsumer is the name of device's consumer of BucketDesired: the only one its permissions let it
+// create (or delete), so a device holds at most one.
+func DesiredConsumer(device string) string { return device }
 
 // DesiredDeviceFilter is the key filter of every desired state of one device.
 func DesiredDeviceFilter(device string) string { return device + ".>" }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -62,12 +63,43 @@ type DeviceInfo struct {
 	Removed bool `json:"removed,omitempty"`
 	// Previous is the record this one replaced; nil for a device's first record.
 	Previous *DeviceLabels `json:"previous,omitempty"`
+	// Credential is the device's NATS user JWT (public; its seed stays on the device), which carries
+	// the credential labels fleet-auth device --labels gave it: the only labels a namespace policy
+	// matches (docs/fleet.md, "Credential labels"). Optional.
+	Credential string `json:"credential,omitempty"`
+	// CredentialLabels are the labels of Credential once the operator verified it (LabelTrust); never
+	// read from the record.
+	CredentialLabels map[string]string `json:"-"`
 }
+
+// LabelTrust rewrites a decoded device record's labels (and its Previous labels) into the labels
+// selectors see: the operator's is auth.Verifier.Trust, which keeps the labels a namespace policy
+// names only when the device's credential carries them. Nil leaves the record as the device wrote it.
+type LabelTrust func(d *DeviceInfo)
 
 // DeviceLabels are what a selector sees of a device record: its labels, or that it is a tombstone.
 type DeviceLabels struct {
 	Labels  map[string]string `json:"labels,omitempty"`
 	Removed bool              `json:"removed,omitempty"`
+	// Credential are the labels of the device's verified credential among Labels (the operator's
+	// LabelTrust sets them; in a lapsed or replaced heartbeat record, the operator wrote them): a
+	// selector's requirements on a key its namespace's policy names match only these (View).
+	Credential map[string]string `json:"credential,omitempty"`
+}
+
+// View is what a selector of a namespace whose policy names the label keys trusted sees of l: its
+// labels, without the trusted keys its credential does not carry.
+func (l *DeviceLabels) View(trusted []string) map[string]string {
+	if len(trusted) == 0 {
+		return l.Labels
+	}
+	out := make(map[string]string, len(l.Labels))
+	for k, v := range l.Labels {
+		if _, cred := l.Credential[k]; cred || !slices.Contains(trusted, k) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // Selectable says whether the record is a device deployments may select: registered and not removed.
@@ -75,7 +107,7 @@ func (l *DeviceLabels) Selectable() bool { return l != nil && !l.Removed }
 
 // Selection is the record's labels for a selector: nil for a tombstone.
 func (d *DeviceInfo) Selection() *DeviceLabels {
-	return &DeviceLabels{Labels: d.Labels, Removed: d.Removed}
+	return &DeviceLabels{Labels: d.Labels, Removed: d.Removed, Credential: d.CredentialLabels}
 }
 
 // Heartbeat is a device's record in BucketHeartbeats. The agent writes one every third of the bucket's
@@ -276,10 +308,13 @@ const (
 	ReasonField = "field"
 	// ReasonForeign is a record under a key outside the contract, or naming another device than its key.
 	ReasonForeign = "foreign"
+	// ReasonUntargeted is a state record for a Deployment that does not target its device: no desired
+	// state exists for that device and Deployment (or it was withdrawn, and the record is not Removed).
+	ReasonUntargeted = "untargeted"
 )
 
 // RejectReasons are every reason, for metrics that show each from the start.
-var RejectReasons = []string{ReasonDecode, ReasonVersion, ReasonOversize, ReasonField, ReasonForeign}
+var RejectReasons = []string{ReasonDecode, ReasonVersion, ReasonOversize, ReasonField, ReasonForeign, ReasonUntargeted}
 
 // RecordError is a record refused on decode: which bucket's record, why (a Reason*), and the detail.
 // The detail quotes at most a few sanitized bytes of what the device sent.
@@ -326,8 +361,13 @@ func validLabels(records, field string, l *DeviceLabels) error {
 	if l == nil {
 		return nil
 	}
-	if len(l.Labels) > MaxLabels {
-		return fieldError(records, "%s: %d labels, at most %d", field, len(l.Labels), MaxLabels)
+	if len(l.Labels) > MaxLabels || len(l.Credential) > MaxLabels {
+		return fieldError(records, "%s: %d labels and %d credential labels, at most %d each", field, len(l.Labels), len(l.Credential), MaxLabels)
+	}
+	for k, v := range l.Credential {
+		if l.Labels[k] != v {
+			return fieldError(records, "%s: credential label %q is not among the labels", field, clip(k))
+		}
 	}
 	if l.Removed && len(l.Labels) > 0 {
 		return fieldError(records, "%s: a tombstone has labels", field)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
@@ -241,7 +242,9 @@ func findKey(v any, key string) (string, bool) {
 }
 
 // TestErgoStartupChecks repeats the checks ergo's LoadConfig (irc/config.go) makes before it starts, on
-// the parsed document, so a config ergo would refuse fails here first.
+// the parsed document, so a config ergo would refuse fails here first. The checks follow irc/config.go
+// at ergo v2.19.1, the default image (read from ergo's source: the Go module proxy does not serve ergo,
+// so its LoadConfig cannot run here; docs/ergo-config.md says what changed since v2.14.0).
 func TestErgoStartupChecks(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -259,6 +262,61 @@ func TestErgoStartupChecks(t *testing.T) {
 			}
 			for _, problem := range ergoStartupProblems(parse(t, rendered)) {
 				t.Error(problem)
+			}
+		})
+	}
+}
+
+// TestErgoStartupChecksOfV2191 proves the checks LoadConfig gained between v2.14.0 and v2.19.1 can fail:
+// each row breaks the rendered reference config the way one check refuses, and the unchanged document
+// (the control, also TestErgoStartupChecks) has no problem.
+func TestErgoStartupChecksOfV2191(t *testing.T) {
+	rendered, err := RenderConfig(BuildConfig(referenceNetwork(), true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(doc map[string]any, value any, path ...string) {
+		for _, k := range path[:len(path)-1] {
+			next, ok := doc[k].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				doc[k] = next
+			}
+			doc = next
+		}
+		doc[path[len(path)-1]] = value
+	}
+	tests := []struct {
+		name   string
+		change func(map[string]any)
+		want   string
+	}{
+		{"unchanged", func(map[string]any) {}, ""},
+		{"bcrypt cost above bcrypt's maximum", func(d map[string]any) { set(d, float64(32), "accounts", "registration", "bcrypt-cost") }, "invalid bcrypt-cost"},
+		{"bcrypt cost below bcrypt's minimum", func(d map[string]any) { set(d, float64(3), "accounts", "registration", "bcrypt-cost") }, "invalid bcrypt-cost"},
+		{"unknown casemapping", func(d map[string]any) { set(d, "utf8", "server", "casemapping") }, "invalid casemapping"},
+		{"ping timeout not below the disconnect timeout", func(d map[string]any) { set(d, "3m", "server", "idle-timeouts", "ping") }, "ping timeout"},
+		{"ping timeout below a set disconnect timeout", func(d map[string]any) {
+			set(d, "3m", "server", "idle-timeouts", "ping")
+			set(d, "4m", "server", "idle-timeouts", "disconnect")
+		}, ""},
+		{"api without a listener", func(d map[string]any) { set(d, true, "api", "enabled") }, "listener address is empty"},
+		{"webpush without always-on", func(d map[string]any) {
+			set(d, true, "webpush", "enabled")
+			set(d, "disabled", "accounts", "multiclient", "always-on")
+		}, "webpush if always-on is disabled"},
+		{"webpush with always-on opt-in", func(d map[string]any) { set(d, true, "webpush", "enabled") }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := parse(t, rendered)
+			tt.change(doc)
+			problems := ergoStartupProblems(doc)
+			switch {
+			case tt.want == "" && len(problems) > 0:
+				t.Errorf("problems %q, want none", problems)
+			case tt.want != "" && (len(problems) != 1 || !strings.Contains(problems[0], tt.want)):
+				t.Errorf("problems %q, want one naming %q", problems, tt.want)
 			}
 		})
 	}
@@ -329,6 +387,30 @@ func ergoStartupProblems(doc map[string]any) []string {
 				problems = append(problems, "Could not parse limiter exemption list: "+s)
 			}
 		}
+	}
+	// Added to LoadConfig between v2.14.0 and v2.19.1.
+	if cost := num("accounts", "registration", "bcrypt-cost"); cost != 0 && (cost < 4 || cost > 31) {
+		problems = append(problems, fmt.Sprintf("invalid bcrypt-cost %v (require 4 <= cost <= 31)", cost))
+	}
+	if cm := strings.ToLower(str("server", "casemapping")); cm != "" && !map[string]bool{"ascii": true, "precis": true,
+		"rfc7613": true, "rfc8265": true, "permissive": true, "fun": true, "rfc1459": true, "rfc1459-strict": true}[cm] {
+		problems = append(problems, "invalid casemapping value: "+cm)
+	}
+	timeout := func(key string, def time.Duration) time.Duration {
+		if d, err := time.ParseDuration(str("server", "idle-timeouts", key)); err == nil && d > 0 {
+			return d
+		}
+		return def
+	}
+	if ping, disconnect := timeout("ping", 90*time.Second), timeout("disconnect", 150*time.Second); ping >= disconnect {
+		problems = append(problems, fmt.Sprintf("ping timeout %v must be strictly less than disconnect timeout %v", ping, disconnect))
+	}
+	if boolean("api", "enabled") && str("api", "listener") == "" {
+		problems = append(problems, "config.api.enabled is true, but listener address is empty")
+	}
+	if alwaysOn := strings.ToLower(str("accounts", "multiclient", "always-on")); boolean("webpush", "enabled") &&
+		(alwaysOn == "" || alwaysOn == "disabled" || alwaysOn == "false") {
+		problems = append(problems, "Cannot enable webpush if always-on is disabled")
 	}
 	// Operator classes: every extends must resolve, every oper's class must exist (OperatorClasses and
 	// Operators in config.go).

@@ -21,9 +21,11 @@ type Options struct {
 	LegacyDigestKey bool
 }
 
+// ContainerName is the name of the container that runs ergo in the Deployment's pod.
+const ContainerName = "ergo"
+
 const (
-	containerName = "ergo"
-	ergoBinary    = "/ircd-bin/ergo"
+	ergoBinary = "/ircd-bin/ergo"
 
 	configVolume = "config"
 	dataVolume   = "data"
@@ -51,9 +53,23 @@ func Deployment(n *ircv1.ErgoNetwork, opts Options, configDigest string) *appsv1
 		ircnet.PodSpec(opts.OpenShift, ergoUID, []corev1.Container{container(n, image)}, volumes(n)))
 }
 
+// RunningImage is the image of d's ergo container (d being a network's Deployment as it is), "" when d is
+// nil or has none: with ChooseImage it decides whether an upgrade may roll the pod.
+func RunningImage(d *appsv1.Deployment) string {
+	if d == nil {
+		return ""
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == ContainerName {
+			return c.Image
+		}
+	}
+	return ""
+}
+
 func container(n *ircv1.ErgoNetwork, image string) corev1.Container {
 	c := corev1.Container{
-		Name:            containerName,
+		Name:            ContainerName,
 		Image:           image,
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		// The image's entrypoint is a script that writes a default config into /ircd and ignores

@@ -19,7 +19,7 @@ import (
 
 func TestDeploymentGolden(t *testing.T) {
 	// An explicit image keeps the golden file independent of DefaultImage, which make pin-images rewrites.
-	out, err := yaml.Marshal(Deployment(referenceNetwork(), Options{Image: "ghcr.io/ergochat/ergo:v2.14.0"}, "0123abcd"))
+	out, err := yaml.Marshal(Deployment(referenceNetwork(), Options{Image: "ghcr.io/ergochat/ergo:v2.19.1"}, "0123abcd"))
 	if err != nil {
 		t.Fatal(err)
 	}

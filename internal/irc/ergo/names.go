@@ -10,10 +10,14 @@ import (
 const (
 	// ConfigKey is the ConfigMap key holding the rendered ircd.yaml.
 	ConfigKey = "ircd.yaml"
-	// DefaultImage is the ergo image used when Options.Image is empty: ergo's release v2.14.0, never a
+	// DefaultImage is the ergo image used when Options.Image is empty: ergo's release v2.19.1, never a
 	// moving tag, so which ergo runs (and which one may upgrade the datastore) is decided here, not by
 	// a node's cache. make pin-images turns it into that release's digest for a release.
-	DefaultImage = "ghcr.io/ergochat/ergo:v2.14.0"
+	DefaultImage = "ghcr.io/ergochat/ergo:v2.19.1"
+	// DefaultImageVersion is the ergo release DefaultImage runs. It is written out because make
+	// pin-images replaces DefaultImage by a digest, which names no version, and ChooseImage must still
+	// know the datastore schema of the operator's own image. TestDefaultImageVersion keeps the two in step.
+	DefaultImageVersion = "v2.19.1"
 	// ConfigDigestAnnotation on the pod template carries ConfigDigest: changing it is what rolls the pod
 	// when the config or the oper password hash changes.
 	ConfigDigestAnnotation = labels.AnnotationDomain + "/config-digest"

@@ -14,9 +14,9 @@ const (
 	AppName = "soju"
 	// Kind is the custom resource's kind, as the owner comments on the database server name it.
 	Kind = "SojuBouncer"
-	// DefaultImage is the soju image used when Options.Image is empty: soju's release v0.9.0. The image
+	// DefaultImage is the soju image used when Options.Image is empty: soju's release v0.10.1. The image
 	// must hold soju and sojudb on its PATH and /bin/sh (the first-admin init container's shell).
-	DefaultImage = "codeberg.org/emersion/soju:v0.9.0"
+	DefaultImage = "codeberg.org/emersion/soju:v0.10.1"
 	// ConfigKey is the ConfigMap key holding soju's rendered config.
 	ConfigKey = "config"
 	// ConfigDigestAnnotation on the pod template carries the config digest: changing it rolls the pod.

@@ -9,13 +9,14 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 )
 
-// Scheme holds core, apps, networking, every platform-operator API group (irc, catalyst, homelab, iot),
+// Scheme holds core, apps, networking, every platform-operator API group (irc, catalyst, homelab, iot, backup),
 // cert-manager v1 and OpenShift route/v1.
 var Scheme = runtime.NewScheme()
 
@@ -25,6 +26,7 @@ func init() {
 	utilruntime.Must(catalystv1.AddToScheme(Scheme))
 	utilruntime.Must(homelabv1.AddToScheme(Scheme))
 	utilruntime.Must(iotv1.AddToScheme(Scheme))
+	utilruntime.Must(backupv1.AddToScheme(Scheme))
 	utilruntime.Must(cmv1.AddToScheme(Scheme))
 	utilruntime.Must(routev1.AddToScheme(Scheme))
 }

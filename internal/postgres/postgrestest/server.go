@@ -1,5 +1,6 @@
 // Package postgrestest runs a real PostgreSQL server for tests, the demo and benchmarks: the machine's
-// initdb and postgres binaries (Debian's postgresql package; `make postgres` installs it), a temporary data
+// initdb and postgres binaries (Debian's postgresql package; `make postgres` installs it), or a given major
+// version's (StartVersion: the PostgreSQL 16 and 17 servers `make postgres-versions` installs), a temporary data
 // directory, TCP on 127.0.0.1 with a free port, a superuser with a password, and every statement logged
 // (log_statement=all) into a file the caller can read. One server per test package: start it in TestMain or
 // BeforeSuite and Stop it at the end. The server dies with the process that started it (SIGQUIT on parent
@@ -67,6 +68,52 @@ func BinDir() (string, error) {
 	return "", errors.New("postgrestest: no initdb found (install PostgreSQL with `make postgres`, or set POSTGRES_BIN)")
 }
 
+// VersionBinDir is the directory holding initdb and postgres of PostgreSQL major: $POSTGRES<major>_BIN
+// (the Makefile exports POSTGRES16_BIN and POSTGRES17_BIN for `make test`), else the newest
+// bin/postgres-<major>.*/bin of the repository. Neither is an error naming `make postgres-versions`: a
+// test that needs the server fails without it, never skips.
+func VersionBinDir(major int) (string, error) {
+	env := fmt.Sprintf("POSTGRES%d_BIN", major)
+	if d := os.Getenv(env); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err != nil {
+			return "", fmt.Errorf("postgrestest: $%s has no initdb (run `make postgres-versions`): %w", env, err)
+		}
+		return d, nil
+	}
+	root, err := testutil.FindRepoRoot(".")
+	if err != nil {
+		return "", err
+	}
+	matches, _ := filepath.Glob(filepath.Join(root, "bin", fmt.Sprintf("postgres-%d.*", major), "bin", "initdb"))
+	sort.Slice(matches, func(i, j int) bool { return releaseOf(matches[i]).newer(releaseOf(matches[j])) })
+	if len(matches) == 0 {
+		return "", fmt.Errorf("postgrestest: no PostgreSQL %d server: $%s is unset and bin/postgres-%d.* is missing (run `make postgres-versions`, a prerequisite of make test)", major, env, major)
+	}
+	return filepath.Dir(matches[0]), nil
+}
+
+// release is the numbers of a bin/postgres-<version>/bin/initdb path's version, for picking the newest.
+type release []int
+
+func releaseOf(initdb string) release {
+	v := strings.TrimPrefix(filepath.Base(filepath.Dir(filepath.Dir(initdb))), "postgres-")
+	var r release
+	for _, f := range strings.FieldsFunc(v, func(c rune) bool { return c < '0' || c > '9' }) {
+		n, _ := strconv.Atoi(f)
+		r = append(r, n)
+	}
+	return r
+}
+
+func (r release) newer(o release) bool {
+	for i := 0; i < len(r) && i < len(o); i++ {
+		if r[i] != o[i] {
+			return r[i] > o[i]
+		}
+	}
+	return len(r) > len(o)
+}
+
 // version is the major version in /usr/lib/postgresql/<version>/bin/initdb, 0 when it is not a number.
 func version(initdb string) int {
 	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdb))))
@@ -80,6 +127,40 @@ func Start(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	return StartIn(ctx, bin)
+}
+
+// StartVersion is Start with PostgreSQL major's binaries (VersionBinDir), and checks that the server
+// really is that version.
+func StartVersion(ctx context.Context, major int) (*Server, error) {
+	bin, err := VersionBinDir(major)
+	if err != nil {
+		return nil, err
+	}
+	s, err := StartIn(ctx, bin)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := s.Connect(ctx)
+	if err == nil {
+		var num int
+		err = conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&num)
+		_ = conn.Close(ctx)
+		if err == nil && num/10000 != major {
+			err = fmt.Errorf("postgrestest: %s runs server_version_num %d, not PostgreSQL %d", bin, num, major)
+		}
+	}
+	if err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// StartIn is Start with the initdb and postgres of directory bin. A bin whose ../lib holds shared
+// libraries (lib*.so.*: the npm builds, which bring their own) runs with that directory on
+// LD_LIBRARY_PATH; Debian's lib directory holds only server modules and is left alone.
+func StartIn(ctx context.Context, bin string) (*Server, error) {
 	dir, err := os.MkdirTemp("", "postgrestest-")
 	if err != nil {
 		return nil, err
@@ -114,6 +195,8 @@ func (s *Server) start(ctx context.Context, bin string) error {
 		"--pwfile="+pwfile, "--auth-host=scram-sha-256", "--auth-local=scram-sha-256", "--no-locale",
 		"-E", "UTF8", "--no-sync")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	env := environment(bin)
+	initdb.Env = env
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fmt.Errorf("postgrestest: initdb: %w\n%s", err, out)
 	}
@@ -137,6 +220,7 @@ func (s *Server) start(ctx context.Context, bin string) error {
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=200")
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	s.cmd.Env = env
 	// SIGQUIT (immediate shutdown) when the test process dies without calling Stop.
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
 	if err := s.cmd.Start(); err != nil {
@@ -282,6 +366,16 @@ var writing = regexp.MustCompile(`(?i)^\s*(CREATE|ALTER|DROP|GRANT|REVOKE|COMMEN
 
 // IsWrite says whether a statement changes the server.
 func (st Statement) IsWrite() bool { return writing.MatchString(st.SQL) }
+
+// environment is the server's environment: this process's, plus LD_LIBRARY_PATH for a bin whose ../lib
+// brings shared libraries; nil (the process's own) otherwise.
+func environment(bin string) []string {
+	lib := filepath.Join(filepath.Dir(bin), "lib")
+	if libs, _ := filepath.Glob(filepath.Join(lib, "lib*.so.*")); len(libs) == 0 {
+		return nil
+	}
+	return append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+}
 
 // credential is the postgres system user's, when running as root; nil otherwise.
 func credential() (*syscall.Credential, error) {

@@ -58,3 +58,33 @@ func TestServer(t *testing.T) {
 		t.Error("the server still answers after Stop")
 	}
 }
+
+// TestStartVersion starts the PostgreSQL 16 and 17 servers `make postgres-versions` installs and checks
+// each is the version asked for; a missing one fails (VersionBinDir names the make target).
+func TestStartVersion(t *testing.T) {
+	for _, major := range []int{16, 17} {
+		s, err := StartVersion(context.Background(), major)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Stop(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestVersionBinDir: the environment variable wins and must hold initdb; unset, the newest installed
+// release of that major is found, and a major nothing installed is an error naming the make target.
+func TestVersionBinDir(t *testing.T) {
+	t.Setenv("POSTGRES99_BIN", t.TempDir())
+	if _, err := VersionBinDir(99); err == nil || !strings.Contains(err.Error(), "make postgres-versions") {
+		t.Errorf("POSTGRES99_BIN without initdb: %v, want an error naming make postgres-versions", err)
+	}
+	t.Setenv("POSTGRES99_BIN", "")
+	if _, err := VersionBinDir(99); err == nil || !strings.Contains(err.Error(), "make postgres-versions") {
+		t.Errorf("no PostgreSQL 99: %v, want an error naming make postgres-versions", err)
+	}
+	if !releaseOf("/b/postgres-16.14.0-beta.17/bin/initdb").newer(releaseOf("/b/postgres-16.9.0-beta.17/bin/initdb")) {
+		t.Error("16.14.0 is not newer than 16.9.0")
+	}
+}

@@ -15,9 +15,13 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
 
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
@@ -162,6 +167,54 @@ func (e *Env) ManagerOptions(writes *testutil.WriteCounter) ctrl.Options {
 		})
 	}
 	return opts
+}
+
+// ClusterRoleUser provisions user (with a client certificate of its own, no groups) bound by a
+// ClusterRoleBinding to the ClusterRole of the YAML file rolePath (a generated role such as
+// config/rbac/role.yaml, created under its own name unless it exists), and returns its REST config once
+// the API server authorizes the role's first rule for it: a process run with the config has exactly the
+// role's permissions, as an operator installed with them does.
+func (e *Env) ClusterRoleUser(ctx context.Context, user, rolePath string) (*rest.Config, error) {
+	data, err := os.ReadFile(rolePath)
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(data, role); err != nil {
+		return nil, fmt.Errorf("%s: %w", rolePath, err)
+	}
+	if len(role.Rules) == 0 {
+		return nil, fmt.Errorf("%s: ClusterRole %s has no rules", rolePath, role.Name)
+	}
+	if err := e.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "testenv-" + user + "-" + role.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+	if err := e.Client.Create(ctx, crb); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	u, err := e.Environment.AddUser(envtest.User{Name: user}, &rest.Config{QPS: e.Config.QPS, Burst: e.Config.Burst})
+	if err != nil {
+		return nil, err
+	}
+	first := role.Rules[0]
+	attrs := &authorizationv1.ResourceAttributes{Verb: first.Verbs[0], Group: first.APIGroups[0], Resource: first.Resources[0]}
+	if len(first.ResourceNames) > 0 {
+		attrs.Name = first.ResourceNames[0]
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, EventuallyTimeout, true, func(ctx context.Context) (bool, error) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: attrs}}
+		if err := e.Client.Create(ctx, sar); err != nil {
+			return false, err
+		}
+		return sar.Status.Allowed, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the API server does not authorize %s for %+v of ClusterRole %s: %w", user, *attrs, role.Name, err)
+	}
+	return u.Config(), nil
 }
 
 // Discover is platform.Discover on the Env's API server: the optional APIs it serves.

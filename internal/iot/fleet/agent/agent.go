@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -55,6 +56,7 @@ type Agent struct {
 	mu      sync.Mutex
 	desired map[fleet.DeploymentKey]*drift
 	events  ring
+	refused atomic.Uint64
 }
 
 // Run registers the device and reconciles until ctx ends. It returns an error only when the device
@@ -148,11 +150,11 @@ func (a *Agent) heartbeats(ctx context.Context) {
 // watch follows the device's desired state: on a (re)start it sees every current desired state, then
 // each change, and handles them one at a time.
 func (a *Agent) watch(ctx context.Context) error {
-	w, err := a.Store.Desired.Watch(ctx, fleet.DesiredDeviceFilter(a.Device.ID))
+	w, err := a.Store.WatchDesired(ctx, a.Device.ID)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = w.Stop() }()
+	defer w.Stop()
 	reconnected := a.Store.Reconnected()
 	for {
 		select {

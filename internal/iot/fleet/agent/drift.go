@@ -55,6 +55,9 @@ const (
 	ReasonCompleted = "Completed"
 	// ReasonCrashLoop: a container keeps exiting (CrashLoopThreshold looks in a row).
 	ReasonCrashLoop = "CrashLoop"
+	// ReasonRequestRefused: a log or events request whose reply subject is not the one the contract
+	// names for its requester was not answered.
+	ReasonRequestRefused = "RequestRefused"
 	// ReasonRepaired: drift was repaired; the containers run again.
 	ReasonRepaired = "Repaired"
 	// ReasonRepairFailed: the runtime could not repair drift.

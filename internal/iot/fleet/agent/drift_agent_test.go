@@ -293,7 +293,7 @@ func TestCrashLoopIsReportedFailed(t *testing.T) {
 	rt.mu.Unlock()
 	x.sw.next(t, "Running once it stays up", phase(fleet.PhaseRunning))
 
-	r, err := agent.RequestEvents(x.ctx, x.f.Conn, "pi", x.d)
+	r, err := agent.RequestEvents(x.ctx, x.f.Conn, tester, "pi", x.d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestCrashLoopIsReportedFailed(t *testing.T) {
 		t.Errorf("the agent's information: %+v", r)
 	}
 	// A request the contract does not allow is answered with an error, not with everything.
-	if _, err := agent.RequestEvents(x.ctx, x.f.Conn, "pi", fleet.DeploymentKey{Namespace: "shop"}); err == nil {
+	if _, err := agent.RequestEvents(x.ctx, x.f.Conn, tester, "pi", fleet.DeploymentKey{Namespace: "shop"}); err == nil {
 		t.Error("a request naming only a namespace was answered")
 	}
 }
@@ -329,7 +329,7 @@ func TestRequestEventsBoundsWhatADeviceSends(t *testing.T) {
 	huge := strings.Repeat("m", 100_000)
 	reply := func(r agent.EventsReply) {
 		t.Helper()
-		sub, err := f.Conn.Subscribe(agent.EventsSubject("evil"), func(m *nats.Msg) {
+		sub, err := f.Conn.Subscribe(fleet.EventsServeSubject("evil"), func(m *nats.Msg) {
 			data, _ := json.Marshal(r)
 			_ = m.Respond(data)
 		})
@@ -343,7 +343,7 @@ func TestRequestEventsBoundsWhatADeviceSends(t *testing.T) {
 		evil.Events = append(evil.Events, agent.Event{Severity: "fatal!", Reason: huge[:1000], Message: huge[:1500]})
 	}
 	reply(evil)
-	r, err := agent.RequestEvents(f.Ctx, f.Conn, "evil", fleet.DeploymentKey{})
+	r, err := agent.RequestEvents(f.Ctx, f.Conn, tester, "evil", fleet.DeploymentKey{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func TestRequestEventsBoundsWhatADeviceSends(t *testing.T) {
 
 	good := agent.EventsReply{Device: "good", AgentVersion: "0.1.0", Events: []agent.Event{
 		{Severity: agent.SeverityInfo, Reason: agent.ReasonApplied, Message: "generation 1 runs", Namespace: "shop", Name: "web", Count: 1}}}
-	sub, err := f.Conn.Subscribe(agent.EventsSubject("good"), func(m *nats.Msg) {
+	sub, err := f.Conn.Subscribe(fleet.EventsServeSubject("good"), func(m *nats.Msg) {
 		data, _ := json.Marshal(good)
 		_ = m.Respond(data)
 	})
@@ -366,12 +366,12 @@ func TestRequestEventsBoundsWhatADeviceSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	r, err = agent.RequestEvents(f.Ctx, f.Conn, "good", fleet.DeploymentKey{})
+	r, err = agent.RequestEvents(f.Ctx, f.Conn, tester, "good", fleet.DeploymentKey{})
 	if err != nil || len(r.Events) != 1 || r.Events[0] != good.Events[0] {
 		t.Errorf("an ordinary reply: %+v, %v", r, err)
 	}
 	// A device answering for another.
-	sub2, err := f.Conn.Subscribe(agent.EventsSubject("liar"), func(m *nats.Msg) {
+	sub2, err := f.Conn.Subscribe(fleet.EventsServeSubject("liar"), func(m *nats.Msg) {
 		data, _ := json.Marshal(good)
 		_ = m.Respond(data)
 	})
@@ -379,13 +379,13 @@ func TestRequestEventsBoundsWhatADeviceSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub2.Unsubscribe() }()
-	if _, err := agent.RequestEvents(f.Ctx, f.Conn, "liar", fleet.DeploymentKey{}); err == nil {
+	if _, err := agent.RequestEvents(f.Ctx, f.Conn, tester, "liar", fleet.DeploymentKey{}); err == nil {
 		t.Error("a reply naming another device was accepted")
 	}
 	// No device: the request fails rather than hanging.
 	ctx, cancel := context.WithTimeout(f.Ctx, 2*time.Second)
 	defer cancel()
-	if _, err := agent.RequestEvents(ctx, f.Conn, "nobody", fleet.DeploymentKey{}); !errors.Is(err, nats.ErrNoResponders) {
+	if _, err := agent.RequestEvents(ctx, f.Conn, tester, "nobody", fleet.DeploymentKey{}); !errors.Is(err, nats.ErrNoResponders) {
 		t.Errorf("no device: %v", err)
 	}
 }

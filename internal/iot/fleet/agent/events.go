@@ -51,12 +51,6 @@ type Event struct {
 	Count int `json:"count"`
 }
 
-// EventsSubject is the request/reply subject on which a device's agent serves its events and
-// information, beside fleet.LogsSubject.
-func EventsSubject(device string) string {
-	return fmt.Sprintf("fleet.v%d.events.%s", fleet.ContractVersion, device)
-}
-
 // EventsRequest asks a device for its newest events, all of them or one deployment's.
 type EventsRequest struct {
 	Namespace string `json:"namespace,omitempty"`
@@ -143,8 +137,8 @@ func (a *Agent) record(d fleet.DeploymentKey, sev Severity, reason, msg string) 
 
 // serveEvents answers event requests for this device until ctx ends.
 func (a *Agent) serveEvents(nc *nats.Conn) (*nats.Subscription, error) {
-	return nc.Subscribe(EventsSubject(a.Device.ID), func(m *nats.Msg) {
-		if m.Reply == "" {
+	return nc.Subscribe(fleet.EventsServeSubject(a.Device.ID), func(m *nats.Msg) {
+		if !a.acceptRequest(m) {
 			return
 		}
 		reply := EventsReply{Device: a.Device.ID, AgentVersion: Version}
@@ -162,18 +156,26 @@ func (a *Agent) serveEvents(nc *nats.Conn) (*nats.Subscription, error) {
 	})
 }
 
-// RequestEvents asks device for its newest events (those of deployment d, or all when d is zero) and
-// the agent's information. The reply is bounded as the device bounds it: at most EventRingSize events,
+// RequestEvents asks device, as requester from (see RequestLogs), for its newest events (those of
+// deployment d, or all when d is zero) and the agent's information. The reply is bounded as the device bounds it: at most EventRingSize events,
 // each reason and message cut to their limits, whatever the device sent. It waits at most
 // DefaultEventsTimeout for the reply when ctx has no deadline.
-func RequestEvents(ctx context.Context, nc *nats.Conn, device string, d fleet.DeploymentKey) (*EventsReply, error) {
+func RequestEvents(ctx context.Context, nc *nats.Conn, from fleet.Requester, device string, d fleet.DeploymentKey) (*EventsReply, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultEventsTimeout)
 		defer cancel()
 	}
+	sub, err := subscribeReply(nc, from, device)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
 	req, _ := json.Marshal(EventsRequest{Namespace: d.Namespace, Name: d.Name})
-	m, err := nc.RequestWithContext(ctx, EventsSubject(device), req)
+	if err := nc.PublishRequest(fleet.EventsSubject(device, from), sub.Subject, req); err != nil {
+		return nil, fmt.Errorf("events of %s: %w", device, err)
+	}
+	m, err := nextReply(ctx, sub)
 	if err != nil {
 		return nil, fmt.Errorf("events of %s: %w", device, err)
 	}

@@ -26,7 +26,8 @@ type LogReader interface {
 	Logs(ctx context.Context, d fleet.DeploymentKey, tail int, line func(string) error) error
 }
 
-// LogRequest asks a device for a deployment's newest log lines, on subject fleet.LogsSubject(device).
+// LogRequest asks a device for a deployment's newest log lines, on subject fleet.LogsSubject(device,
+// requester), answered on fleet.ReplySubject(requester, device, nonce) only.
 type LogRequest struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
@@ -50,8 +51,8 @@ func (a *Agent) serveLogs(ctx context.Context, nc *nats.Conn) (*nats.Subscriptio
 	if !ok {
 		return nil, nil
 	}
-	return nc.Subscribe(fleet.LogsSubject(a.Device.ID), func(m *nats.Msg) {
-		if m.Reply == "" {
+	return nc.Subscribe(fleet.LogsServeSubject(a.Device.ID), func(m *nats.Msg) {
+		if !a.acceptRequest(m) {
 			return
 		}
 		go a.answerLogs(ctx, nc, lr, m)
@@ -100,21 +101,21 @@ func (a *Agent) answerLogs(ctx context.Context, nc *nats.Conn, lr LogReader, m *
 	}
 }
 
-// RequestLogs asks device for deployment d's newest lines (0: DefaultLogLines) and calls line with each
-// as it arrives, until the device says it is done. Nothing is stored on the way.
-func RequestLogs(ctx context.Context, nc *nats.Conn, device string, d fleet.DeploymentKey, lines int, line func(string)) error {
-	inbox := nc.NewInbox() // the connection's prefix: the only inboxes its NATS permissions may allow
-	sub, err := nc.SubscribeSync(inbox)
+// RequestLogs asks device, as requester from (the role and name of nc's credentials: the server lets a
+// requester name only itself), for deployment d's newest lines (0: DefaultLogLines) and calls line with
+// each as it arrives, until the device says it is done. Nothing is stored on the way.
+func RequestLogs(ctx context.Context, nc *nats.Conn, from fleet.Requester, device string, d fleet.DeploymentKey, lines int, line func(string)) error {
+	sub, err := subscribeReply(nc, from, device)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	req, _ := json.Marshal(LogRequest{Namespace: d.Namespace, Name: d.Name, Lines: lines})
-	if err := nc.PublishRequest(fleet.LogsSubject(device), inbox, req); err != nil {
+	if err := nc.PublishRequest(fleet.LogsSubject(device, from), sub.Subject, req); err != nil {
 		return err
 	}
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
+		m, err := nextReply(ctx, sub)
 		if err != nil {
 			return fmt.Errorf("logs of %s: %w", device, err)
 		}
@@ -130,4 +131,48 @@ func RequestLogs(ctx context.Context, nc *nats.Conn, device string, d fleet.Depl
 			line(sc.Text())
 		}
 	}
+}
+
+// subscribeReply subscribes to a new reply subject of requester from for device's answer.
+func subscribeReply(nc *nats.Conn, from fleet.Requester, device string) (*nats.Subscription, error) {
+	if err := from.Valid(); err != nil {
+		return nil, err
+	}
+	if err := fleet.ValidDeviceID(device); err != nil {
+		return nil, err
+	}
+	// A fresh unique token: nats.NewInbox is "_INBOX." and a NUID.
+	nonce := strings.TrimPrefix(nats.NewInbox(), nats.InboxPrefix)
+	return nc.SubscribeSync(fleet.ReplySubject(from, device, nonce))
+}
+
+// acceptRequest says whether the agent answers request m: only when its reply subject is exactly the
+// one the contract names for the requester its subject names (fleet.CheckRequest). Anything else is
+// refused, logged, counted (RefusedRequests) and recorded as an event: answering it would publish with
+// the device's rights to a subject the requester chose.
+func (a *Agent) acceptRequest(m *nats.Msg) bool {
+	r, err := fleet.CheckRequest(a.Device.ID, m.Subject, m.Reply)
+	if err == nil {
+		return true
+	}
+	a.refused.Add(1)
+	a.Log.Info("refused a request", "subject", truncate(m.Subject, 256), "requester", r.String(), "reason", err.Error())
+	// One wording, so that repeated refusals fold into one event (with its count) instead of pushing the
+	// deployments' events out of the ring.
+	a.record(fleet.DeploymentKey{}, SeverityWarning, ReasonRequestRefused, "a log or events request whose reply subject is not its requester's was not answered (the agent's log has the subjects)")
+	return false
+}
+
+// RefusedRequests is how many log and events requests the agent refused to answer since it started
+// (acceptRequest).
+func (a *Agent) RefusedRequests() uint64 { return a.refused.Load() }
+
+// nextReply is the next message of a reply subscription; the server's "no responders" status (nothing
+// subscribes to the request's subject: no agent of that device is connected) is nats.ErrNoResponders.
+func nextReply(ctx context.Context, sub *nats.Subscription) (*nats.Msg, error) {
+	m, err := sub.NextMsgWithContext(ctx)
+	if err == nil && len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+		return nil, nats.ErrNoResponders
+	}
+	return m, err
 }

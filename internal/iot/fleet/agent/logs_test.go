@@ -13,6 +13,9 @@ import (
 
 // TestLogsOverRequestReply: a device keeps its deployment's newest lines (at most DefaultLogLines) and
 // streams the newest N of them to whoever asks on its logs subject, over a real NATS server.
+// tester is the requester the tests of this package name (their server enforces no permissions).
+var tester = fleet.Requester{Role: "user", Name: "test"}
+
 func TestLogsOverRequestReply(t *testing.T) {
 	f := fleettest.StartConnected(t)
 	ctx, nc, st := f.Ctx, f.Conn, f.Store
@@ -27,7 +30,7 @@ func TestLogsOverRequestReply(t *testing.T) {
 		var got []string
 		rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
 		defer rcancel()
-		err := agent.RequestLogs(rctx, nc, "logger", d, n, func(l string) { got = append(got, l) })
+		err := agent.RequestLogs(rctx, nc, tester, "logger", d, n, func(l string) { got = append(got, l) })
 		return got, err
 	}
 	// The agent subscribes once it runs; ask until it answers.

@@ -86,14 +86,14 @@ func TestAgentWithDeviceCredentials(t *testing.T) {
 	v := connect(t, a, issue(t, a, auth.RoleViewer, "alice"))
 	allowed(t, "a viewer reads pi-1's logs", func(ctx context.Context) error {
 		var lines []string
-		err := agent.RequestLogs(ctx, v.nc, "pi-1", dep, 0, func(l string) { lines = append(lines, l) })
+		err := agent.RequestLogs(ctx, v.nc, auth.Requester(auth.RoleViewer, "alice"), "pi-1", dep, 0, func(l string) { lines = append(lines, l) })
 		if err == nil && fmt.Sprint(lines) != "[one two]" {
 			err = fmt.Errorf("lines %q", lines)
 		}
 		return err
 	})
 	allowed(t, "a viewer reads pi-1's events", func(ctx context.Context) error {
-		r, err := agent.RequestEvents(ctx, v.nc, "pi-1", dep)
+		r, err := agent.RequestEvents(ctx, v.nc, auth.Requester(auth.RoleViewer, "alice"), "pi-1", dep)
 		if err == nil && (len(r.Events) == 0 || r.LastHeartbeatAt == nil) {
 			err = fmt.Errorf("reply %+v", r)
 		}

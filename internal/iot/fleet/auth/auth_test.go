@@ -15,7 +15,6 @@ import (
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet"
-	"github.com/platform-operator/platform-operator/internal/iot/fleet/agent"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
@@ -184,20 +183,19 @@ func TestBucketNamesCarryTheContractVersion(t *testing.T) {
 			t.Errorf("bucket %s does not carry contract %s", b, v)
 		}
 	}
-	if !strings.HasPrefix(fleet.LogsSubject("d"), "fleet."+v+".") {
-		t.Errorf("logs subject %s does not carry contract %s", fleet.LogsSubject("d"), v)
+	r := auth.Requester(auth.RoleViewer, "alice")
+	for _, s := range []string{fleet.LogsSubject("d", r), fleet.EventsSubject("d", r), fleet.ReplySubject(r, "d", "n")} {
+		if !strings.HasPrefix(s, "fleet."+v+".") {
+			t.Errorf("subject %s does not carry contract %s", s, v)
+		}
 	}
 }
 
-func TestEventsSubjectFollowsTheAgent(t *testing.T) {
-	if p := auth.Device(); !p.Sub.Allow.Contains(agent.EventsSubject("{{name()}}")) {
-		t.Errorf("a device may not serve its events on %s: %v", agent.EventsSubject("{{name()}}"), p.Sub.Allow)
-	}
-}
-
-func TestMaxLogRepliesFollowsTheAgent(t *testing.T) {
-	if got := auth.Device().Resp.MaxMsgs; got != agent.DefaultLogLines+1 {
-		t.Errorf("a device may send %d reply messages, the agent sends up to %d", got, agent.DefaultLogLines+1)
+// TestDevicesHaveNoResponsePermission: a device publishes only to subjects its template names, never to
+// a reply subject a requester chose.
+func TestDevicesHaveNoResponsePermission(t *testing.T) {
+	if p := auth.Device(); p.Resp != nil {
+		t.Errorf("a device holds a response permission: %+v", p.Resp)
 	}
 }
 
@@ -265,8 +263,20 @@ func TestDevicePermissions(t *testing.T) {
 			return err
 		})
 		A.refused(t, "A watches B's desired state", func(ctx context.Context) error {
-			_, err := A.st.Desired.Watch(ctx, fleet.DesiredDeviceFilter("dev-b"))
+			_, err := A.st.WatchDesired(ctx, "dev-b")
 			return err
+		})
+		A.refused(t, "A creates a consumer of its own keys under another name (a KV watch's random one)", func(ctx context.Context) error {
+			_, err := A.st.Desired.Watch(ctx, fleet.DesiredDeviceFilter("dev-a"))
+			return err
+		})
+		A.refused(t, "A creates a consumer of its own keys named after B", func(ctx context.Context) error {
+			_, err := A.js.CreateConsumer(ctx, "KV_"+fleet.BucketDesired, jetstream.ConsumerConfig{Name: "dev-b",
+				FilterSubject: "$KV." + fleet.BucketDesired + ".dev-a.>", AckPolicy: jetstream.AckNonePolicy})
+			return err
+		})
+		A.refused(t, "A deletes B's consumer", func(ctx context.Context) error {
+			return A.js.DeleteConsumer(ctx, "KV_"+fleet.BucketDesired, fleet.DesiredConsumer("dev-b"))
 		})
 		A.refused(t, "A watches every desired state", func(ctx context.Context) error {
 			_, err := A.st.Desired.WatchAll(ctx)
@@ -280,12 +290,12 @@ func TestDevicePermissions(t *testing.T) {
 			_, err := A.st.Desired.Get(ctx, fleet.DesiredKey("dev-a", dep))
 			return err
 		})
-		allowed(t, "A watches its desired state", func(ctx context.Context) error {
-			w, err := A.st.Desired.Watch(ctx, fleet.DesiredDeviceFilter("dev-a"))
+		allowed(t, "A watches its desired state through its one consumer", func(ctx context.Context) error {
+			w, err := A.st.WatchDesired(ctx, "dev-a")
 			if err != nil {
 				return err
 			}
-			defer func() { _ = w.Stop() }()
+			defer w.Stop()
 			select {
 			case e := <-w.Updates():
 				if e == nil || e.Key() != fleet.DesiredKey("dev-a", dep) {
@@ -302,16 +312,17 @@ func TestDevicePermissions(t *testing.T) {
 		desiredStream := "KV_" + fleet.BucketDesired
 		own := "$KV." + fleet.BucketDesired + ".dev-a.>"
 		// A consumer on A's filter (the subject) configured with B's filter (the body).
-		body := fmt.Sprintf(`{"stream_name":%q,"config":{"name":"x1","filter_subject":"$KV.%s.dev-b.>","ack_policy":"none","deliver_subject":"_INBOX_dev-a.x1"}}`, desiredStream, fleet.BucketDesired)
-		m, err := A.nc.Request("$JS.API.CONSUMER.CREATE."+desiredStream+".x1."+own, []byte(body), 10*time.Second)
+		body := fmt.Sprintf(`{"stream_name":%q,"config":{"name":"dev-a","filter_subject":"$KV.%s.dev-b.>","ack_policy":"none","deliver_subject":"_INBOX_dev-a.x1"}}`, desiredStream, fleet.BucketDesired)
+		m, err := A.nc.Request("$JS.API.CONSUMER.CREATE."+desiredStream+".dev-a."+own, []byte(body), 10*time.Second)
 		if err != nil || !strings.Contains(string(m.Data), `"error"`) {
 			t.Errorf("a consumer with B's filter in the body: %v %s, want the server's error", err, msgData(m))
 		}
 		body = strings.Replace(body, "dev-b.>", "dev-a.>", 1)
-		m, err = A.nc.Request("$JS.API.CONSUMER.CREATE."+desiredStream+".x1."+own, []byte(body), 10*time.Second)
+		m, err = A.nc.Request("$JS.API.CONSUMER.CREATE."+desiredStream+".dev-a."+own, []byte(body), 10*time.Second)
 		if err != nil || strings.Contains(string(m.Data), `"error"`) {
 			t.Errorf("control, a consumer with A's filter: %v %s", err, msgData(m))
 		}
+		_ = A.js.DeleteConsumer(context.Background(), desiredStream, "dev-a")
 		// A direct get of A's key whose body asks for another message (B's, sequence 2).
 		get := "$JS.API.DIRECT.GET." + desiredStream + ".$KV." + fleet.BucketDesired + "." + fleet.DesiredKey("dev-a", dep)
 		m, err = A.nc.Request(get, []byte(`{"seq":2}`), 10*time.Second)
@@ -335,11 +346,15 @@ func TestDevicePermissions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, to := range map[string]string{"into": "$KV." + fleet.BucketState + "." + fleet.StateKey(dep, "dev-b"), "spy": spy.Subject} {
+		// The device's one consumer name, used twice: into B's key, then (the control) to the spy.
+		for _, to := range []string{"$KV." + fleet.BucketState + "." + fleet.StateKey(dep, "dev-b"), spy.Subject} {
+			name := fleet.DesiredConsumer("dev-a")
+			_ = A.js.DeleteConsumer(context.Background(), desiredStream, name)
 			body := fmt.Sprintf(`{"stream_name":%q,"config":{"name":%q,"filter_subject":%q,"ack_policy":"none","deliver_subject":%q}}`, desiredStream, name, own, to)
 			if m, err := A.nc.Request("$JS.API.CONSUMER.CREATE."+desiredStream+"."+name+"."+own, []byte(body), 10*time.Second); err != nil || strings.Contains(string(m.Data), `"error"`) {
-				t.Fatalf("consumer %s: %v %s", name, err, msgData(m))
+				t.Fatalf("consumer to %s: %v %s", to, err, msgData(m))
 			}
+			time.Sleep(200 * time.Millisecond) // the push consumer delivers its records
 		}
 		if _, err := spy.NextMsg(10 * time.Second); err != nil {
 			t.Fatalf("the control consumer delivered nothing: %v", err)
@@ -399,11 +414,11 @@ func TestDevicePermissions(t *testing.T) {
 	})
 
 	t.Run("subjects", func(t *testing.T) {
-		for _, subj := range []string{fleet.LogsSubject("dev-b"), "_INBOX_dev-b.>", "_INBOX.>", ">"} {
+		for _, subj := range []string{fleet.LogsServeSubject("dev-b"), fleet.EventsServeSubject("dev-b"), "fleet.v2.reply.>", "_INBOX_dev-b.>", "_INBOX.>", ">"} {
 			A.refused(t, "A subscribes to "+subj, A.receive(subj))
 		}
 		A.refused(t, "A asks B for its logs", func(ctx context.Context) error {
-			if err := A.nc.Publish(fleet.LogsSubject("dev-b"), []byte(`{}`)); err != nil {
+			if err := A.nc.Publish(fleet.LogsSubject("dev-b", auth.Requester(auth.RoleDevice, "dev-a")), []byte(`{}`)); err != nil {
 				return err
 			}
 			<-ctx.Done() // a refused publish is only reported asynchronously

@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/platform-operator/platform-operator/internal/iot/fleet"
 )
 
 // Client is how a fleet process (the operator, an agent, the command line) authenticates to NATS and
@@ -51,4 +53,31 @@ func (c Client) Options() ([]nats.Option, error) {
 		opts = append(opts, nats.ClientCert(c.CertFile, c.KeyFile))
 	}
 	return opts, nil
+}
+
+// Requester is who c's user is in a log or events request (agent.RequestLogs): the role and name of its
+// credentials, which are the only requester their permissions let it name and whose answers only it may
+// receive. Without credentials (a user and password, or a server without authorization, where the
+// server vouches for nothing), it is the role "user" named after User, or "anonymous".
+func (c Client) Requester() (fleet.Requester, error) {
+	if c.CredentialsFile == "" {
+		name := "anonymous"
+		if c.User != "" {
+			name = c.User
+		}
+		r := fleet.Requester{Role: "user", Name: name}
+		return r, r.Valid()
+	}
+	b, err := os.ReadFile(c.CredentialsFile)
+	if err != nil {
+		return fleet.Requester{}, fmt.Errorf("read NATS credentials: %w", err)
+	}
+	_, name, r, err := UserOf(b)
+	if err != nil {
+		return fleet.Requester{}, fmt.Errorf("read NATS credentials %s: %w", c.CredentialsFile, err)
+	}
+	if r == "" {
+		return fleet.Requester{}, fmt.Errorf("NATS credentials %s name no fleet role: issue them with fleet-auth", c.CredentialsFile)
+	}
+	return Requester(r, name), nil
 }

@@ -1,8 +1,6 @@
 package auth
 
 import (
-	"time"
-
 	"fmt"
 
 	"github.com/nats-io/jwt/v2"
@@ -33,10 +31,6 @@ const OperatorUser = "operator"
 
 // roleTag is the JWT tag that names a user's role, so that ClientOptions can pick its inbox prefix.
 const roleTag = "fleet-role:"
-
-// maxLogReplies is the most messages of one log reply: agent.DefaultLogLines chunks of one line each,
-// then the end marker (a test keeps it equal).
-const maxLogReplies = 10000 + 1
 
 // nameTemplate is replaced by the server with the connecting user's name (the device ID).
 const nameTemplate = "{{name()}}"
@@ -77,11 +71,19 @@ func InboxPrefix(r Role, name string) string {
 
 var buckets = []string{fleet.BucketDevices, fleet.BucketDesired, fleet.BucketState, fleet.BucketHeartbeats}
 
-// eventsSubject is where a device's agent serves its recent events (agent.EventsSubject; a test keeps
-// them equal).
-func eventsSubject(device string) string {
-	return fmt.Sprintf("fleet.v%d.events.%s", fleet.ContractVersion, device)
+// Requester is how a user of role r named name names itself in a log or events request: the only
+// requester its permissions let it name (fleet.LogsSubject), and whose answers only it may receive.
+func Requester(r Role, name string) fleet.Requester {
+	return fleet.Requester{Role: string(r), Name: name}
 }
+
+// requests are the log and events request subjects of requester r to any device.
+func requests(r fleet.Requester) []string {
+	return []string{fleet.LogsSubject("*", r), fleet.EventsSubject("*", r)}
+}
+
+// replies is the subscribe permission of requester r: every answer a device sends it.
+func replies(r fleet.Requester) string { return fleet.ReplyPrefix(r) + ".>" }
 
 func kvSubject(bucket, key string) string { return "$KV." + bucket + "." + key }
 
@@ -118,19 +120,21 @@ func Device() jwt.Permissions {
 		directGet(fleet.BucketState, fleet.StateKey(fleet.DeploymentKey{Namespace: "*", Name: "*"}, me)),
 		directGet(fleet.BucketHeartbeats, fleet.DeviceKey(me)),
 		directGet(fleet.BucketDevices, fleet.DeviceKey(me)),
-		watch(fleet.BucketDesired, fleet.DesiredDeviceFilter(me)),
-		// Stopping a watch deletes its consumer (otherwise the client waits for a reply that never
-		// comes). Consumer names are random: a device cannot name another's to delete it.
-		"$JS.API.CONSUMER.DELETE."+stream(fleet.BucketDesired)+".*",
-		flowControl(fleet.BucketDesired),
+		// One consumer of its desired state, named after the device (store.WatchDesired): the server
+		// refuses any other name, so a device holds at most one consumer and touches no one else's.
+		"$JS.API.CONSUMER.CREATE."+stream(fleet.BucketDesired)+"."+fleet.DesiredConsumer(me)+"."+kvSubject(fleet.BucketDesired, fleet.DesiredDeviceFilter(me)),
+		"$JS.API.CONSUMER.DELETE."+stream(fleet.BucketDesired)+"."+fleet.DesiredConsumer(me),
+		"$JS.API.CONSUMER.INFO."+stream(fleet.BucketDesired)+"."+fleet.DesiredConsumer(me),
+		"$JS.API.CONSUMER.MSG.NEXT."+stream(fleet.BucketDesired)+"."+fleet.DesiredConsumer(me),
 	)
 	for _, b := range buckets {
 		p.Pub.Allow.Add(streamInfo(b))
 	}
-	p.Sub.Allow.Add(InboxPrefix(RoleDevice, me)+".>", fleet.LogsSubject(me), eventsSubject(me))
-	// A log reply is a stream of chunks (at most one per line) and an end marker, to the requester's
-	// inbox, within the agent's minute for a request.
-	p.Resp = &jwt.ResponsePermission{MaxMsgs: maxLogReplies, Expires: 2 * time.Minute}
+	// Answers go only to a reply subject that names this device, under some requester's prefix, which
+	// only that requester may subscribe to. No response permission: a device never publishes to a
+	// reply subject a requester chose (a JetStream API subject, another device's key, someone's inbox).
+	p.Pub.Allow.Add(fleet.DeviceReplySubjects(me))
+	p.Sub.Allow.Add(InboxPrefix(RoleDevice, me)+".>", fleet.LogsServeSubject(me), fleet.EventsServeSubject(me))
 	return p
 }
 
@@ -138,7 +142,8 @@ func Device() jwt.Permissions {
 // configuring them, reading and writing every key, watching, purging) and log requests to any device.
 func Operator() jwt.Permissions {
 	p := jwt.Permissions{}
-	p.Pub.Allow.Add("$JS.API.INFO", fleet.LogsSubject("*"), eventsSubject("*"))
+	p.Pub.Allow.Add("$JS.API.INFO")
+	p.Pub.Allow.Add(requests(Requester(RoleOperator, OperatorUser))...)
 	for _, b := range buckets {
 		p.Pub.Allow.Add(
 			"$JS.API.STREAM.*."+stream(b),
@@ -151,7 +156,7 @@ func Operator() jwt.Permissions {
 			"$JS.ACK."+stream(b)+".>",
 		)
 	}
-	p.Sub.Allow.Add(InboxPrefix(RoleOperator, OperatorUser) + ".>")
+	p.Sub.Allow.Add(InboxPrefix(RoleOperator, OperatorUser)+".>", replies(Requester(RoleOperator, OperatorUser)))
 	return p
 }
 
@@ -160,7 +165,7 @@ func Operator() jwt.Permissions {
 // those are read in Kubernetes under its RBAC) and asks any device for its logs. It writes nothing.
 func Viewer() jwt.Permissions {
 	p := jwt.Permissions{}
-	p.Pub.Allow.Add(fleet.LogsSubject("*"), eventsSubject("*"))
+	p.Pub.Allow.Add(requests(Requester(RoleViewer, nameTemplate))...)
 	for _, b := range []string{fleet.BucketDevices, fleet.BucketState, fleet.BucketHeartbeats} {
 		p.Pub.Allow.Add(
 			streamInfo(b),
@@ -170,7 +175,7 @@ func Viewer() jwt.Permissions {
 			flowControl(b),
 		)
 	}
-	p.Sub.Allow.Add(InboxPrefix(RoleViewer, nameTemplate) + ".>")
+	p.Sub.Allow.Add(InboxPrefix(RoleViewer, nameTemplate)+".>", replies(Requester(RoleViewer, nameTemplate)))
 	return p
 }
 

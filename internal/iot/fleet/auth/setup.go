@@ -145,7 +145,20 @@ func (a *Authority) ServerConfig() (string, error) {
 // r named name, signed by the role's scoped signing key, so that the user has exactly the role's
 // template and nothing of its own. expires is the credentials' lifetime (0: until revoked).
 func (a *Authority) Issue(r Role, name string, expires time.Duration) ([]byte, error) {
+	return a.IssueWithLabels(r, name, expires, nil)
+}
+
+// IssueWithLabels is Issue with credential labels (a device's only): the labels a namespace policy
+// matches (docs/fleet.md, "Credential labels"), carried in the user JWT so that the device cannot
+// change them.
+func (a *Authority) IssueWithLabels(r Role, name string, expires time.Duration, labels map[string]string) ([]byte, error) {
 	if err := ValidateName(r, name); err != nil {
+		return nil, err
+	}
+	if len(labels) > 0 && r != RoleDevice {
+		return nil, fmt.Errorf("only a device's credentials carry labels, not a %s's", r)
+	}
+	if err := ValidLabels(labels); err != nil {
 		return nil, err
 	}
 	sk := a.SigningKeys[r]
@@ -162,11 +175,47 @@ func (a *Authority) Issue(r Role, name string, expires time.Duration) ([]byte, e
 	}
 	upub, _ := user.PublicKey()
 	useed, _ := user.Seed()
-	token, err := jwt.IssueUserJWT(sk, acct, upub, name, expires, roleTag+string(r))
+	token, err := jwt.IssueUserJWT(sk, acct, upub, name, expires, append([]string{roleTag + string(r)}, labelTags(labels)...)...)
 	if err != nil {
 		return nil, err
 	}
 	return jwt.FormatUserConfig(token, useed)
+}
+
+// UpdatePermissions re-signs the account JWT with this release's role templates (Permissions), keeping
+// its signing keys, revocations and everything else: the permissions live in the account JWT, so a
+// release that changes a template takes effect for every existing credential once the account is
+// re-signed and nats-server reloaded with the rewritten configuration. It needs the operator's key.
+func (a *Authority) UpdatePermissions() error {
+	if a.Operator == nil {
+		return fmt.Errorf("updating the permissions needs the operator's key (%s)", OperatorSeedFile)
+	}
+	ac, err := jwt.DecodeAccountClaims(a.AccountJWT)
+	if err != nil {
+		return fmt.Errorf("read the account JWT: %w", err)
+	}
+	found := map[Role]bool{}
+	for key, scope := range ac.SigningKeys {
+		us, ok := scope.(*jwt.UserScope)
+		if !ok {
+			continue
+		}
+		perms, err := Permissions(Role(us.Role))
+		if err != nil {
+			return fmt.Errorf("signing key %s: %w", key, err)
+		}
+		us.Template.Permissions = perms
+		found[Role(us.Role)] = true
+	}
+	for _, r := range Roles {
+		if !found[r] {
+			return fmt.Errorf("the account JWT has no signing key of role %s", r)
+		}
+	}
+	if a.AccountJWT, err = ac.Encode(a.Operator); err != nil {
+		return fmt.Errorf("sign account: %w", err)
+	}
+	return nil
 }
 
 // Revoke revokes every credential issued to the user with public key userKey before now, by re-signing

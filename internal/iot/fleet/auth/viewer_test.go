@@ -64,6 +64,7 @@ func TestViewerPermissions(t *testing.T) {
 	owner := connect(t, a, issue(t, a, auth.RoleDevice, "dev-a")).bind(t)
 
 	v := connect(t, a, issue(t, a, auth.RoleViewer, "alice"))
+	alice := auth.Requester(auth.RoleViewer, "alice")
 	kv := map[string]jetstream.KeyValue{}
 	for _, b := range []string{fleet.BucketDevices, fleet.BucketState, fleet.BucketHeartbeats} {
 		allowed(t, "the viewer opens bucket "+b, func(ctx context.Context) error {
@@ -107,14 +108,14 @@ func TestViewerPermissions(t *testing.T) {
 		})
 		allowed(t, "the viewer asks dev-a for its logs", func(ctx context.Context) error {
 			var lines []string
-			err := agent.RequestLogs(ctx, v.nc, "dev-a", dep, 0, func(l string) { lines = append(lines, l) })
+			err := agent.RequestLogs(ctx, v.nc, alice, "dev-a", dep, 0, func(l string) { lines = append(lines, l) })
 			if err == nil && fmt.Sprint(lines) != "[hello from dev-a]" {
 				err = fmt.Errorf("lines %q", lines)
 			}
 			return err
 		})
 		allowed(t, "the viewer asks dev-a for its events", func(ctx context.Context) error {
-			r, err := agent.RequestEvents(ctx, v.nc, "dev-a", dep)
+			r, err := agent.RequestEvents(ctx, v.nc, alice, "dev-a", dep)
 			if err == nil && len(r.Events) == 0 {
 				err = errors.New("no events")
 			}
@@ -195,19 +196,22 @@ func TestViewerPermissions(t *testing.T) {
 			auth.InboxPrefix(auth.RoleOperator, auth.OperatorUser) + ".>",
 			auth.InboxPrefix(auth.RoleDevice, "dev-a") + ".>",
 			auth.InboxPrefix(auth.RoleViewer, "bob") + ".>",
-			"_INBOX.>", fleet.LogsSubject("dev-a"), agent.EventsSubject("dev-a"),
+			"_INBOX.>", fleet.LogsServeSubject("dev-a"), fleet.EventsServeSubject("dev-a"),
+			fleet.ReplyPrefix(auth.Requester(auth.RoleViewer, "bob")) + ".>",
+			fleet.ReplyPrefix(auth.Requester(auth.RoleOperator, auth.OperatorUser)) + ".>",
+			"fleet.v2.reply.>",
 		} {
 			v.refused(t, "the viewer subscribes to "+subj, v.receive(subj))
 		}
-		// The control: dev-a's answer arrives on an inbox of the viewer's own.
-		allowed(t, "the viewer receives on its own inbox", func(ctx context.Context) error {
-			sub, err := v.nc.SubscribeSync(v.nc.NewInbox())
+		// The control: dev-a's answer arrives on a reply subject of the viewer's own.
+		allowed(t, "the viewer receives on its own reply subject", func(ctx context.Context) error {
+			sub, err := v.nc.SubscribeSync(fleet.ReplySubject(alice, "dev-a", "n1"))
 			if err != nil {
 				return err
 			}
 			defer func() { _ = sub.Unsubscribe() }()
 			req := fmt.Sprintf(`{"namespace":%q,"name":%q}`, dep.Namespace, dep.Name)
-			if err := v.nc.PublishRequest(agent.EventsSubject("dev-a"), sub.Subject, []byte(req)); err != nil {
+			if err := v.nc.PublishRequest(fleet.EventsSubject("dev-a", alice), sub.Subject, []byte(req)); err != nil {
 				return err
 			}
 			_, err = sub.NextMsgWithContext(ctx)

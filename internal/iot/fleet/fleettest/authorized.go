@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/platform-operator/platform-operator/internal/iot/fleet"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
 )
@@ -101,7 +102,12 @@ func StartAuthorizedServer(tlsFiles *ServerTLS) (*Authorized, error) {
 
 // Creds issues the credentials of a user of role r named name into a .creds file, and returns its path.
 func (a *Authorized) Creds(r auth.Role, name string) (string, error) {
-	creds, err := a.Authority.Issue(r, name, 0)
+	return a.CredsWithLabels(r, name, nil)
+}
+
+// CredsWithLabels is Creds with credential labels (a device's), as fleet-auth device --labels issues.
+func (a *Authorized) CredsWithLabels(r auth.Role, name string, labels map[string]string) (string, error) {
+	creds, err := a.Authority.IssueWithLabels(r, name, 0, labels)
 	if err != nil {
 		return "", err
 	}
@@ -140,13 +146,31 @@ func (a *Authorized) ConnectDevice(ctx context.Context, id string) (*nats.Conn, 
 // StartDevice runs a simulated device (StartDevice: the real agent, a fake runtime) on a connection of
 // its own, authenticated with the device's own credentials, so that it can do only what a real device
 // may. The connection closes when ctx ends.
+//
+// Its credentials carry labels as credential labels too (fleet-auth device --labels), and its record
+// carries its credential, as cmd/fleet-agent's does: the operator started with AccountJWT trusts them.
 func (a *Authorized) StartDevice(ctx context.Context, id string, labels map[string]string, rt *FakeRuntime) (*Device, error) {
-	nc, st, err := a.ConnectDevice(ctx, id)
+	creds, err := a.CredsWithLabels(auth.RoleDevice, id, labels)
+	if err != nil {
+		return nil, err
+	}
+	token, err := auth.CredentialJWT(creds)
+	if err != nil {
+		return nil, err
+	}
+	nc, st, err := connect(a.ClientURL(), auth.Client{CredentialsFile: creds}, func(js jetstream.JetStream) (*store.Store, error) {
+		return store.Bind(ctx, js)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("device %s: %w", id, err)
 	}
 	context.AfterFunc(ctx, nc.Close)
-	return StartDevice(ctx, st, id, labels, rt), nil
+	return StartDeviceInfo(ctx, st, fleet.DeviceInfo{ID: id, Labels: labels, Credential: token}, rt), nil
+}
+
+// AccountJWT is the path of the authority's account JWT: the operator's --iot-fleet-account-jwt.
+func (a *Authorized) AccountJWT() string {
+	return filepath.Join(a.Dir, "authority", auth.AccountJWTFile)
 }
 
 // StartFleet is StartFleet with each device on its own connection and credentials (StartDevice). Use it

@@ -244,11 +244,17 @@ type Device struct {
 
 // StartDevice runs an agent for a device with these labels.
 func StartDevice(ctx context.Context, st *store.Store, id string, labels map[string]string, rt *FakeRuntime) *Device {
+	return StartDeviceInfo(ctx, st, fleet.DeviceInfo{ID: id, Labels: labels}, rt)
+}
+
+// StartDeviceInfo runs an agent for a device with this record (its ID, labels and credential; the
+// inventory is filled in).
+func StartDeviceInfo(ctx context.Context, st *store.Store, info fleet.DeviceInfo, rt *FakeRuntime) *Device {
 	if rt == nil {
 		rt = &FakeRuntime{}
 	}
-	d := &Device{Info: fleet.DeviceInfo{ID: id, Labels: labels, Inventory: fleet.Inventory{Hostname: id, Arch: "arm64", OS: "linux"}},
-		Runtime: rt, store: st}
+	info.Inventory = fleet.Inventory{Hostname: info.ID, Arch: "arm64", OS: "linux"}
+	d := &Device{Info: info, Runtime: rt, store: st}
 	d.Start(ctx)
 	return d
 }

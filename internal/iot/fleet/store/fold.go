@@ -175,11 +175,65 @@ func (s *Store) foldOnce(ctx context.Context, c *fleet.Counters, synced func()) 
 				}
 				continue
 			}
-			if err := c.Observe(change(e)); err != nil && !s.rejected(err) {
+			ch := change(e)
+			rej, err := s.untargeted(ctx, ch)
+			if err != nil {
+				return err
+			}
+			if rej != nil {
+				s.rejected(rej)
+				if err := c.Pass(ch.Revision); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := c.Observe(ch); err != nil && !s.rejected(err) {
 				return err
 			}
 		}
 	}
+}
+
+// untargeted refuses a state record whose device is not a target of its Deployment: the operator
+// never gave that device a desired state for it (no record under its desired key), or withdrew it (a
+// delete marker) and the record is not Removed. A device's permissions let it write a state key
+// naming itself under any Deployment; refused here, such a key never moves a count, never creates the
+// counters' entry of a Deployment, and so costs no memory per forged key. A deletion, a record that does
+// not decode and a key outside the contract are left to Counters.Observe (which refuses the last two).
+// It costs one direct get of the desired key per state record folded.
+func (s *Store) untargeted(ctx context.Context, ch fleet.Change) (*fleet.Rejection, error) {
+	if ch.Deleted || s.js == nil {
+		return nil, nil
+	}
+	d, device, err := fleet.ParseStateKey(ch.Key)
+	if err != nil {
+		return nil, nil
+	}
+	st, err := fleet.DecodeState(ch.Value)
+	if err != nil {
+		return nil, nil
+	}
+	if s.desired == nil {
+		if s.desired, err = s.js.Stream(ctx, kvStream(fleet.BucketDesired)); err != nil {
+			return nil, fmt.Errorf("open the stream of %s: %w", fleet.BucketDesired, err)
+		}
+	}
+	m, err := s.desired.GetLastMsgForSubject(ctx, "$KV."+fleet.BucketDesired+"."+fleet.DesiredKey(device, d))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return untargetedRecord(ch.Key, d, device, "no desired state was ever given to the device"), nil
+	case err != nil:
+		return nil, fmt.Errorf("read the desired state of %s for %s: %w", device, d, err)
+	}
+	if op := m.Header.Get("KV-Operation"); op != "" && st.Phase != fleet.PhaseRemoved {
+		return untargetedRecord(ch.Key, d, device, "the deployment was withdrawn from the device"), nil
+	}
+	return nil, nil
+}
+
+func untargetedRecord(key string, d fleet.DeploymentKey, device, why string) *fleet.Rejection {
+	return &fleet.Rejection{Records: fleet.RecordsState, Key: key, Device: device, Deployment: d, Reason: fleet.ReasonUntargeted,
+		Err: fmt.Errorf("the deployment does not target this device (%s)", why)}
 }
 
 // stopWatch stops a KV watch and drains what it had yet to deliver: the client's delivery blocks on a

@@ -19,6 +19,9 @@ import (
 // lapsed record (WriteLapse), and keeps a lapsed record's labels those of its device. synced is called
 // after each (re)count, when the counts are the buckets'.
 func (s *Store) FoldIndex(ctx context.Context, x *fleet.Index, synced func()) error {
+	if x.Trust == nil {
+		x.Trust = s.Trust
+	}
 	return s.refold(ctx, x.Reset, func() error { return s.foldIndexOnce(ctx, x, synced) })
 }
 
@@ -116,6 +119,9 @@ func (s *Store) WriteLapse(ctx context.Context, id string, markerRev uint64) err
 	d, err := fleet.DecodeDevice(e.Value())
 	if err != nil || d.Removed {
 		return nil //nolint:nilerr // no device deployments select: nothing to count stale
+	}
+	if s.Trust != nil {
+		s.Trust(d)
 	}
 	h := fleet.Heartbeat{Version: fleet.ContractVersion, At: time.Now().UTC(), Lapsed: d.Selection()}
 	return s.putLapse(ctx, id, h, markerRev)

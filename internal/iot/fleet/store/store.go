@@ -42,11 +42,17 @@ type Store struct {
 	HeartbeatTTL time.Duration
 	// Hooks report what the folds refuse; set them before folding.
 	Hooks Hooks
+	// Trust rewrites the labels of every device record the operator reads (the index's fold, the
+	// devices a rollout reads, lapsed records): fleet.LabelTrust. Set it before folding; nil: as
+	// written.
+	Trust fleet.LabelTrust
 
 	mu         sync.Mutex
 	reconnects chan struct{}
 	nc         *nats.Conn
 	js         jetstream.JetStream
+	// desired is the desired bucket's stream, opened by the state fold on its first use.
+	desired jetstream.Stream
 }
 
 // Conn is the connection the store uses (nil for a Store made by hand).
@@ -81,6 +87,11 @@ func (s *Store) Reconnected() <-chan struct{} {
 // Open opens the buckets, creating any that is missing (or updating its configuration). heartbeatTTL is
 // DefaultHeartbeatTTL when zero.
 func Open(ctx context.Context, js jetstream.JetStream, heartbeatTTL time.Duration) (*Store, error) {
+	return OpenWithLimits(ctx, js, heartbeatTTL, DefaultLimits())
+}
+
+// OpenWithLimits is Open with the buckets sized by limits (Limits).
+func OpenWithLimits(ctx context.Context, js jetstream.JetStream, heartbeatTTL time.Duration, limits Limits) (*Store, error) {
 	if heartbeatTTL <= 0 {
 		heartbeatTTL = DefaultHeartbeatTTL
 	}
@@ -110,36 +121,19 @@ func Open(ctx context.Context, js jetstream.JetStream, heartbeatTTL time.Duratio
 	// A device may write its own keys of these buckets: with roll-ups allowed, a "Nats-Rollup: all"
 	// header on its own key would erase every other device's records (docs/fleet.md, "Identity and
 	// permissions"). The heartbeat bucket cannot refuse them: its TTL markers need roll-ups.
-	for _, b := range []string{fleet.BucketDevices, fleet.BucketState} {
-		if err := denyRollups(ctx, js, b); err != nil {
-			return nil, err
-		}
-	}
+	// limit refuses them in those two buckets (Limits.of).
 	// A key whose TTL lapses leaves a marker (kept LapseMarkerTTL) that the operator turns into a lapsed
 	// record; History keeps a lagging watch gap-free as for the state bucket.
 	if s.Heartbeats, err = open(jetstream.KeyValueConfig{Bucket: fleet.BucketHeartbeats, TTL: heartbeatTTL, History: HeartbeatHistory,
 		MaxValueSize: fleet.MaxHeartbeatRecordBytes, LimitMarkerTTL: max(LapseMarkerTTL, heartbeatTTL), Description: "fleet contract v2: device liveness"}); err != nil {
 		return nil, err
 	}
+	for _, b := range []string{fleet.BucketDevices, fleet.BucketDesired, fleet.BucketState, fleet.BucketHeartbeats} {
+		if err := limit(ctx, js, b, limits.of(b)); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
-}
-
-// denyRollups turns off roll-ups (and so KV purges) in a bucket that CreateOrUpdateKeyValue configured
-// with them on.
-func denyRollups(ctx context.Context, js jetstream.JetStream, bucket string) error {
-	st, err := js.Stream(ctx, kvStream(bucket))
-	if err != nil {
-		return fmt.Errorf("open bucket %s: %w", bucket, err)
-	}
-	cfg := st.CachedInfo().Config
-	if !cfg.AllowRollup {
-		return nil
-	}
-	cfg.AllowRollup = false
-	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("refuse roll-ups in bucket %s: %w", bucket, err)
-	}
-	return nil
 }
 
 // kvStream is the stream that holds a bucket.
@@ -292,6 +286,9 @@ func (s *Store) rollUpHeartbeat(ctx context.Context, key string, h fleet.Heartbe
 func (s *Store) EachDevice(ctx context.Context, fn func(*fleet.DeviceInfo)) error {
 	return each(ctx, s.Devices, "", func(e jetstream.KeyValueEntry) {
 		if d, err := fleet.DecodeDevice(e.Value()); err == nil && d.ID == e.Key() && !d.Removed {
+			if s.Trust != nil {
+				s.Trust(d)
+			}
 			fn(d)
 		}
 	})
@@ -335,7 +332,7 @@ func (s *Store) Withdraw(ctx context.Context, device string, d fleet.DeploymentK
 }
 
 // PurgeDeployment removes every desired-state and state record of a deleted deployment. The caller
-// forgets the deployment's counters first. The state bucket refuses roll-ups (denyRollups), so its
+// forgets the deployment's counters first. The state bucket refuses roll-ups (Limits), so its
 // records go with one purge of the stream's subjects (which leaves no marker) rather than KV purges.
 func (s *Store) PurgeDeployment(ctx context.Context, d fleet.DeploymentKey) (int, error) {
 	n := 0

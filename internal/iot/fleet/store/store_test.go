@@ -293,6 +293,11 @@ func TestBadInputAgainstNATS(t *testing.T) {
 	go func() { _ = st.FoldIndex(ctx, index, nil) }()
 
 	d := fleet.DeploymentKey{Namespace: "t3", Name: "web"}
+	for _, dev := range []string{"dev-ok", "dev-evil"} { // both targeted: their records are refused for what they hold
+		if _, err := st.Publish(ctx, dev, d, fleet.Desired{Generation: 1, Score: score("img:1")}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := st.Transition(ctx, d, "dev-ok", 1, fleet.PhaseRunning, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -329,5 +334,98 @@ func TestBadInputAgainstNATS(t *testing.T) {
 	})
 	if found(fleet.ReasonForeign, "dev-ok") {
 		t.Error("a device's own record was refused")
+	}
+}
+
+// TestUntargetedState: a device writing state keys for Deployments that do not target it (one another
+// namespace's Deployment targets only other devices, and a thousand Deployment names that exist
+// nowhere) moves no count, is refused as untargeted, and leaves the counters' memory as it was; a
+// Failed record there leaves the victim's counts (and so its rollout's failure budget) alone. The
+// control: the same device's record for the Deployment that does target it is counted. Once withdrawn,
+// only a Removed record of it is folded.
+func TestUntargetedState(t *testing.T) {
+	ctx, st := connect(t)
+	var (
+		mu         sync.Mutex
+		untargeted = map[string]int{}
+	)
+	st.Hooks.Rejected = func(r *fleet.Rejection) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Reason == fleet.ReasonUntargeted {
+			untargeted[r.Device]++
+		}
+	}
+	refused := func(device string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return untargeted[device]
+	}
+	counters := &fleet.Counters{}
+	synced := make(chan struct{}, 16)
+	go func() { _ = st.Fold(ctx, counters, func() { synced <- struct{}{} }) }()
+	<-synced
+
+	own := fleet.DeploymentKey{Namespace: "team-a", Name: "web"}
+	victim := fleet.DeploymentKey{Namespace: "team-b", Name: "web"}
+	desired := fleet.Desired{Generation: 1, Score: score("img:1")}
+	for _, p := range []struct {
+		device string
+		d      fleet.DeploymentKey
+	}{{"evil", own}, {"b-0", victim}, {"b-1", victim}} {
+		if _, err := st.Publish(ctx, p.device, p.d, desired); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dev := range []string{"b-0", "b-1"} {
+		if _, err := st.Report(ctx, victim, dev, 1, fleet.PhaseRunning, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running := func(n int64) string { return fmt.Sprint(map[int64]fleet.PhaseCounts{1: {Running: n}}) }
+	eventually(t, "the victim's devices counted", func() bool { return fmt.Sprint(counters.Snapshot(victim).ByGeneration) == running(2) })
+	entries := counters.Entries()
+
+	// The device writes as its permissions let it: any state key naming itself.
+	failed := fleet.Encode(fleet.State{Version: fleet.ContractVersion, Generation: 1, Phase: fleet.PhaseFailed, Message: "forged"})
+	if _, err := st.State.Put(ctx, fleet.StateKey(victim, "evil"), failed); err != nil {
+		t.Fatal(err)
+	}
+	const forged = 1000
+	for i := range forged {
+		if _, err := st.State.Put(ctx, fleet.StateKey(fleet.DeploymentKey{Namespace: "nowhere", Name: fmt.Sprintf("d%d", i)}, "evil"), failed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The control, written last: the fold is in order, so once it is counted every forged key was read.
+	if _, err := st.Report(ctx, own, "evil", 1, fleet.PhaseRunning, ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the control: evil's own record counted", func() bool { return fmt.Sprint(counters.Snapshot(own).ByGeneration) == running(1) })
+	if got := refused("evil"); got != forged+1 {
+		t.Errorf("%d of evil's records refused as untargeted, want %d", got, forged+1)
+	}
+	if got := fmt.Sprint(counters.Snapshot(victim).ByGeneration); got != running(2) {
+		t.Errorf("the victim's counts: %s, want %s", got, running(2))
+	}
+	if got := counters.Entries(); got != entries+1 { // the control's generation of its own Deployment
+		t.Errorf("the counters hold %d entries, %d before the forged keys (want one more: the control)", got, entries)
+	}
+	if counters.Recounts() != 0 {
+		t.Errorf("%d recounts: a refused untargeted record must not break the fold's revision chain", counters.Recounts())
+	}
+
+	// Withdrawn: a counted phase is refused, the operator's Removed record is folded.
+	if err := st.Withdraw(ctx, "evil", own); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the withdrawal folded", func() bool { return len(counters.Snapshot(own).ByGeneration) == 0 })
+	before := refused("evil")
+	if _, err := st.State.Put(ctx, fleet.StateKey(own, "evil"), failed); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a record after the withdrawal refused", func() bool { return refused("evil") == before+1 })
+	if got := len(counters.Snapshot(own).ByGeneration); got != 0 {
+		t.Errorf("a withdrawn device's Failed record counted: %v", counters.Snapshot(own).ByGeneration)
 	}
 }

@@ -1,0 +1,38 @@
+package v1
+
+// RestoreSource names the backup a new PostgresDatabase starts from (a backup.josie.cloud Backup or an
+// artifact in a BackupStore). Either Backup, or Store with SourceName and
+// ID for an artifact whose Backup object is gone. Only the object's own namespace's backups can be
+// restored: a namespace reads only under its own prefix of a store, and the names are names (no
+// "namespace/name": the pattern refuses a slash).
+// +kubebuilder:validation:XValidation:rule="has(self.backup) != has(self.store)",message="restore needs either backup, or store with sourceName and id"
+// +kubebuilder:validation:XValidation:rule="has(self.store) == has(self.id) && has(self.store) == has(self.sourceName)",message="store, sourceName and id go together"
+type RestoreSource struct {
+	// Backup is a Completed Backup in the object's namespace, of the same kind as the object.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore Backup"
+	Backup string `json:"backup,omitempty"`
+	// Store is a BackupStore in the object's namespace holding the artifact.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore Store"
+	Store string `json:"store,omitempty"`
+	// SourceName is the name of the object the artifact was taken from (of the same kind).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore Source"
+	SourceName string `json:"sourceName,omitempty"`
+	// ID is the artifact's id (a Backup's status.id).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore ID"
+	ID string `json:"id,omitempty"`
+}
