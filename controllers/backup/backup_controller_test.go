@@ -1,12 +1,8 @@
 package backup
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -27,6 +23,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/kit/objectstore"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
 	"github.com/platform-operator/platform-operator/internal/testutil"
+	"github.com/platform-operator/platform-operator/internal/testutil/jobrun"
 )
 
 // tenantDatabase makes a role and a database it owns on the suite's server, with rows, and returns the
@@ -94,46 +91,15 @@ func awaitJob(ctx context.Context, b *backupv1.Backup) *batchv1.Job {
 	return job
 }
 
-// runJobLocally runs the Job's main container command on this machine, as the kubelet would in the pod:
-// the shared binary is the operator's freshly built one, the store file the Job's ConfigMap's, the CA
-// none, pg_dump the machine's (the Debian server's major), and the env each secretKeyRef's value.
+// runJobLocally runs the Job's main container command on this machine, as the kubelet would in the pod
+// (jobrun): the operator's freshly built binary, the machine's pg_dump (the Debian server's major).
 func runJobLocally(ctx context.Context, job *batchv1.Job) (int, string) {
 	GinkgoHelper()
-	c := job.Spec.Template.Spec.Containers[0]
-	dir := GinkgoT().TempDir()
-	var cm corev1.ConfigMap
-	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: job.Spec.Template.Spec.Volumes[1].ConfigMap.Name}, &cm)).To(Succeed())
-	storeFile := filepath.Join(dir, jobs.StoreConfigKey)
-	Expect(os.WriteFile(storeFile, []byte(cm.Data[jobs.StoreConfigKey]), 0o600)).To(Succeed())
 	pgBin, err := postgrestest.BinDir()
 	Expect(err).NotTo(HaveOccurred())
-	env := []string{"PATH=" + pgBin + ":/usr/bin:/bin"}
-	values := map[string]string{}
-	for _, e := range c.Env {
-		ref := e.ValueFrom.SecretKeyRef
-		var s corev1.Secret
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: ref.Name}, &s)).To(Succeed())
-		values[e.Name] = string(s.Data[ref.Key])
-		env = append(env, e.Name+"="+values[e.Name])
-	}
-	args := make([]string, 0, len(c.Command))
-	for _, a := range c.Command {
-		switch {
-		case a == jobs.Binary:
-			a = operatorBinary()
-		case a == jobs.StoreConfigDir+"/"+jobs.StoreConfigKey:
-			a = storeFile
-		case strings.HasPrefix(a, "$(") && strings.HasSuffix(a, ")"):
-			a = values[a[2:len(a)-1]] // the kubelet's expansion of $(VAR)
-		}
-		args = append(args, a)
-	}
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	_ = cmd.Run()
-	return cmd.ProcessState.ExitCode(), out.String()
+	r, err := jobrun.Local{Reader: k8s, Binary: operatorBinary(), Path: pgBin + ":/usr/bin:/bin", Dir: GinkgoT().TempDir()}.Run(ctx, job)
+	Expect(err).NotTo(HaveOccurred())
+	return r.ExitCode, r.Output
 }
 
 // finishJob marks the Job succeeded or failed through the status subresource, as the Job controller would.
@@ -162,29 +128,11 @@ func backupPhase(ctx context.Context, b *backupv1.Backup, phase backupv1.BackupP
 	return b
 }
 
-var operatorBin string
-
 // operatorBinary is $OPERATOR_BINARY, else the operator built once for the package.
 func operatorBinary() string {
 	GinkgoHelper()
-	if p := os.Getenv("OPERATOR_BINARY"); p != "" {
-		return p
-	}
-	if operatorBin != "" {
-		return operatorBin
-	}
-	wd, _ := os.Getwd()
-	root, err := testutil.FindRepoRoot(wd)
+	bin, err := jobrun.OperatorBinary()
 	Expect(err).NotTo(HaveOccurred())
-	dir, err := os.MkdirTemp("", "backup-operator-")
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { _ = os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "platform-operator")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
-	operatorBin = bin
 	return bin
 }
 

@@ -1,7 +1,6 @@
 package homelab
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,7 +28,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/kit/backup/jobs"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
-	"github.com/platform-operator/platform-operator/internal/testutil"
+	"github.com/platform-operator/platform-operator/internal/testutil/jobrun"
 )
 
 // The restore Job's init container image; envtest has no kubelet, so it never runs.
@@ -42,32 +40,12 @@ func init() {
 	})
 }
 
-var (
-	restoreBinOnce sync.Once
-	restoreBin     string
-)
-
 // operatorBinary is the operator's binary ($OPERATOR_BINARY, else built once): the program the Jobs run.
 func operatorBinary() string {
 	GinkgoHelper()
-	if p := os.Getenv("OPERATOR_BINARY"); p != "" {
-		return p
-	}
-	restoreBinOnce.Do(func() {
-		wd, _ := os.Getwd()
-		root, err := testutil.FindRepoRoot(wd)
-		Expect(err).NotTo(HaveOccurred())
-		dir, err := os.MkdirTemp("", "restore-operator-")
-		Expect(err).NotTo(HaveOccurred())
-		bin := filepath.Join(dir, "platform-operator")
-		cmd := exec.Command("go", "build", "-o", bin, ".")
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
-		restoreBin = bin
-	})
-	Expect(restoreBin).NotTo(BeEmpty())
-	return restoreBin
+	bin, err := jobrun.OperatorBinary()
+	Expect(err).NotTo(HaveOccurred())
+	return bin
 }
 
 // readyBackupStore makes a BackupStore "main" in ns on a new bucket of the suite's S3 server and gives it,
@@ -139,51 +117,15 @@ func restoreJob(ctx context.Context, db *homelabv1.PostgresDatabase) *batchv1.Jo
 	return job
 }
 
-// runRestoreLocally runs the restore Job's main container command on this machine, as the kubelet would:
-// the operator's binary for the shared one, the store file from the Job's ConfigMap, each env from its
-// secretKeyRef, the machine's pg_restore. It returns the exit code and the output.
+// runRestoreLocally runs the restore Job's main container command on this machine, as the kubelet would
+// (jobrun): the operator's binary, the machine's pg_restore. It returns the exit code and the output.
 func runRestoreLocally(ctx context.Context, job *batchv1.Job) (int, string) {
 	GinkgoHelper()
-	c := job.Spec.Template.Spec.Containers[0]
-	dir := GinkgoT().TempDir()
-	var cm corev1.ConfigMap
-	var cmName string
-	for _, v := range job.Spec.Template.Spec.Volumes {
-		if v.Name == "store-config" {
-			cmName = v.ConfigMap.Name
-		}
-	}
-	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: cmName}, &cm)).To(Succeed())
-	storeFile := filepath.Join(dir, jobs.StoreConfigKey)
-	Expect(os.WriteFile(storeFile, []byte(cm.Data[jobs.StoreConfigKey]), 0o600)).To(Succeed())
 	pgBin, err := postgrestest.BinDir()
 	Expect(err).NotTo(HaveOccurred())
-	env := []string{"PATH=" + pgBin + ":/usr/bin:/bin"}
-	for _, e := range c.Env {
-		ref := e.ValueFrom.SecretKeyRef
-		var s corev1.Secret
-		// The credentials Secret is owned by the Job, so it is made just after it; a kubelet waits for it too.
-		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: ref.Name}, &s) }).Should(Succeed())
-		env = append(env, e.Name+"="+string(s.Data[ref.Key]))
-	}
-	args := make([]string, 0, len(c.Command))
-	for _, a := range c.Command {
-		switch a {
-		case jobs.Binary:
-			a = operatorBinary()
-		case jobs.StoreConfigDir + "/" + jobs.StoreConfigKey:
-			a = storeFile
-		case jobs.TerminationLog:
-			a = filepath.Join(dir, "termination-log")
-		}
-		args = append(args, a)
-	}
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	_ = cmd.Run()
-	return cmd.ProcessState.ExitCode(), out.String()
+	r, err := jobrun.Local{Reader: k8s, Binary: operatorBinary(), Path: pgBin + ":/usr/bin:/bin", Dir: GinkgoT().TempDir()}.Run(ctx, job)
+	Expect(err).NotTo(HaveOccurred())
+	return r.ExitCode, r.Output
 }
 
 // finishRestoreJob marks the Job succeeded or failed through the status subresource, as the Job
