@@ -69,8 +69,8 @@ const (
 var backupParts = []string{backupv1.ConditionStore, backupv1.ConditionSource}
 
 // backupReconciler takes each Backup once: it resolves the store and the source, runs a Job that dumps
-// the source's database to the store with the operator's own program, and reports the artifact the store
-// holds when the Job ends.
+// the source's database (or copies its datastore file, backup_ergo.go) to the store with the operator's own
+// program, and reports the artifact the store holds when the Job ends.
 type backupReconciler struct {
 	// MaxConcurrentReconciles bounds the workers; 1 when zero.
 	MaxConcurrentReconciles int
