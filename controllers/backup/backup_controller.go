@@ -69,8 +69,8 @@ const (
 var backupParts = []string{backupv1.ConditionStore, backupv1.ConditionSource}
 
 // backupReconciler takes each Backup once: it resolves the store and the source, runs a Job that dumps
-// the source's database to the store with the operator's own program, and reports the artifact the store
-// holds when the Job ends.
+// the source's database (or copies its datastore file, backup_ergo.go) to the store with the operator's own
+// program, and reports the artifact the store holds when the Job ends.
 type backupReconciler struct {
 	// MaxConcurrentReconciles bounds the workers; 1 when zero.
 	MaxConcurrentReconciles int
@@ -90,6 +90,8 @@ type backupReconciler struct {
 	ServerMajor func(ctx context.Context, url string) (int, error)
 	// ReleaseTimeout is how long a deleted Backup waits for its store (DefaultReleaseTimeout when zero).
 	ReleaseTimeout time.Duration
+	// OpenShift leaves a datastore Job's uid to the SCC, as the source's own pod does (backup_ergo.go).
+	OpenShift bool
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
@@ -131,6 +133,7 @@ func (r *backupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&backupv1.BackupStore{}, handler.EnqueueRequestsFromMapFunc(r.backupsInNamespace)).
 		Watches(&homelabv1.PostgresDatabase{}, handler.EnqueueRequestsFromMapFunc(r.backupsInNamespace)).
 		Watches(&ircv1.SojuBouncer{}, handler.EnqueueRequestsFromMapFunc(r.backupsInNamespace)).
+		Watches(&ircv1.ErgoNetwork{}, handler.EnqueueRequestsFromMapFunc(r.backupsInNamespace)).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(r)
 }
@@ -156,6 +159,9 @@ type backupScope struct {
 	previous []metav1.Condition
 	store    *backupv1.BackupStore
 	secret   string // the source's Secret holding the database URL
+
+	// ergo is an ErgoNetwork source, Ready with a running pod (backup_ergo.go).
+	ergo *ergoSource
 }
 
 // Reconcile takes the Backup a step further: deletion, then store, source and Job.
@@ -238,6 +244,8 @@ func (r *backupReconciler) reconcileSource(ctx context.Context, s *backupScope) 
 			ready = meta.IsStatusConditionTrue(sb.Status.Conditions, ircv1.ConditionDatabase)
 			secret = sb.Status.DatabaseSecretName
 		}
+	case backupv1.SourceErgoNetwork:
+		return r.reconcileErgoSource(ctx, s)
 	default:
 		r.wait(s, backupv1.ConditionSource, backupv1.ReasonInvalid, fmt.Sprintf("%s cannot be backed up by this operator", src.Kind))
 		return ctrl.Result{}, nil
@@ -283,6 +291,9 @@ func (r *backupReconciler) reconcileJob(ctx context.Context, s *backupScope) (ct
 		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 	}
 	if job == nil {
+		if s.b.Spec.Source.Kind == backupv1.SourceErgoNetwork {
+			return r.startDatastoreJob(ctx, s)
+		}
 		if s.store == nil || s.secret == "" {
 			return ctrl.Result{}, nil // reconcileStore and reconcileSource said why
 		}
@@ -290,7 +301,7 @@ func (r *backupReconciler) reconcileJob(ctx context.Context, s *backupScope) (ct
 	}
 	// What startJob recorded is derived again from the Job, so a reconcile that read the Backup from a cache
 	// that has not seen that status write yet does not write it away.
-	s.status.ID, s.status.Format = jobs.ID(s.b), string(backup.FormatPgDumpCustom)
+	s.status.ID, s.status.Format = jobs.ID(s.b), string(sourceFormat(s.b.Spec.Source.Kind))
 	if s.status.StartTime == nil {
 		created := job.CreationTimestamp
 		s.status.StartTime = &created

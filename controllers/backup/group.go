@@ -34,8 +34,8 @@ func Group(opts Options) manager.Group {
 		manager.Controller{Name: "BackupStore", Cache: backupStoreCache, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return (&backupStoreReconciler{MaxConcurrentReconciles: workers}).SetupWithManager(mgr)
 		}},
-		manager.Controller{Name: "Backup", Cache: backupCache, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
-			return (&backupReconciler{MaxConcurrentReconciles: workers, OperatorImage: opts.OperatorImage,
+		manager.Controller{Name: "Backup", Cache: backupCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+			return (&backupReconciler{MaxConcurrentReconciles: workers, OperatorImage: opts.OperatorImage, OpenShift: caps.OpenShift,
 				PostgresImage: opts.PostgresImage, ReleaseTimeout: opts.ReleaseTimeout,
 				PodNamespace: opts.PodNamespace, PodName: opts.PodName}).SetupWithManager(mgr)
 		}},

@@ -4,9 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// SourceKind is a kind whose data the operator holds and backs up. ErgoNetwork is not in the enum until its
-// backup path (a copy of ircd.db next to the ergo pod) is built: the API does not accept what nothing takes.
-// +kubebuilder:validation:Enum=PostgresDatabase;SojuBouncer
+// SourceKind is a kind whose data the operator holds and backs up.
+// +kubebuilder:validation:Enum=PostgresDatabase;SojuBouncer;ErgoNetwork
 type SourceKind string
 
 const (
@@ -14,14 +13,14 @@ const (
 	SourcePostgresDatabase SourceKind = "PostgresDatabase"
 	// SourceSojuBouncer is an irc.josie.cloud/v1alpha1 SojuBouncer: a pg_dump of the bouncer's database.
 	SourceSojuBouncer SourceKind = "SojuBouncer"
-	// SourceErgoNetwork is an irc.josie.cloud/v1alpha1 ErgoNetwork: a copy of ergo's datastore, ircd.db
-	// (not yet accepted by the SourceKind enum).
+	// SourceErgoNetwork is an irc.josie.cloud/v1alpha1 ErgoNetwork: a copy of ergo's datastore, ircd.db,
+	// read from its claim on the ergo pod's node.
 	SourceErgoNetwork SourceKind = "ErgoNetwork"
 )
 
 // BackupSource is the object whose data is backed up, in the Backup's namespace.
 type BackupSource struct {
-	// Kind is PostgresDatabase or SojuBouncer.
+	// Kind is PostgresDatabase, SojuBouncer or ErgoNetwork.
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Source Kind"
 	Kind SourceKind `json:"kind"`
 	// Name is the object's name in the Backup's namespace.

@@ -8,8 +8,8 @@ const (
 	tlsDir         = configDir + "/tls"
 	tlsCertPath    = tlsDir + "/tls.crt"
 	tlsKeyPath     = tlsDir + "/tls.key"
-	dataDir        = "/ircd"
-	datastorePath  = dataDir + "/ircd.db"
+	dataDir        = DataDir
+	datastorePath  = dataDir + "/" + DatastoreFile
 	lockFilePath   = dataDir + "/ircd.lock"
 	operWhoisLine  = "is the server administrator"
 	chatModerator  = "chat-moderator"

@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/irc/ircnet"
 	"github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
@@ -44,6 +45,20 @@ const (
 	// OperClass is OperName's class; it must exist in oper-classes or ergo refuses to start.
 	OperClass = "server-admin"
 )
+
+// Where ergo keeps its datastore: the claim PVCName is mounted at DataDir, and ergo's datastore is the file
+// DatastoreFile at the claim's root. A backup of the network reads that file (controllers/backup).
+const (
+	DataDir       = "/ircd"
+	DatastoreFile = "ircd.db"
+)
+
+// DatastoreUser is the uid ergo's pod runs as, and so owns the datastore's files: ergoUID off OpenShift, nil
+// on OpenShift, whose restricted SCC assigns the uid (the same for every pod of the namespace it admits).
+// A pod that reads the datastore runs as this user, from the Deployment's own security context.
+func DatastoreUser(openShift bool) *int64 {
+	return ircnet.PodSecurityContext(openShift, ergoUID).RunAsUser
+}
 
 // AppName is the app.kubernetes.io/name label of every child of a network.
 const AppName = "ergo"

@@ -128,3 +128,28 @@ func TestCommonMetadata(t *testing.T) {
 		})
 	}
 }
+
+// A backup of the network reads the datastore as the Deployment's user, where the Deployment mounts it.
+func TestDatastoreUserAndPathAreTheDeployments(t *testing.T) {
+	for _, openShift := range []bool{false, true} {
+		d := Deployment(referenceNetwork(), Options{OpenShift: openShift}, "digest")
+		want := d.Spec.Template.Spec.SecurityContext.RunAsUser
+		got := DatastoreUser(openShift)
+		if (got == nil) != (want == nil) || (got != nil && *got != *want) {
+			t.Errorf("openShift=%v: DatastoreUser = %v, the Deployment runs as %v", openShift, got, want)
+		}
+		if openShift != (got == nil) {
+			t.Errorf("openShift=%v: DatastoreUser = %v, want a uid only off OpenShift", openShift, got)
+		}
+		mounted := false
+		for _, m := range d.Spec.Template.Spec.Containers[0].VolumeMounts {
+			mounted = mounted || (m.Name == dataVolume && m.MountPath == DataDir)
+		}
+		if !mounted {
+			t.Errorf("the Deployment does not mount the claim at DataDir %s", DataDir)
+		}
+	}
+	if got, want := datastorePath, DataDir+"/"+DatastoreFile; got != want {
+		t.Errorf("ergo's datastore.path = %s, want %s", got, want)
+	}
+}

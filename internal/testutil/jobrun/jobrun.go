@@ -33,6 +33,9 @@ type Local struct {
 	Binary string
 	// Path is the container's PATH: the directories of the data tools the image would hold.
 	Path string
+	// Commands replace programs of the image by this machine's: an argument equal to a key becomes its
+	// value, e.g. {jobs.OperatorCommand: Binary} for a Job that runs the operator's image's own /manager.
+	Commands map[string]string
 	// Dir is a directory of the caller's for the mounted files and the termination log.
 	Dir string
 	// Volumes are local directories for the pod's other volumes by volume name (a claim's, an
@@ -54,8 +57,9 @@ type Result struct {
 }
 
 // Run runs the Job's first container's command: ConfigMap volumes become files under Dir at the mount's
-// place, env values come from their secretKeyRef (or value), $(VAR) is expanded as the kubelet does, and
-// jobs.Binary and jobs.TerminationLog are replaced by Binary and a file under Dir.
+// place, env values come from their secretKeyRef (or value), $(VAR) is expanded as the kubelet does,
+// jobs.Binary and jobs.TerminationLog are replaced by Binary and a file under Dir, and Commands' keys by
+// their values.
 func (l Local) Run(ctx context.Context, job *batchv1.Job) (Result, error) {
 	pod := job.Spec.Template.Spec
 	if len(pod.Containers) == 0 {
@@ -89,6 +93,8 @@ func (l Local) Run(ctx context.Context, job *batchv1.Job) (Result, error) {
 			a = l.Binary
 		case a == jobs.TerminationLog:
 			a = termination
+		case l.Commands[a] != "":
+			a = l.Commands[a]
 		case strings.HasPrefix(a, "$(") && strings.HasSuffix(a, ")"):
 			a = values[a[2:len(a)-1]]
 		default:
