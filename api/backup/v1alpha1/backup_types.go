@@ -190,7 +190,7 @@ type BackupStatus struct {
 // +kubebuilder:printcolumn:name="Verified",type=string,JSONPath=`.status.verification.result`
 // +kubebuilder:printcolumn:name="Checksum",type=string,JSONPath=`.status.sha256`,priority=1
 // +kubebuilder:printcolumn:name="Location",type=string,JSONPath=`.status.location`,priority=1
-// +operator-sdk:csv:customresourcedefinitions:displayName="Backup",resources={{Job,v1}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="Backup",resources={{Job,v1},{PostgresDatabase,v1}}
 type Backup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
