@@ -99,6 +99,14 @@ func awaitJob(ctx context.Context, b *backupv1.Backup) *batchv1.Job {
 // none, pg_dump the machine's (the Debian server's major), and the env each secretKeyRef's value.
 func runJobLocally(ctx context.Context, job *batchv1.Job) (int, string) {
 	GinkgoHelper()
+	code, out, _ := runJobCommand(ctx, job)
+	return code, out
+}
+
+// runJobCommand is runJobLocally that also returns what the program wrote to the termination log (a
+// file of the spec's own in place of /dev/termination-log).
+func runJobCommand(ctx context.Context, job *batchv1.Job) (code int, out, termination string) {
+	GinkgoHelper()
 	c := job.Spec.Template.Spec.Containers[0]
 	dir := GinkgoT().TempDir()
 	var cm corev1.ConfigMap
@@ -116,11 +124,14 @@ func runJobLocally(ctx context.Context, job *batchv1.Job) (int, string) {
 		values[e.Name] = string(s.Data[ref.Key])
 		env = append(env, e.Name+"="+values[e.Name])
 	}
+	termLog := filepath.Join(dir, "termination-log")
 	args := make([]string, 0, len(c.Command))
 	for _, a := range c.Command {
 		switch {
 		case a == jobs.Binary:
 			a = operatorBinary()
+		case a == jobs.TerminationLog:
+			a = termLog
 		case a == jobs.StoreConfigDir+"/"+jobs.StoreConfigKey:
 			a = storeFile
 		case strings.HasPrefix(a, "$(") && strings.HasSuffix(a, ")"):
@@ -130,10 +141,11 @@ func runJobLocally(ctx context.Context, job *batchv1.Job) (int, string) {
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
 	_ = cmd.Run()
-	return cmd.ProcessState.ExitCode(), out.String()
+	result, _ := os.ReadFile(termLog)
+	return cmd.ProcessState.ExitCode(), buf.String(), string(result)
 }
 
 // finishJob marks the Job succeeded or failed through the status subresource, as the Job controller would.
@@ -393,13 +405,23 @@ var _ = Describe("Backup of a SojuBouncer", func() {
 // reports it.
 func failedPod(ctx context.Context, job *batchv1.Job, message string) {
 	GinkgoHelper()
+	endedPod(ctx, job, jobs.ContainerBackup, 1, message)
+}
+
+// endedPod makes a pod of job whose container ended with code and message, as the kubelet reports it.
+func endedPod(ctx context.Context, job *batchv1.Job, container string, code int32, message string) {
+	GinkgoHelper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, GenerateName: job.Name + "-",
 		Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
-		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: jobs.ContainerBackup, Image: "x"}}}}
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: container, Image: "x"}}}}
 	Expect(k8s.Create(ctx, pod)).To(Succeed())
-	pod.Status.Phase = corev1.PodFailed
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: jobs.ContainerBackup, Image: "x", ImageID: "x",
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: message}}}}
+	reason := "Completed"
+	pod.Status.Phase = corev1.PodSucceeded
+	if code != 0 {
+		pod.Status.Phase, reason = corev1.PodFailed, "Error"
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: container, Image: "x", ImageID: "x",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: message}}}}
 	Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
 }
 
