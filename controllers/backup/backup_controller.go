@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -95,10 +96,13 @@ type backupReconciler struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
-	own       *ownimage.Resolver
-	applier   *apply.Applier
-	status    *reconcile.StatusWriter
-	finalizer reconcile.Finalizer
+	own     *ownimage.Resolver
+	applier *apply.Applier
+	status  *reconcile.StatusWriter
+	// drillStatus writes the drill's part of the status (verification, the Verified condition) under a
+	// field owner of its own.
+	drillStatus *reconcile.StatusWriter
+	finalizer   reconcile.Finalizer
 }
 
 // backupCache: Backups' Jobs and ConfigMaps are the operator's (labelled); the sources are cached whole
@@ -107,7 +111,8 @@ func backupCache(platform.Capabilities) []manager.CacheRule {
 	return []manager.CacheRule{{Object: &batchv1.Job{}}}
 }
 
-// SetupWithManager registers the reconciler and its watches: its Jobs, the namespace's stores and sources.
+// SetupWithManager registers the reconciler and its watches: its Jobs (backup and drill), the namespace's
+// stores and sources, and its drills' scratch PostgresDatabases.
 func (r *backupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	if r.ServerMajor == nil {
@@ -124,6 +129,8 @@ func (r *backupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.status = &reconcile.StatusWriter{Client: r.Client, FieldOwner: oplabels.FieldOwner + "/backup",
 		Fields:     []string{"phase", "id", "startTime", "completionTime", "size", "sha256", "location", "format", "toolVersion"},
 		Conditions: append([]string{reconcile.ConditionReady}, backupParts...)}
+	r.drillStatus = &reconcile.StatusWriter{Client: r.Client, FieldOwner: oplabels.FieldOwner + "/backup-drill",
+		Fields: []string{"verification"}, Conditions: []string{backupv1.ConditionVerified}}
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: BackupFinalizer}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("backup").
@@ -143,9 +150,11 @@ func (r *backupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Owner references with blockOwnerDeletion on the Job and ConfigMap (OwnerReferencesPermissionEnforcement).
 // +kubebuilder:rbac:groups=backup.josie.cloud,resources=backups/finalizers,verbs=update
 // +kubebuilder:rbac:groups=backup.josie.cloud,resources=backupstores,verbs=get;list;watch
-// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=postgresdatabases,verbs=get;list;watch
+// Sources are read; a drill's scratch PostgresDatabase is created (server-side apply) and deleted.
+// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=postgresdatabases,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=irc.josie.cloud,resources=sojubouncers,verbs=get;list;watch
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch
+// A drill's Job is deleted once its result is written (backup Jobs go with their Backup).
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
@@ -167,7 +176,7 @@ type backupScope struct {
 // Reconcile takes the Backup a step further: deletion, then store, source and Job.
 func (r *backupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := &backupv1.Backup{}
-	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, b, r.status.Forget, r.applier.Forget); !found {
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, b, r.status.Forget, r.drillStatus.Forget, r.applier.Forget); !found {
 		return ctrl.Result{}, err
 	}
 	status := b.Status.DeepCopy()
@@ -189,11 +198,21 @@ func (r *backupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	} else if err := r.finalizer.Release(ctx, b); err != nil {
 		return ctrl.Result{}, err
 	}
-	if b.Status.Phase == backupv1.BackupCompleted || b.Status.Phase == backupv1.BackupFailed {
-		return ctrl.Result{}, nil // a Backup is taken once: its end is final, and costs no more writes
+	if b.Status.Phase == backupv1.BackupCompleted {
+		// A Backup is taken once: its end is final. What may follow is its drill (spec.verify), which
+		// writes only its own part of the status; without one, a Completed Backup costs no more writes.
+		return r.reconcileDrill(ctx, s)
 	}
-	return reconcile.Finish(ctx, r.status, s, func() *backupv1.BackupStatus { return status },
+	if b.Status.Phase == backupv1.BackupFailed {
+		return ctrl.Result{}, nil
+	}
+	res, err := reconcile.Finish(ctx, r.status, s, func() *backupv1.BackupStatus { return status },
 		r.reconcileStore, r.reconcileSource, r.reconcileJob)
+	if err == nil && status.Phase == backupv1.BackupCompleted && b.Spec.Verify {
+		// Its own status write sends the Backup no event: look again for the drill.
+		res.RequeueAfter = drillStartDelay
+	}
+	return res, err
 }
 
 // reconcileStore finds the Backup's BackupStore, in its own namespace, Ready.
@@ -482,14 +501,18 @@ func jobState(job *batchv1.Job) batchv1.JobConditionType {
 	return ""
 }
 
-// backupsInNamespace maps a store or a source to the unfinished Backups of its namespace.
+// backupsInNamespace maps a store or a source to the unfinished Backups of its namespace, and a drill's
+// scratch PostgresDatabase to the Backup that controls it.
 func (r *backupReconciler) backupsInNamespace(ctx context.Context, o client.Object) []ctrl.Request {
+	var reqs []ctrl.Request
+	if c := metav1.GetControllerOf(o); c != nil && c.Kind == "Backup" && strings.HasPrefix(c.APIVersion, backupv1.GroupVersion.Group+"/") {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: c.Name}})
+	}
 	var list backupv1.BackupList
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list Backups")
-		return nil
+		return reqs
 	}
-	var reqs []ctrl.Request
 	for _, b := range list.Items {
 		if b.Status.Phase != backupv1.BackupCompleted && b.Status.Phase != backupv1.BackupFailed {
 			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&b)})

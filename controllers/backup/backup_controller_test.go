@@ -95,11 +95,18 @@ func awaitJob(ctx context.Context, b *backupv1.Backup) *batchv1.Job {
 // (jobrun): the operator's freshly built binary, the machine's pg_dump (the Debian server's major).
 func runJobLocally(ctx context.Context, job *batchv1.Job) (int, string) {
 	GinkgoHelper()
+	code, out, _ := runJobCommand(ctx, job)
+	return code, out
+}
+
+// runJobCommand is runJobLocally that also returns what the program wrote to the termination log.
+func runJobCommand(ctx context.Context, job *batchv1.Job) (code int, out, termination string) {
+	GinkgoHelper()
 	pgBin, err := postgrestest.BinDir()
 	Expect(err).NotTo(HaveOccurred())
 	r, err := jobrun.Local{Reader: k8s, Binary: operatorBinary(), Path: pgBin + ":/usr/bin:/bin", Dir: GinkgoT().TempDir()}.Run(ctx, job)
 	Expect(err).NotTo(HaveOccurred())
-	return r.ExitCode, r.Output
+	return r.ExitCode, r.Output, r.Termination
 }
 
 // finishJob marks the Job succeeded or failed through the status subresource, as the Job controller would.
@@ -341,13 +348,23 @@ var _ = Describe("Backup of a SojuBouncer", func() {
 // reports it.
 func failedPod(ctx context.Context, job *batchv1.Job, message string) {
 	GinkgoHelper()
+	endedPod(ctx, job, jobs.ContainerBackup, 1, message)
+}
+
+// endedPod makes a pod of job whose container ended with code and message, as the kubelet reports it.
+func endedPod(ctx context.Context, job *batchv1.Job, container string, code int32, message string) {
+	GinkgoHelper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, GenerateName: job.Name + "-",
 		Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
-		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: jobs.ContainerBackup, Image: "x"}}}}
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: container, Image: "x"}}}}
 	Expect(k8s.Create(ctx, pod)).To(Succeed())
-	pod.Status.Phase = corev1.PodFailed
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: jobs.ContainerBackup, Image: "x", ImageID: "x",
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: message}}}}
+	reason := "Completed"
+	pod.Status.Phase = corev1.PodSucceeded
+	if code != 0 {
+		pod.Status.Phase, reason = corev1.PodFailed, "Error"
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: container, Image: "x", ImageID: "x",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: message}}}}
 	Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
 }
 

@@ -302,6 +302,7 @@ func desiredBackup(sched *backupv1.BackupSchedule, run time.Time) *backupv1.Back
 			Source:         sched.Spec.Source,
 			Store:          sched.Spec.Store,
 			ArtifactPolicy: backupv1.ArtifactDelete,
+			Verify:         sched.Spec.Verify,
 		},
 	}
 }

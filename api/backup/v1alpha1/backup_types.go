@@ -56,8 +56,11 @@ const (
 	BackupFailed BackupPhase = "Failed"
 )
 
-// BackupSpec asks for one backup of one object, taken now. It cannot change once made.
+// BackupSpec asks for one backup of one object, taken now. Its source and store cannot change once made;
+// verify can be turned on later (a drill of an existing backup), never off.
 // +kubebuilder:validation:XValidation:rule="self.source == oldSelf.source && self.store == oldSelf.store",message="spec.source and spec.store cannot change: make a new Backup"
+// +kubebuilder:validation:XValidation:rule="!(has(self.verify) && self.verify) || self.source.kind == 'PostgresDatabase'",message="spec.verify: restore drills are built for PostgresDatabase backups only; drills of SojuBouncer backups are not built yet",fieldPath=".verify"
+// +kubebuilder:validation:XValidation:rule="!(has(oldSelf.verify) && oldSelf.verify) || (has(self.verify) && self.verify)",message="spec.verify cannot be turned off once on: its drill may be running",fieldPath=".verify"
 type BackupSpec struct {
 	// Source is the object whose data is backed up.
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Source"
@@ -73,6 +76,14 @@ type BackupSpec struct {
 	// +kubebuilder:default=Retain
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Artifact Policy"
 	ArtifactPolicy ArtifactPolicy `json:"artifactPolicy,omitempty"`
+	// Verify asks for a restore drill once the backup is Completed: the operator restores the artifact
+	// into a temporary PostgresDatabase on the source's server, checks it against the facts recorded at
+	// backup time, reports the result in status.verification and deletes the temporary database. One drill
+	// per Backup. PostgresDatabase sources only (drills of SojuBouncer backups are not built yet). It can be
+	// turned on after creation, not off.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Verify",xDescriptors="urn:alm:descriptor:com.tectonic.ui:booleanSwitch"
+	Verify bool `json:"verify,omitempty"`
 }
 
 // VerificationResult is the outcome of a restore drill.
@@ -178,7 +189,7 @@ type BackupStatus struct {
 // +kubebuilder:printcolumn:name="Verified",type=string,JSONPath=`.status.verification.result`
 // +kubebuilder:printcolumn:name="Checksum",type=string,JSONPath=`.status.sha256`,priority=1
 // +kubebuilder:printcolumn:name="Location",type=string,JSONPath=`.status.location`,priority=1
-// +operator-sdk:csv:customresourcedefinitions:displayName="Backup",resources={{Job,v1}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="Backup",resources={{Job,v1},{PostgresDatabase,v1}}
 type Backup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

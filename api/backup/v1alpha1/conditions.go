@@ -48,6 +48,12 @@ const (
 	ReasonCompleted = "Completed"
 	// ReasonRestored is a drill that restored the backup and found what it recorded.
 	ReasonRestored = "Restored"
+	// ReasonDrilling is a drill in progress (Verified Unknown): its scratch database is being made, or its
+	// Job runs.
+	ReasonDrilling = "Drilling"
+	// ReasonScratchNotReady is a drill whose scratch PostgresDatabase was not Ready in time, or could not
+	// be made on the source's server (the source is gone).
+	ReasonScratchNotReady = "ScratchNotReady"
 )
 
 // Labels the operator puts on what it makes for backups.
@@ -59,4 +65,7 @@ const (
 	LabelSourceKind = "backup.josie.cloud/source-kind"
 	// LabelSourceName names a Backup's source object.
 	LabelSourceName = "backup.josie.cloud/source-name"
+	// LabelDrillOf names the Backup whose restore drill a scratch PostgresDatabase and a drill Job serve
+	// (kubectl get postgresdatabases -l backup.josie.cloud/drill-of=nightly).
+	LabelDrillOf = "backup.josie.cloud/drill-of"
 )

@@ -276,4 +276,30 @@ var _ = Describe("BackupSchedule", Serial, func() {
 			g.Expect(live.ResourceVersion).To(Equal(rv))
 		}).WithTimeout(quiet).Should(Succeed())
 	})
+
+	It("copies its verify into the Backups it makes (drill), and refuses verify for a SojuBouncer at admission", func() {
+		ns := newNamespace("sched-verify")
+		readyStoreAndSource(ns, "store", "db")
+		now := time.Now().Add(48 * time.Hour)
+		clock.Set(now)
+		s := newSchedule(ns, "drilled", "store", "db", "0 3 * * *")
+		s.Spec.Verify = true
+		Expect(k8s.Create(suiteCtx, s)).To(Succeed())
+		name := "drilled-" + latest0300(now).Format("20060102150405")
+		Eventually(func(g Gomega) { g.Expect(names(backupsOf(g, ns))).To(ConsistOf(name)) }).Should(Succeed())
+		b := backupsOf(Default, ns)[name]
+		Expect(b.Spec).To(Equal(backupv1.BackupSpec{Source: s.Spec.Source, Store: "store",
+			ArtifactPolicy: backupv1.ArtifactDelete, Verify: true}))
+		// The control: the schedules of the other specs, without verify, make Backups without it (their
+		// spec is compared whole above).
+
+		bnc := newSchedule(ns, "bnc", "store", "bnc", "0 3 * * *")
+		bnc.Spec.Source.Kind = backupv1.SourceSojuBouncer
+		bnc.Spec.Verify = true
+		err := k8s.Create(suiteCtx, bnc)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("drills of SojuBouncer backups are not built yet"))
+		bnc.Spec.Verify = false
+		Expect(k8s.Create(suiteCtx, bnc)).To(Succeed(), "the same schedule without verify is accepted")
+	})
 })

@@ -125,8 +125,8 @@ func StoreConfigMap(b *backupv1.Backup, in Input) (*corev1.ConfigMap, error) {
 		Data: map[string]string{StoreConfigKey: string(doc)}}, nil
 }
 
-// Command is the main container's command: the operator's program runs pg_dump and commits the artifact
-// only when pg_dump exits 0.
+// Command is the main container's command: the operator's program runs pg_dump, records the tables' row
+// counts in pg_dump's snapshot, and commits the artifact only when pg_dump exits 0.
 func Command(b *backupv1.Backup, in Input) []string {
 	cmd := []string{Binary, "backup", "put", "--store-config", StoreConfigDir + "/" + StoreConfigKey,
 		"--namespace", b.Namespace, "--kind", string(b.Spec.Source.Kind), "--name", b.Spec.Source.Name,
@@ -134,6 +134,9 @@ func Command(b *backupv1.Backup, in Input) []string {
 	if in.ToolVersion != "" {
 		cmd = append(cmd, "--tool-version", in.ToolVersion)
 	}
+	// The facts a restore drill compares with (each table's row count), counted in the snapshot pg_dump is
+	// handed, as the same role.
+	cmd = append(cmd, "--pg-facts-url-env", DatabaseURLEnv)
 	// $(DATABASE_URL) is expanded by the kubelet from the container's env: no shell is needed, and the URL
 	// is one argument whatever it holds.
 	return append(cmd, "--", "pg_dump", "-Fc", "--no-owner", "--no-privileges", "-d", "$("+DatabaseURLEnv+")")

@@ -121,7 +121,7 @@ func TestJobCommandAndEnv(t *testing.T) {
 	c := job.Spec.Template.Spec.Containers[0]
 	want := []string{"/shared/platform-operator", "backup", "put", "--store-config", "/etc/backup-store/store.yaml",
 		"--namespace", "team-a", "--kind", "PostgresDatabase", "--name", "app", "--id", "20261128T150509Z-0a1b2c3d",
-		"--format", "pg_dump-custom", "--tool-version", "pg_dump (PostgreSQL) 16",
+		"--format", "pg_dump-custom", "--tool-version", "pg_dump (PostgreSQL) 16", "--pg-facts-url-env", "DATABASE_URL",
 		"--", "pg_dump", "-Fc", "--no-owner", "--no-privileges", "-d", "$(DATABASE_URL)"}
 	if !slices.Equal(c.Command, want) {
 		t.Errorf("command\n got %q\nwant %q", c.Command, want)

@@ -29,3 +29,24 @@ func Tail(msg string, limit int) string {
 	}
 	return msg
 }
+
+// Termination is how container ended in the newest of a Job's pods: its exit code and termination
+// message (the program's result line, written on success and failure alike); ok is false while no pod's
+// container has terminated.
+func Termination(pods []corev1.Pod, container string) (exitCode int32, message string, ok bool) {
+	var newest *corev1.Pod
+	for i := range pods {
+		if newest == nil || pods[i].CreationTimestamp.After(newest.CreationTimestamp.Time) {
+			newest = &pods[i]
+		}
+	}
+	if newest == nil {
+		return 0, "", false
+	}
+	for _, c := range newest.Status.ContainerStatuses {
+		if t := c.State.Terminated; c.Name == container && t != nil {
+			return t.ExitCode, t.Message, true
+		}
+	}
+	return 0, "", false
+}
