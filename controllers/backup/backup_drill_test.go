@@ -299,9 +299,15 @@ var _ = Describe("Restore drills of a PostgresDatabase Backup (spec.verify)", fu
 		Expect(err.Error()).To(ContainSubstring("drills of SojuBouncer backups are not built yet"))
 		bnc.Spec.Verify = false
 		Expect(k8s.Create(ctx, bnc)).To(Succeed(), "the same Backup without verify is accepted")
-		bnc.Spec.Verify = true
-		err = k8s.Update(ctx, bnc)
-		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "verify turned on later for a SojuBouncer: %v", err)
+		// The controller writes the Backup's status meanwhile: an update from a stale read conflicts, so
+		// read again until the API server answers about the rule.
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(bnc), bnc)).To(Succeed())
+			bnc.Spec.Verify = true
+			err := k8s.Update(ctx, bnc)
+			g.Expect(apierrors.IsConflict(err)).To(BeFalse())
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "verify turned on later for a SojuBouncer: %v", err)
+		}).Should(Succeed())
 
 		db := &backupv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
 			Spec: backupv1.BackupSpec{Source: backupv1.BackupSource{Kind: backupv1.SourcePostgresDatabase, Name: "app"}, Store: "main", Verify: true}}
