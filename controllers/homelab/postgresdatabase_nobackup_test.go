@@ -16,8 +16,9 @@ import (
 )
 
 // A cluster where the operator was installed without its backup CRDs: the homelab group starts (it
-// watches no Backup: a controller watching a kind nobody serves would never start its workers), and a
-// PostgresDatabase is reconciled and shows no last backup.
+// watches no Backup: a controller watching a kind nobody serves would never start its workers), a
+// PostgresDatabase is reconciled and shows no last backup, and one asking for a restore says why it
+// cannot have it.
 var _ = Describe("PostgresDatabase on a cluster without the backup API", Ordered, func() {
 	var c client.Client
 	BeforeAll(func() {
@@ -49,6 +50,18 @@ var _ = Describe("PostgresDatabase on a cluster without the backup API", Ordered
 				HaveField("Status", metav1.ConditionFalse), HaveField("Reason", homelabv1.ReasonMissingDependency))))
 			g.Expect(got.Status.LastBackupTime).To(BeNil())
 			g.Expect(got.Status.LastBackup).To(BeEmpty())
+		}).Should(Succeed())
+	})
+
+	It("says why a database asking for a restore cannot have it", func(ctx SpecContext) {
+		ns := testenv.NewNamespace(c, "nobackup")
+		db := homelabTestDatabase(ns, "restored", homelabv1.RestoreSource{Backup: "nightly"})
+		Expect(c.Create(ctx, db)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &homelabv1.PostgresDatabase{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(db), got)).To(Succeed())
+			g.Expect(got.Status.Conditions).To(ContainElement(And(HaveField("Type", homelabv1.ConditionRestored),
+				HaveField("Status", metav1.ConditionFalse), HaveField("Reason", homelabv1.ReasonAPINotAvailable))))
 		}).Should(Succeed())
 	})
 })
