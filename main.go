@@ -181,7 +181,7 @@ func run(log logr.Logger, o *operatorFlags, watched map[string]cache.Config, gro
 	if err != nil {
 		return fmt.Errorf("discover cluster APIs: %w", err)
 	}
-	log.Info("cluster APIs", "certManager", caps.CertManager, "routes", caps.Routes, "istio", caps.Istio, "openShift", caps.OpenShift)
+	log.Info("cluster APIs", "certManager", caps.CertManager, "routes", caps.Routes, "istio", caps.Istio, "openShift", caps.OpenShift, "backups", caps.Backups)
 
 	var tlsOpts []func(*tls.Config)
 	if !o.http2 {

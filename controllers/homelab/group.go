@@ -9,6 +9,7 @@ import (
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 
 	"github.com/platform-operator/platform-operator/internal/kit/admit"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
 )
@@ -64,10 +65,10 @@ func Group(opts Options) manager.Group {
 		manager.Controller{Name: "PostgresConnection", Cache: postgresCacheRules, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return (&PostgresConnectionReconciler{MaxConcurrentReconciles: workers}).SetupWithManager(mgr)
 		}},
-		manager.Controller{Name: "PostgresDatabase", Cache: postgresDatabaseCache, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+		manager.Controller{Name: "PostgresDatabase", Cache: postgresDatabaseCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
 			return (&PostgresDatabaseReconciler{MaxConcurrentReconciles: workers, CleanupTimeout: opts.PostgresCleanupTimeout,
 				OperatorImage: opts.OperatorImage, PodNamespace: opts.PodNamespace, PodName: opts.PodName,
-				PostgresImage: opts.RestorePostgresImage}).SetupWithManager(mgr)
+				PostgresImage: opts.RestorePostgresImage, Capabilities: caps}).SetupWithManager(mgr)
 		}},
 		manager.Controller{Name: "Domain and AuthentikServer webhooks", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return setupWebhooks(mgr, opts)
@@ -75,9 +76,14 @@ func Group(opts Options) manager.Group {
 	)
 }
 
-// postgresDatabaseCache: restore Jobs are the operator's own (labelled).
-func postgresDatabaseCache(platform.Capabilities) []manager.CacheRule {
-	return []manager.CacheRule{{Object: &batchv1.Job{}}}
+// postgresDatabaseCache: restore Jobs are the operator's own (labelled); Backups are the users' (all of
+// them, for restores and status.lastBackup), where the cluster serves them.
+func postgresDatabaseCache(caps platform.Capabilities) []manager.CacheRule {
+	rules := []manager.CacheRule{{Object: &batchv1.Job{}}}
+	if caps.Backups {
+		rules = append(rules, lastbackup.CacheRule())
+	}
+	return rules
 }
 
 // setupWebhooks registers the Domain and AuthentikServer admission webhooks (domain_webhook.go); they

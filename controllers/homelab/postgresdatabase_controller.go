@@ -24,9 +24,11 @@ import (
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/jobs"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 	"github.com/platform-operator/platform-operator/internal/kit/ownimage"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 )
@@ -73,6 +75,9 @@ type PostgresDatabaseReconciler struct {
 	// PostgresImage is pg_restore's image template, with %d for the server's major version (the backup
 	// group's --backup-postgres-image).
 	PostgresImage string
+	// Capabilities are the optional APIs this cluster serves, discovered at start-up: without the backup
+	// API (Backups), no Backup is watched or read, and status.lastBackup stays empty.
+	Capabilities platform.Capabilities
 
 	applier *apply.Applier
 	status  *reconcile.StatusWriter
@@ -92,7 +97,8 @@ type PostgresDatabaseReconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // A restore (postgresdatabase_restore.go): its Job, ConfigMap and credentials Secret, the failed pod's
-// termination message, and the namespace's Backups and BackupStores it reads from.
+// termination message, and the namespace's Backups and BackupStores it reads from. The Backups are read
+// for status.lastBackup too (lastbackup.Find).
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
@@ -113,7 +119,7 @@ func (r *PostgresDatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		s.Drop(homelabv1.ConditionCleanup) // a deleted object's part only
 		return s.summarize()
 	}
-	res, err := reconcile.Finish(ctx, r.status, s, status, r.reconcileConnection, r.reconcileDatabase, r.reconcileRestore, r.reconcileSecret)
+	res, err := reconcile.Finish(ctx, r.status, s, status, r.reconcileConnection, r.reconcileDatabase, r.reconcileRestore, r.reconcileSecret, r.observeLastBackup)
 	if err == nil && meta.IsStatusConditionTrue(*s.Conditions, homelabv1.ConditionReady) {
 		res = reconcile.Soonest(res, ctrl.Result{RequeueAfter: PostgresRecheck})
 	}
@@ -139,6 +145,9 @@ type databaseScope struct {
 	secretName  string
 	// restoredFrom is the restore that succeeded (spec.restore), this reconcile or before.
 	restoredFrom *homelabv1.RestoredFrom
+	// lastBackup is the newest Completed Backup of the database: as the status shows it until
+	// observeLastBackup reads it (a deleted database keeps it), nil when there is none.
+	lastBackup *lastbackup.Last
 }
 
 func (r *PostgresDatabaseReconciler) newScope(db *homelabv1.PostgresDatabase) *databaseScope {
@@ -147,12 +156,16 @@ func (r *PostgresDatabaseReconciler) newScope(db *homelabv1.PostgresDatabase) *d
 	if name == "" {
 		name = postgres.Name(db.Namespace, db.Name)
 	}
-	return &databaseScope{
+	s := &databaseScope{
 		Session: &reconcile.Session{Owner: db, Conditions: &conds, Client: r.Client, Applier: r.applier, Recorder: r.Recorder},
 		db:      db, before: db.Status.Conditions, name: name,
 		owner:    postgres.Owner{Kind: "PostgresDatabase", Namespace: db.Namespace, Name: db.Name, UID: string(db.UID)},
 		rotation: db.Annotations[homelabv1.AnnotationRotatePassword],
 	}
+	if t := db.Status.LastBackupTime; t != nil {
+		s.lastBackup = &lastbackup.Last{Name: db.Status.LastBackup, Time: *t}
+	}
+	return s
 }
 
 // wait records a part that waits for an earlier one, without an event.
@@ -169,10 +182,29 @@ func (s *databaseScope) summarize() *homelabv1.PostgresDatabaseStatus {
 	}
 	s.Summarize(parts, homelabv1.ReasonReady,
 		fmt.Sprintf("database %s and its role are ready; credentials in Secret %s", s.name, s.secretName))
-	return &homelabv1.PostgresDatabaseStatus{
+	status := &homelabv1.PostgresDatabaseStatus{
 		ObservedGeneration: s.db.Generation, Conditions: *s.Conditions,
 		DatabaseName: s.name, SecretName: s.secretName, RestoredFrom: s.restoredFrom,
 	}
+	if s.lastBackup != nil {
+		status.LastBackupTime, status.LastBackup = &s.lastBackup.Time, s.lastBackup.Name
+	}
+	return status
+}
+
+// observeLastBackup finds the database's newest Completed Backup in the cache, for status.lastBackup
+// (docs/backup.md). Without the backup API there is none; a failed read keeps what the status shows.
+func (r *PostgresDatabaseReconciler) observeLastBackup(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
+	if !r.Capabilities.Backups {
+		s.lastBackup = nil
+		return ctrl.Result{}, nil
+	}
+	last, err := lastbackup.Find(ctx, r.Client, backupv1.SourcePostgresDatabase, s.db.Namespace, s.db.Name)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("read the last backup: %w", err)
+	}
+	s.lastBackup = last
+	return ctrl.Result{}, nil
 }
 
 // connectionKey is the "namespace/name" of db's connection.
@@ -351,7 +383,7 @@ func (r *PostgresDatabaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: oplabels.FieldOwner + "/postgresdatabase",
-		Fields:     []string{"observedGeneration", "databaseName", "secretName", "restoredFrom"},
+		Fields:     []string{"observedGeneration", "databaseName", "secretName", "restoredFrom", "lastBackupTime", "lastBackup"},
 		Conditions: append([]string{homelabv1.ConditionReady, homelabv1.ConditionRestored}, postgresDatabaseParts...),
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &homelabv1.PostgresDatabase{}, databaseConnectionIndex,
@@ -360,18 +392,25 @@ func (r *PostgresDatabaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("postgresdatabase").
 		// Status writes change neither generation nor annotations; the rotate and release annotations do.
 		For(&homelabv1.PostgresDatabase{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&homelabv1.PostgresConnection{}, handler.EnqueueRequestsFromMapFunc(r.databasesForConnection)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.databasesForSecret)).
-		// A restore's Job, and the Backups and stores a restore waits for.
+		// A restore's Job.
 		Owns(&batchv1.Job{}).
-		Watches(&backupv1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.restoresInNamespace)).
-		Watches(&backupv1.BackupStore{}, handler.EnqueueRequestsFromMapFunc(r.restoresInNamespace)).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
-		Complete(opmetrics.Instrument(opmetrics.PostgresDatabase, mgr.GetClient(), r))
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
+	if r.Capabilities.Backups {
+		// The Backups and stores a restore waits for, and the database's own Backups for its last backup.
+		b = b.Watches(&backupv1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.restoresInNamespace)).
+			Watches(&backupv1.BackupStore{}, handler.EnqueueRequestsFromMapFunc(r.restoresInNamespace))
+		var err error
+		if b, err = lastbackup.Watch(mgr, b, backupv1.SourcePostgresDatabase); err != nil {
+			return err
+		}
+	}
+	return b.Complete(opmetrics.Instrument(opmetrics.PostgresDatabase, mgr.GetClient(), r))
 }
 
 // restoresInNamespace maps a Backup or BackupStore to the namespace's PostgresDatabases that wait for a

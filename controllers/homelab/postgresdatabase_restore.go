@@ -118,6 +118,12 @@ func (r *PostgresDatabaseReconciler) reconcileRestore(ctx context.Context, s *da
 		s.Set(homelabv1.ConditionRestored, c.Status, c.Reason, c.Message)
 		return ctrl.Result{}, nil
 	}
+	if !r.Capabilities.Backups {
+		// Nothing is watched or cached of the backup API here: installing it takes an operator restart.
+		s.Fail(s.before, homelabv1.ConditionRestored, homelabv1.ReasonAPINotAvailable,
+			"the cluster does not serve the backup API (backup.josie.cloud/v1alpha1 Backups and BackupStores): nothing to restore from")
+		return ctrl.Result{}, nil
+	}
 	if s.password == "" {
 		s.wait(homelabv1.ConditionRestored, "waiting for the database")
 		return ctrl.Result{}, nil

@@ -6,6 +6,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/platform-operator/platform-operator/internal/irc/soju"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	"github.com/platform-operator/platform-operator/internal/kit/monitoring"
@@ -56,16 +57,20 @@ func ergoNetworks(r *ErgoNetworkReconciler) manager.Controller {
 
 // sojuBouncers is the SojuBouncer row of the table, run by r: besides the shared rules, the PodMonitors
 // of bouncers with metrics where the cluster serves them, only the operator's own (the default scope),
-// cut to metadata.
+// cut to metadata, and the Backups (status.lastBackup) where the cluster serves them.
 func sojuBouncers(r *SojuBouncerReconciler) manager.Controller {
 	return manager.Controller{Name: "SojuBouncer",
 		Cache: func(caps platform.Capabilities) []manager.CacheRule {
-			if !caps.PodMonitors {
-				return nil
+			var rules []manager.CacheRule
+			if caps.PodMonitors {
+				rules = append(rules, manager.CacheRule{Object: &monitoring.PodMonitor{},
+					TransformSelector: labels.SelectorFromSet(labels.Set{oplabels.ManagedByLabel: oplabels.OperatorName, oplabels.NameLabel: soju.AppName}),
+					Transform:         slimPodMonitor})
 			}
-			return []manager.CacheRule{{Object: &monitoring.PodMonitor{},
-				TransformSelector: labels.SelectorFromSet(labels.Set{oplabels.ManagedByLabel: oplabels.OperatorName, oplabels.NameLabel: soju.AppName}),
-				Transform:         slimPodMonitor}}
+			if caps.Backups {
+				rules = append(rules, lastbackup.CacheRule())
+			}
+			return rules
 		},
 		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
 			r.Capabilities = caps

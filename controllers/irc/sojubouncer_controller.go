@@ -18,8 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 	"github.com/platform-operator/platform-operator/internal/kit/monitoring"
@@ -89,6 +91,8 @@ type SojuBouncerReconciler struct {
 // +kubebuilder:rbac:groups=route.openshift.io,resources=routes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=route.openshift.io,resources=routes/custom-host,verbs=create
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors,verbs=get;list;watch;create;patch;delete
+// The bouncer's Backups, for status.lastBackup (lastbackup.Find).
+// +kubebuilder:rbac:groups=backup.josie.cloud,resources=backups,verbs=get;list;watch
 
 // Reconcile brings one SojuBouncer's database and children in line with its spec, or cleans up after a
 // deleted one, and records what it found.
@@ -114,7 +118,26 @@ func (r *SojuBouncerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileService,
 		r.reconcileRoute,
 		r.reconcileMetrics,
+		r.observeLastBackup,
 	)
+}
+
+// observeLastBackup finds the bouncer's newest Completed Backup in the cache, for status.lastBackup
+// (docs/backup.md). Without the backup API there is none; a failed read keeps what the status shows.
+func (r *SojuBouncerReconciler) observeLastBackup(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+	if !r.Capabilities.Backups {
+		s.status.LastBackupTime, s.status.LastBackup = nil, ""
+		return ctrl.Result{}, nil
+	}
+	last, err := lastbackup.Find(ctx, r.Client, backupv1.SourceSojuBouncer, s.b.Namespace, s.b.Name)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("read the last backup: %w", err) // s.status still holds the live fields
+	}
+	s.status.LastBackupTime, s.status.LastBackup = nil, ""
+	if last != nil {
+		s.status.LastBackupTime, s.status.LastBackup = &last.Time, last.Name
+	}
+	return ctrl.Result{}, nil
 }
 
 // SetupWithManager registers the reconciler, its watches and the Secret index.
@@ -129,7 +152,7 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: sojuStatusFieldOwner,
-		Fields:     []string{"observedGeneration", "databaseName", "databaseSecretName", "serviceHost", "ports", "routeHost"},
+		Fields:     []string{"observedGeneration", "databaseName", "databaseSecretName", "serviceHost", "ports", "routeHost", "lastBackupTime", "lastBackup"},
 		Conditions: append([]string{ircv1.ConditionReady, ircv1.ConditionMetricsMonitor}, sojuParts...),
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &ircv1.SojuBouncer{}, sojuSecretIndex,
@@ -155,6 +178,12 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Capabilities.PodMonitors {
 		b = b.Owns(&monitoring.PodMonitor{})
+	}
+	if r.Capabilities.Backups {
+		var err error
+		if b, err = lastbackup.Watch(mgr, b, backupv1.SourceSojuBouncer); err != nil {
+			return err
+		}
 	}
 	return b.Complete(opmetrics.Instrument(opmetrics.SojuBouncer, mgr.GetClient(), r))
 }

@@ -24,10 +24,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/irc/soju"
 	"github.com/platform-operator/platform-operator/internal/irc/soju/sojutest"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup/lastbackuptest"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	"github.com/platform-operator/platform-operator/internal/kit/monitoring"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
@@ -566,6 +568,29 @@ var _ = Describe("SojuBouncer controller", Ordered, func() {
 		Expect(left.UID).To(Equal(foreign.UID))
 		Expect(left.Spec.Selector.MatchLabels).To(Equal(map[string]string{"app": "other"}))
 		Expect(left.OwnerReferences).To(BeEmpty())
+	})
+
+	// No backup controller runs here: the scenario writes the Backups' statuses itself.
+	It("shows its newest Completed Backup, not a Failed or Running one, nor another namespace's or kind's", func() {
+		// An admin connection that does not exist: the bouncer waits for it, and its status is written all the same.
+		b := sojutest.MinimalBouncer(ns, "echo")
+		b.Spec.Database.AdminSecretName = "missing"
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		lastbackuptest.Run(ctx, k8s, lastbackuptest.Source{Object: b, OtherKind: backupv1.SourcePostgresDatabase, OtherNamespace: newNamespace(),
+			Bump: func(ctx context.Context) error {
+				return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+					cur := &ircv1.SojuBouncer{}
+					if err := k8s.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
+						return err
+					}
+					if cur.Spec.Database.ReclaimPolicy == ircv1.ReclaimRetain {
+						cur.Spec.Database.ReclaimPolicy = ircv1.ReclaimDelete
+					} else {
+						cur.Spec.Database.ReclaimPolicy = ircv1.ReclaimRetain
+					}
+					return k8s.Update(ctx, cur)
+				})
+			}})
 	})
 })
 

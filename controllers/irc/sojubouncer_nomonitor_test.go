@@ -15,14 +15,17 @@ import (
 	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/irc/soju"
 	"github.com/platform-operator/platform-operator/internal/irc/soju/sojutest"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup/lastbackuptest"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
 	"github.com/platform-operator/platform-operator/internal/testutil"
 	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
 // A cluster without the Prometheus Operator: a bouncer that enables metrics still gets its listener and
-// ports, says in a condition outside Ready why it has no PodMonitor, and is Ready.
-var _ = Describe("SojuBouncer metrics on a cluster without PodMonitors", Ordered, func() {
+// ports, says in a condition outside Ready why it has no PodMonitor, and is Ready. The operator was
+// installed without its backup CRDs too: the bouncer's controller watches no Backup (a controller watching
+// a kind nobody serves would never start its workers) and the bouncer shows no last backup.
+var _ = Describe("SojuBouncer metrics on a cluster without PodMonitors or the backup API", Ordered, func() {
 	var (
 		ctx context.Context
 		c   client.Client
@@ -48,14 +51,16 @@ var _ = Describe("SojuBouncer metrics on a cluster without PodMonitors", Ordered
 		ns = n.Name
 		Expect(c.Create(ctx, sojutest.ConnectionSecret(ns, "pg-admin", pg.Host, pg.Port, "soju_operator", "operator-pw"))).To(Succeed())
 
+		lastbackuptest.RemoveBackupAPI(ctx, c, env.Config)
 		caps, err := env.Discover()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(caps.PodMonitors).To(BeFalse())
+		Expect(caps.Backups).To(BeFalse())
 		r := &SojuBouncerReconciler{Image: "registry.example/soju:test"}
 		testenv.RunManager(ctx, env.Config, testenv.ManagerOptions(&testutil.WriteCounter{}), caps, groupOf(sojuBouncers(r)))
 	})
 
-	It("serves the port, reports APINotAvailable outside Ready, and is Ready", func() {
+	It("serves the port, reports APINotAvailable outside Ready, is Ready, and shows no last backup", func() {
 		Expect(c.Create(ctx, sojutest.AdminUserSecret(ns, "nomon-admin", "admin-pw"))).To(Succeed())
 		b := sojutest.PlainBouncer(ns, "nomon", "pg-admin")
 		b.Spec.Metrics = &ircv1.SojuMetrics{Enabled: true, Port: 9191}
@@ -87,6 +92,8 @@ var _ = Describe("SojuBouncer metrics on a cluster without PodMonitors", Ordered
 			g.Expect(mon.Reason).To(Equal(ircv1.ReasonAPINotAvailable))
 			g.Expect(mon.Message).To(ContainSubstring("monitoring.coreos.com/v1 PodMonitor"))
 			g.Expect(byType[ircv1.ConditionReady].Status).To(Equal(metav1.ConditionTrue), byType[ircv1.ConditionReady].Message)
+			g.Expect(got.Status.LastBackupTime).To(BeNil())
+			g.Expect(got.Status.LastBackup).To(BeEmpty())
 		}).Should(Succeed())
 
 		Eventually(func(g Gomega) {

@@ -50,7 +50,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	cfg, k8s = testEnv.Config, testEnv.Client
 	reconciler = startManager(suiteCtx, cfg, writes)
-	Expect(reconciler.Capabilities).To(Equal(platform.Capabilities{CertManager: true, Routes: true, Istio: true, PodMonitors: true}))
+	Expect(reconciler.Capabilities).To(Equal(platform.Capabilities{CertManager: true, Routes: true, Istio: true, PodMonitors: true, Backups: true}))
 })
 
 var _ = AfterSuite(func() {

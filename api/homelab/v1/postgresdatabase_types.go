@@ -182,6 +182,16 @@ type PostgresDatabaseStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored From"
 	RestoredFrom *RestoredFrom `json:"restoredFrom,omitempty"`
+	// LastBackupTime is when the newest Completed Backup (backup.josie.cloud) of this PostgresDatabase, in
+	// its namespace, was committed: that Backup's status.completionTime. Empty while there is none, or when
+	// the cluster does not serve the backup API.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Backup Time"
+	LastBackupTime *metav1.Time `json:"lastBackupTime,omitempty"`
+	// LastBackup is the name of that Backup, in the PostgresDatabase's namespace.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Backup"
+	LastBackup string `json:"lastBackup,omitempty"`
 }
 
 // PostgresDatabase is a database on a PostgresConnection's server, owned by a login role of the same name
@@ -197,6 +207,7 @@ type PostgresDatabaseStatus struct {
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.status.secretName`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Last Backup",type=date,JSONPath=`.status.lastBackupTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="PostgreSQL Database",resources={{Secret,v1}}
 type PostgresDatabase struct {

@@ -194,6 +194,18 @@ type SojuBouncerStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Route Host"
 	RouteHost string `json:"routeHost,omitempty"`
+
+	// LastBackupTime is when the newest Completed Backup (backup.josie.cloud) of this SojuBouncer, in its
+	// namespace, was committed: that Backup's status.completionTime. Empty while there is none, or when the
+	// cluster does not serve the backup API.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Backup Time"
+	LastBackupTime *metav1.Time `json:"lastBackupTime,omitempty"`
+
+	// LastBackup is the name of that Backup, in the SojuBouncer's namespace.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Backup"
+	LastBackup string `json:"lastBackup,omitempty"`
 }
 
 // SojuBouncer is an IRC bouncer run by soju: its PostgreSQL database, config, certificate, Service and
@@ -204,6 +216,7 @@ type SojuBouncerStatus struct {
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]{0,58}[a-z0-9])?$')",message="metadata.name must start with a letter and be at most 60 lowercase letters, digits and '-': it names the bouncer's Service, and its Secret {name}-db"
 // +kubebuilder:printcolumn:name="Hostname",type=string,JSONPath=`.spec.hostname`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Last Backup",type=date,JSONPath=`.status.lastBackupTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="Soju IRC Bouncer",resources={{Deployment,v1},{ConfigMap,v1},{Secret,v1},{Service,v1},{Certificate,v1},{Route,v1},{PodMonitor,v1}}
 type SojuBouncer struct {

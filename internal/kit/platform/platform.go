@@ -22,6 +22,10 @@ type Capabilities struct {
 	// OpenShift is true when the cluster enforces SecurityContextConstraints, which assign pod user and
 	// group IDs themselves.
 	OpenShift bool
+	// Backups is true when the operator's own backup.josie.cloud/v1alpha1 Backups are served. Their CRDs
+	// ship with the operator, but an install may leave them out: the kinds a Backup names then only lack
+	// their last backup in status (docs/backup.md).
+	Backups bool
 }
 
 var (
@@ -31,6 +35,7 @@ var (
 	podMonitors          = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "podmonitors"}
 	istioGateways        = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "gateways"}
 	istioVirtualServices = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "virtualservices"}
+	backups              = schema.GroupVersionResource{Group: "backup.josie.cloud", Version: "v1alpha1", Resource: "backups"}
 )
 
 // Discover asks the API server which optional APIs it serves.
@@ -48,7 +53,7 @@ func DiscoverWith(dc discovery.DiscoveryInterface) (Capabilities, error) {
 	for _, c := range []struct {
 		gvr schema.GroupVersionResource
 		out *bool
-	}{{certificates, &caps.CertManager}, {routes, &caps.Routes}, {sccs, &caps.OpenShift}, {podMonitors, &caps.PodMonitors}} {
+	}{{certificates, &caps.CertManager}, {routes, &caps.Routes}, {sccs, &caps.OpenShift}, {podMonitors, &caps.PodMonitors}, {backups, &caps.Backups}} {
 		ok, err := serves(dc, c.gvr)
 		if err != nil {
 			return Capabilities{}, err

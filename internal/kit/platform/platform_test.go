@@ -35,6 +35,8 @@ func TestDiscoverWith(t *testing.T) {
 		{"istio", []*metav1.APIResourceList{group("networking.istio.io/v1", "gateways", "virtualservices", "destinationrules")}, Capabilities{Istio: true}},
 		{"istio without virtual services", []*metav1.APIResourceList{group("networking.istio.io/v1", "gateways")}, Capabilities{}},
 		{"istio only in v1beta1 (before 1.22)", []*metav1.APIResourceList{group("networking.istio.io/v1beta1", "gateways", "virtualservices")}, Capabilities{}},
+		{"the operator's backup API", []*metav1.APIResourceList{group("backup.josie.cloud/v1alpha1", "backups", "backups/status", "backupstores")}, Capabilities{Backups: true}},
+		{"backup stores without backups", []*metav1.APIResourceList{group("backup.josie.cloud/v1alpha1", "backupstores")}, Capabilities{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
