@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,6 +45,9 @@ const (
 	// DefaultReleaseTimeout is how long a deleted Backup waits for its store before the finalizer is
 	// released anyway, with a Warning event that names the artifact left behind.
 	DefaultReleaseTimeout = 24 * time.Hour
+	// DefaultJobDeadline bounds every Job the Backup controller runs (backup, datastore copy, drill) when
+	// JobDeadline is zero: --backup-job-deadline's default.
+	DefaultJobDeadline = 24 * time.Hour
 )
 
 // Event and condition reasons of Backups besides the API's.
@@ -91,6 +95,10 @@ type backupReconciler struct {
 	ServerMajor func(ctx context.Context, url string) (int, error)
 	// ReleaseTimeout is how long a deleted Backup waits for its store (DefaultReleaseTimeout when zero).
 	ReleaseTimeout time.Duration
+	// JobDeadline is every Job's activeDeadlineSeconds (DefaultJobDeadline when zero): a pod that never
+	// starts (an image that cannot be pulled, a node that is gone) or a transfer that hangs ends as a
+	// failed Job, and its Backup or drill as Failed, never Running for ever.
+	JobDeadline time.Duration
 	// OpenShift leaves a datastore Job's uid to the SCC, as the source's own pod does (backup_ergo.go).
 	OpenShift bool
 	// Now is the clock (time.Now when nil).
@@ -120,6 +128,9 @@ func (r *backupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.ReleaseTimeout == 0 {
 		r.ReleaseTimeout = DefaultReleaseTimeout
+	}
+	if r.JobDeadline == 0 {
+		r.JobDeadline = DefaultJobDeadline
 	}
 	if r.Now == nil {
 		r.Now = time.Now
@@ -375,7 +386,7 @@ func (r *backupReconciler) startJob(ctx context.Context, s *backupScope) (ctrl.R
 	if applied, res, err := s.Apply(ctx, cm, reconcile.ConditionReady); !applied {
 		return res, err
 	}
-	job := jobs.Job(s.b, in)
+	job := r.bounded(jobs.Job(s.b, in))
 	if applied, res, err := s.Apply(ctx, job, reconcile.ConditionReady); !applied {
 		return res, err
 	}
@@ -424,11 +435,20 @@ func (r *backupReconciler) completed(ctx context.Context, s *backupScope) (ctrl.
 func (r *backupReconciler) failed(ctx context.Context, s *backupScope, job *batchv1.Job) {
 	words := r.lastWords(ctx, job)
 	msg := fmt.Sprintf("Job %s failed; nothing that looks complete was left in the store", job.Name)
+	if jobFailedReason(job) == batchv1.JobReasonDeadlineExceeded {
+		msg = fmt.Sprintf("Job %s did not finish within its deadline of %s (--backup-job-deadline); nothing that looks complete was left in the store", job.Name, r.JobDeadline)
+	}
 	if words != "" {
 		msg += ": " + words
 	}
 	s.status.Phase = backupv1.BackupFailed
 	s.Fail(s.previous, reconcile.ConditionReady, backupv1.ReasonJobFailed, msg)
+}
+
+// bounded gives job the Jobs' deadline (JobDeadline).
+func (r *backupReconciler) bounded(job *batchv1.Job) *batchv1.Job {
+	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(r.JobDeadline / time.Second))
+	return job
 }
 
 // lastWords is the backup container's termination message in the Job's newest pod ("" when there is none).
@@ -489,6 +509,16 @@ func (r *backupReconciler) ref(b *backupv1.Backup) backup.Ref {
 // objectKey is the data object's full key in the bucket.
 func objectKey(store *backupv1.BackupStore, ref backup.Ref) string {
 	return namespaceRoot(store.Spec.Prefix, ref.Namespace) + ref.DataKey()
+}
+
+// jobFailedReason is the reason of job's Failed condition ("" when it has none).
+func jobFailedReason(job *batchv1.Job) string {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return c.Reason
+		}
+	}
+	return ""
 }
 
 // jobState is JobComplete, JobFailed, or "" while the Job runs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	. "github.com/onsi/ginkgo/v2"
@@ -153,6 +154,8 @@ var _ = Describe("Backup of a PostgresDatabase", func() {
 		job := awaitJob(ctx, b)
 		// The suite's server is PostgreSQL 15: the image is the template's for 15.
 		Expect(job.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.test/postgres:15"))
+		// Bounded by --backup-job-deadline's default: a pod that never starts fails the Backup in the end.
+		Expect(job.Spec.ActiveDeadlineSeconds).To(HaveValue(BeEquivalentTo(int64(DefaultJobDeadline / time.Second))))
 		Expect(job.Spec.Template.Spec.InitContainers[0].Image).To(Equal(testOptions.OperatorImage))
 		backupPhase(ctx, b, backupv1.BackupRunning)
 		Expect(b.Status.ID).To(Equal(jobs.ID(b)))
@@ -254,6 +257,19 @@ var _ = Describe("Backup of a PostgresDatabase", func() {
 		list, err := repository(ctx, bucket, ns).List(ctx, "PostgresDatabase", "app")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(list).To(BeEmpty())
+	})
+
+	It("is Failed naming the deadline when its Job never finished within --backup-job-deadline", func(ctx SpecContext) {
+		ns := newNamespace("backup-deadline")
+		readyStore(ns)
+		readyPostgresDatabase(ctx, ns, "app", tenantDatabase(ctx, strings.ReplaceAll(ns, "-", "_")))
+		b := createBackup(ctx, ns, "stuck", "app", backupv1.ArtifactRetain)
+		job := awaitJob(ctx, b)
+		// The Job controller's verdict on a pod that never started (no program ran, so no last words).
+		Expect(testutil.FinishJob(ctx, k8s, job, false, batchv1.JobReasonDeadlineExceeded, "")).To(Succeed())
+		backupPhase(ctx, b, backupv1.BackupFailed)
+		Expect(readyOfBackup(b).Reason).To(Equal(backupv1.ReasonJobFailed))
+		Expect(readyOfBackup(b).Message).To(ContainSubstring("did not finish within its deadline of 24h0m0s (--backup-job-deadline)"))
 	})
 
 	It("cannot reach a source in another namespace, and waits for a store that is not Ready", func(ctx SpecContext) {

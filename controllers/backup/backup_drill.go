@@ -221,7 +221,7 @@ func (r *backupReconciler) startDrillJob(ctx context.Context, s *backupScope, sc
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	job := jobs.DrillJob(b, in)
+	job := r.bounded(jobs.DrillJob(b, in))
 	for _, obj := range []client.Object{cm, job} {
 		result, err := r.applier.Apply(ctx, b, obj)
 		var conflict *apply.ConflictError

@@ -118,7 +118,7 @@ func (r *backupReconciler) startDatastoreJob(ctx context.Context, s *backupScope
 	if applied, res, err := s.Apply(ctx, cm, reconcile.ConditionReady); !applied {
 		return res, err
 	}
-	job := jobs.DatastoreJob(s.b, in)
+	job := r.bounded(jobs.DatastoreJob(s.b, in))
 	if applied, res, err := s.Apply(ctx, job, reconcile.ConditionReady); !applied {
 		return res, err
 	}

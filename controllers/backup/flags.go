@@ -17,6 +17,7 @@ const DefaultPostgresImage = "docker.io/library/postgres:%d"
 type Flags struct {
 	postgresImage  *string
 	releaseTimeout *string
+	jobDeadline    *string
 }
 
 // BindFlags defines the backup flags on fs.
@@ -26,6 +27,8 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 			"Image of the pg_dump container of PostgresDatabase and SojuBouncer backups, with %d for the server's major version (docs/backup.md, The image)."),
 		releaseTimeout: fs.String("backup-release-timeout", DefaultReleaseTimeout.String(),
 			"How long a deleted Backup with artifactPolicy Delete waits for its store before it goes without deleting its artifact (docs/backup.md)."),
+		jobDeadline: fs.String("backup-job-deadline", DefaultJobDeadline.String(),
+			"How long a backup, datastore or drill Job may run (its activeDeadlineSeconds) before it, and its Backup or drill, fail (docs/backup.md)."),
 	}
 }
 
@@ -41,9 +44,16 @@ func (f *Flags) Options(workers int) (Options, error) {
 	if err != nil {
 		return Options{}, fmt.Errorf("--backup-release-timeout: %w", err)
 	}
+	deadline, err := parseDuration(*f.jobDeadline)
+	if err != nil {
+		return Options{}, fmt.Errorf("--backup-job-deadline: %w", err)
+	}
+	if deadline < time.Second {
+		return Options{}, fmt.Errorf("--backup-job-deadline: %s is shorter than a second", deadline)
+	}
 	return Options{MaxConcurrentReconciles: workers, OperatorImage: os.Getenv("RELATED_IMAGE_OPERATOR"),
 		PodNamespace: os.Getenv("POD_NAMESPACE"), PodName: os.Getenv("POD_NAME"),
-		PostgresImage: tmpl, ReleaseTimeout: timeout}, nil
+		PostgresImage: tmpl, ReleaseTimeout: timeout, JobDeadline: deadline}, nil
 }
 
 // parseDuration is time.ParseDuration refusing zero and negative durations.

@@ -16,7 +16,9 @@ func TestFlags(t *testing.T) {
 		args    []string
 		image   string
 		timeout time.Duration
-		wantErr bool
+		// deadline is the Jobs' deadline wanted; DefaultJobDeadline when zero.
+		deadline time.Duration
+		wantErr  bool
 	}{
 		{name: "defaults", image: DefaultPostgresImage, timeout: DefaultReleaseTimeout},
 		{name: "a mirror", args: []string{"--backup-postgres-image=registry.example/postgres:%d-bookworm", "--backup-release-timeout=2h"},
@@ -24,6 +26,10 @@ func TestFlags(t *testing.T) {
 		{name: "no %d", args: []string{"--backup-postgres-image=postgres:16"}, wantErr: true},
 		{name: "two verbs", args: []string{"--backup-postgres-image=postgres:%d-%s"}, wantErr: true},
 		{name: "zero timeout", args: []string{"--backup-release-timeout=0s"}, wantErr: true},
+		{name: "a longer Job deadline", args: []string{"--backup-job-deadline=72h"}, image: DefaultPostgresImage,
+			timeout: DefaultReleaseTimeout, deadline: 72 * time.Hour},
+		{name: "zero Job deadline", args: []string{"--backup-job-deadline=0s"}, wantErr: true},
+		{name: "a Job deadline under a second", args: []string{"--backup-job-deadline=500ms"}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,7 +43,10 @@ func TestFlags(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}
-			if err == nil && (opts.PostgresImage != tt.image || opts.ReleaseTimeout != tt.timeout ||
+			if tt.deadline == 0 {
+				tt.deadline = DefaultJobDeadline
+			}
+			if err == nil && (opts.PostgresImage != tt.image || opts.ReleaseTimeout != tt.timeout || opts.JobDeadline != tt.deadline ||
 				opts.OperatorImage != "registry.test/op:v1" || opts.MaxConcurrentReconciles != 3) {
 				t.Errorf("options %+v", opts)
 			}

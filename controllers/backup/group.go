@@ -25,6 +25,8 @@ type Options struct {
 	// ReleaseTimeout is how long a deleted Backup waits for its store to delete its artifact;
 	// DefaultReleaseTimeout when zero.
 	ReleaseTimeout time.Duration
+	// JobDeadline bounds every backup, datastore and drill Job; DefaultJobDeadline when zero.
+	JobDeadline time.Duration
 }
 
 // Group is the backup API group as the manager sees it: one row per kind.
@@ -36,7 +38,7 @@ func Group(opts Options) manager.Group {
 		}},
 		manager.Controller{Name: "Backup", Cache: backupCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
 			return (&backupReconciler{MaxConcurrentReconciles: workers, OperatorImage: opts.OperatorImage, OpenShift: caps.OpenShift,
-				PostgresImage: opts.PostgresImage, ReleaseTimeout: opts.ReleaseTimeout,
+				PostgresImage: opts.PostgresImage, ReleaseTimeout: opts.ReleaseTimeout, JobDeadline: opts.JobDeadline,
 				PodNamespace: opts.PodNamespace, PodName: opts.PodName}).SetupWithManager(mgr)
 		}},
 		manager.Controller{Name: "BackupSchedule", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {

@@ -22,10 +22,6 @@ import (
 const (
 	// ContainerDrill is the drill Job's main container.
 	ContainerDrill = "drill"
-	// DrillDeadlineSeconds bounds a drill Job's run (activeDeadlineSeconds): a pod that never starts (an
-	// image that cannot be pulled) or a restore that hangs ends as a failed Job, so the drill ends Failed
-	// and its Backup is not held from pruning forever.
-	DrillDeadlineSeconds = 24 * 60 * 60
 	// drillApp is the drill children's app.kubernetes.io/name.
 	drillApp = "drill"
 	// drillSuffix ends the name of a drill's children.
@@ -103,14 +99,13 @@ func DrillCommand(b *backupv1.Backup) []string {
 
 // DrillJob is the Job that runs a Backup's restore drill: the backup Job's pod (Job: security context,
 // copy-binary, the store file and CA) with the verify command, the scratch database's credentials and
-// the Backup as its owner. It runs once, for at most DrillDeadlineSeconds.
+// the Backup as its owner. It runs once; the controller bounds it (activeDeadlineSeconds).
 func DrillJob(b *backupv1.Backup, in DrillInput) *batchv1.Job {
 	job := Job(b, Input{Store: in.Store, AccessKeyIDKey: in.AccessKeyIDKey, SecretAccessKeyKey: in.SecretAccessKeyKey,
 		CAKey: in.CAKey, SourceSecret: in.ScratchSecret, ID: b.Status.ID, OperatorImage: in.OperatorImage, PostgresImage: in.PostgresImage})
 	job.ObjectMeta = drillMeta(b)
 	job.Spec.Template.Labels = oplabels.Labels(drillApp, b.Name)
 	job.Spec.BackoffLimit = ptr.To[int32](0)
-	job.Spec.ActiveDeadlineSeconds = ptr.To[int64](DrillDeadlineSeconds)
 	main := &job.Spec.Template.Spec.Containers[0]
 	main.Name = ContainerDrill
 	main.Command = DrillCommand(b)
