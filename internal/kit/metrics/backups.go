@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/schedule"
 )
 
@@ -115,11 +116,6 @@ func drillTime(b *backupv1.Backup) (time.Time, bool) {
 	return finishedTime(b)
 }
 
-// later says whether (t, name) comes after (best, bestName): the newest, a name breaking a tie.
-func later(t time.Time, name string, best time.Time, bestName string) bool {
-	return t.After(best) || (t.Equal(best) && name > bestName)
-}
-
 // Collect lists the Backups and BackupSchedules and sends the gauges. A list that fails leaves this
 // scrape without the gauges it feeds (logged).
 func (c *BackupCollector) Collect(ch chan<- prometheus.Metric) {
@@ -167,10 +163,10 @@ func (c *BackupCollector) Collect(ch chan<- prometheus.Metric) {
 			sources[key] = s
 		}
 		if at, ok := finishedTime(b); ok && b.Status.Phase == backupv1.BackupCompleted &&
-			(s.completed == nil || later(at, b.Name, s.completedAt, s.completed.Name)) {
+			(s.completed == nil || lastbackup.Later(at, b.Name, s.completedAt, s.completed.Name)) {
 			s.completed, s.completedAt = b, at
 		}
-		if at, ok := drillTime(b); ok && (s.drill == nil || later(at, b.Name, s.drillAt, s.drill.Name)) {
+		if at, ok := drillTime(b); ok && (s.drill == nil || lastbackup.Later(at, b.Name, s.drillAt, s.drill.Name)) {
 			s.drill, s.drillAt = b, at
 		}
 		if name := b.Labels[backupv1.LabelSchedule]; name != "" {
@@ -178,7 +174,7 @@ func (c *BackupCollector) Collect(ch chan<- prometheus.Metric) {
 				k := [2]string{b.Namespace, name}
 				if cur := newestFinished[k]; cur == nil {
 					newestFinished[k] = b
-				} else if curAt, _ := finishedTime(cur); later(at, b.Name, curAt, cur.Name) {
+				} else if curAt, _ := finishedTime(cur); lastbackup.Later(at, b.Name, curAt, cur.Name) {
 					newestFinished[k] = b
 				}
 			}

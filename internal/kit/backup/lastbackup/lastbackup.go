@@ -110,7 +110,7 @@ func Newest(backups []backupv1.Backup, kind backupv1.SourceKind, name string) *L
 			continue
 		}
 		at := completedAt(b)
-		if best == nil || at.After(bestAt) || (at.Equal(bestAt) && b.Name > best.Name) {
+		if best == nil || Later(at, b.Name, bestAt, best.Name) {
 			best, bestAt = b, at
 		}
 	}
@@ -118,6 +118,13 @@ func Newest(backups []backupv1.Backup, kind backupv1.SourceKind, name string) *L
 		return nil
 	}
 	return &Last{Name: best.Name, Time: metav1.NewTime(bestAt)}
+}
+
+// Later says whether a Backup finished at t and named name comes after the one finished at best and named
+// bestName: the newer, the greater name breaking a tie. The one order of "newest" for the source objects'
+// status and the backup metrics.
+func Later(t time.Time, name string, best time.Time, bestName string) bool {
+	return t.After(best) || (t.Equal(best) && name > bestName)
 }
 
 // completedAt is when b was committed: status.completionTime, else (never for a Backup the operator
