@@ -22,7 +22,6 @@ import (
 	"github.com/platform-operator/platform-operator/internal/kit/backup"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/jobs"
 	"github.com/platform-operator/platform-operator/internal/kit/objectstore"
-	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
 	"github.com/platform-operator/platform-operator/internal/testutil"
 	"github.com/platform-operator/platform-operator/internal/testutil/jobrun"
 )
@@ -103,9 +102,9 @@ func runJobLocally(ctx context.Context, job *batchv1.Job) (int, string) {
 // runJobCommand is runJobLocally that also returns what the program wrote to the termination log.
 func runJobCommand(ctx context.Context, job *batchv1.Job) (code int, out, termination string) {
 	GinkgoHelper()
-	pgBin, err := postgrestest.BinDir()
+	local, err := jobrun.WithPostgres(k8s, GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
-	r, err := jobrun.Local{Reader: k8s, Binary: operatorBinary(), Path: pgBin + ":/usr/bin:/bin", Dir: GinkgoT().TempDir()}.Run(ctx, job)
+	r, err := local.Run(ctx, job)
 	Expect(err).NotTo(HaveOccurred())
 	return r.ExitCode, r.Output, r.Termination
 }

@@ -121,9 +121,9 @@ func restoreJob(ctx context.Context, db *homelabv1.PostgresDatabase) *batchv1.Jo
 // (jobrun): the operator's binary, the machine's pg_restore. It returns the exit code and the output.
 func runRestoreLocally(ctx context.Context, job *batchv1.Job) (int, string) {
 	GinkgoHelper()
-	pgBin, err := postgrestest.BinDir()
+	local, err := jobrun.WithPostgres(k8s, GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
-	r, err := jobrun.Local{Reader: k8s, Binary: operatorBinary(), Path: pgBin + ":/usr/bin:/bin", Dir: GinkgoT().TempDir()}.Run(ctx, job)
+	r, err := local.Run(ctx, job)
 	Expect(err).NotTo(HaveOccurred())
 	return r.ExitCode, r.Output
 }

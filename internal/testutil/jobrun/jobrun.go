@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/platform-operator/platform-operator/internal/kit/backup/jobs"
+	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
 	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
@@ -226,4 +227,18 @@ func OperatorBinary() (string, error) {
 		built = bin
 	})
 	return built, buildErr
+}
+
+// WithPostgres is a Local for the Jobs whose image holds PostgreSQL's client tools (pg_dump, pg_restore):
+// the operator's binary (OperatorBinary) and this machine's tools (postgrestest.BinDir) on the PATH.
+func WithPostgres(reader client.Reader, dir string) (Local, error) {
+	bin, err := OperatorBinary()
+	if err != nil {
+		return Local{}, err
+	}
+	pgBin, err := postgrestest.BinDir()
+	if err != nil {
+		return Local{}, err
+	}
+	return Local{Reader: reader, Binary: bin, Path: pgBin + ":/usr/bin:/bin", Dir: dir}, nil
 }
