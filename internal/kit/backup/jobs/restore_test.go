@@ -40,24 +40,9 @@ func TestRestoreJob(t *testing.T) {
 			if o := metav1.GetControllerOf(job); o == nil || o.Kind != "PostgresDatabase" || o.Name != "app" {
 				t.Fatalf("controller %+v", o)
 			}
-			if *job.Spec.BackoffLimit != 0 || job.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
-				t.Fatal("a restore runs once")
-			}
+			checkToolJob(t, job, in.OperatorImage, ContainerRestore, PostgresImage("docker.io/library/postgres:%d", tt.major))
 			pod := job.Spec.Template.Spec
-			if *pod.AutomountServiceAccountToken || !*pod.SecurityContext.RunAsNonRoot || pod.SecurityContext.SeccompProfile == nil {
-				t.Fatalf("pod security %+v", pod.SecurityContext)
-			}
-			if len(pod.InitContainers) != 1 || pod.InitContainers[0].Name != ContainerCopy || pod.InitContainers[0].Image != in.OperatorImage {
-				t.Fatalf("init containers %+v", pod.InitContainers)
-			}
 			c := pod.Containers[0]
-			if c.Name != ContainerRestore || c.Image != PostgresImage("docker.io/library/postgres:%d", tt.major) {
-				t.Fatalf("container %s image %s", c.Name, c.Image)
-			}
-			if c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError || !*c.SecurityContext.ReadOnlyRootFilesystem ||
-				*c.SecurityContext.AllowPrivilegeEscalation || c.SecurityContext.Capabilities.Drop[0] != "ALL" {
-				t.Fatalf("container security %+v %s", c.SecurityContext, c.TerminationMessagePolicy)
-			}
 			want := []string{Binary, "backup", "restore", "--store-config", "/etc/backup-store/store.yaml", "--namespace", "team-a",
 				"--kind", "PostgresDatabase", "--name", "old-app", "--id", in.ID, "--target-url-env", "DATABASE_URL", "--result-file", "/dev/termination-log"}
 			if !slices.Equal(c.Command, want) {
