@@ -144,7 +144,7 @@ type databaseScope struct {
 	secretLive  *corev1.Secret
 	secretName  string
 	// restoredFrom is the restore that succeeded (spec.restore), this reconcile or before.
-	restoredFrom *homelabv1.RestoredFrom
+	restoredFrom *backupv1.RestoredFrom
 	// lastBackup is the newest Completed Backup of the database: as the status shows it until
 	// observeLastBackup reads it (a deleted database keeps it), nil when there is none.
 	lastBackup *lastbackup.Last

@@ -3,6 +3,7 @@ package homelab
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/kit/backup"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/jobs"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/restoresource"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 )
@@ -42,56 +44,6 @@ const (
 // password lives in the restore's own Secret and the workload's Secret is not written.
 func restorePending(db *homelabv1.PostgresDatabase) bool {
 	return db.Spec.Restore != nil && db.Status.RestoredFrom == nil
-}
-
-// restoreSource is the artifact a restore reads, resolved in the database's namespace.
-type restoreSource struct {
-	backup     string
-	store      *backupv1.BackupStore
-	sourceName string
-	id         string
-}
-
-// resolveRestoreSource finds spec.restore's artifact: a Backup of this namespace that is Completed and of
-// kind PostgresDatabase, or a store, source name and id; the store must be Ready. It returns a condition
-// reason and message when it cannot, and whether that is a wait (something may still change) rather than
-// a refusal.
-func (r *PostgresDatabaseReconciler) resolveRestoreSource(ctx context.Context, db *homelabv1.PostgresDatabase) (*restoreSource, string, string, bool, error) {
-	spec := db.Spec.Restore
-	src := &restoreSource{backup: spec.Backup, sourceName: spec.SourceName, id: spec.ID}
-	storeName := spec.Store
-	if spec.Backup != "" {
-		b := &backupv1.Backup{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: spec.Backup}, b); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, homelabv1.ReasonBackupNotFound, fmt.Sprintf("Backup %q does not exist in namespace %s", spec.Backup, db.Namespace), true, nil
-			}
-			return nil, "", "", true, err
-		}
-		if b.Spec.Source.Kind != backupv1.SourcePostgresDatabase {
-			return nil, homelabv1.ReasonWrongKind, fmt.Sprintf("Backup %q is a backup of a %s, not of a PostgresDatabase", b.Name, b.Spec.Source.Kind), false, nil
-		}
-		if b.Status.Phase != backupv1.BackupCompleted || b.Status.ID == "" {
-			phase := string(b.Status.Phase)
-			if phase == "" {
-				phase = "not started"
-			}
-			return nil, homelabv1.ReasonBackupNotCompleted, fmt.Sprintf("Backup %q is %s; the restore waits until it is Completed", b.Name, phase), true, nil
-		}
-		storeName, src.sourceName, src.id = b.Spec.Store, b.Spec.Source.Name, b.Status.ID
-	}
-	store := &backupv1.BackupStore{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: storeName}, store); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, homelabv1.ReasonBackupNotFound, fmt.Sprintf("BackupStore %q does not exist in namespace %s", storeName, db.Namespace), true, nil
-		}
-		return nil, "", "", true, err
-	}
-	if !meta.IsStatusConditionTrue(store.Status.Conditions, reconcile.ConditionReady) {
-		return nil, homelabv1.ReasonStoreNotReady, fmt.Sprintf("BackupStore %q is not Ready", storeName), true, nil
-	}
-	src.store = store
-	return src, "", "", false, nil
 }
 
 // reconcileRestore restores spec.restore's backup into the new, empty database before anything else may
@@ -128,17 +80,18 @@ func (r *PostgresDatabaseReconciler) reconcileRestore(ctx context.Context, s *da
 		s.wait(homelabv1.ConditionRestored, "waiting for the database")
 		return ctrl.Result{}, nil
 	}
-	src, reason, msg, wait, err := r.resolveRestoreSource(ctx, db)
+	src, err := restoresource.Resolve(ctx, r.Client, db.Namespace, backupv1.SourcePostgresDatabase, db.Spec.Restore)
+	var refusal *restoresource.Refusal
 	switch {
+	case errors.As(err, &refusal) && refusal.Wait:
+		s.Set(homelabv1.ConditionRestored, metav1.ConditionFalse, refusal.Reason, refusal.Message)
+		return ctrl.Result{RequeueAfter: RestoreWaitRecheck}, nil
+	case errors.As(err, &refusal):
+		s.Fail(s.before, homelabv1.ConditionRestored, refusal.Reason, refusal.Message)
+		return ctrl.Result{}, nil
 	case err != nil:
 		s.wait(homelabv1.ConditionRestored, "the restore source could not be read: "+err.Error())
 		return ctrl.Result{}, err
-	case reason != "" && wait:
-		s.Set(homelabv1.ConditionRestored, metav1.ConditionFalse, reason, msg)
-		return ctrl.Result{RequeueAfter: RestoreWaitRecheck}, nil
-	case reason != "":
-		s.Fail(s.before, homelabv1.ConditionRestored, reason, msg)
-		return ctrl.Result{}, nil
 	}
 
 	job := &batchv1.Job{}
@@ -155,8 +108,7 @@ func (r *PostgresDatabaseReconciler) reconcileRestore(ctx context.Context, s *da
 	case batchv1.JobComplete:
 		// The Job's completion is the time: a reconcile that sees the Job again before the cache has the
 		// status written now computes the same status (no second write, no second event).
-		s.restoredFrom = &homelabv1.RestoredFrom{Backup: src.backup, Store: src.store.Name, SourceName: src.sourceName, ID: src.id,
-			Time: jobCompletion(job)}
+		s.restoredFrom = src.RestoredFrom(jobCompletion(job))
 		s.Set(homelabv1.ConditionRestored, metav1.ConditionTrue, homelabv1.ReasonRestored, restoredMessage(s.restoredFrom))
 		if reconcile.Changed(s.before, homelabv1.ConditionRestored, metav1.ConditionTrue, homelabv1.ReasonRestored) {
 			s.Normal(EventRestored, restoredMessage(s.restoredFrom))
@@ -176,14 +128,14 @@ func (r *PostgresDatabaseReconciler) reconcileRestore(ctx context.Context, s *da
 		return res, err
 	}
 	s.Set(homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonRestoring,
-		fmt.Sprintf("Job %s is restoring %s/%s of BackupStore %s", job.Name, src.sourceName, src.id, src.store.Name))
+		fmt.Sprintf("Job %s is restoring %s/%s of BackupStore %s", job.Name, src.SourceName, src.ID, src.Store.Name))
 	return ctrl.Result{}, nil
 }
 
 // startRestore checks that the database holds no table (a database kept by reclaimPolicy Retain and taken
 // up again is never written into), chooses pg_restore's image from the server's major version, and
 // applies the store file, the Job and its credentials Secret.
-func (r *PostgresDatabaseReconciler) startRestore(ctx context.Context, s *databaseScope, src *restoreSource) (ctrl.Result, error) {
+func (r *PostgresDatabaseReconciler) startRestore(ctx context.Context, s *databaseScope, src *restoresource.Source) (ctrl.Result, error) {
 	operatorImage := r.own.Get(ctx)
 	if operatorImage == "" {
 		s.Set(homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonOperatorImageUnknown,
@@ -200,9 +152,9 @@ func (r *PostgresDatabaseReconciler) startRestore(ctx context.Context, s *databa
 			fmt.Sprintf("database %s already holds %d tables (%s...): a restore never writes into a database with content", s.name, len(tables), tables[0]))
 		return ctrl.Result{}, nil
 	}
-	akid, sak, ca := jobs.StoreKeys(src.store)
-	in := jobs.RestoreInput{Store: src.store, AccessKeyIDKey: akid, SecretAccessKeyKey: sak, CAKey: ca,
-		CredentialsSecret: jobs.RestoreSecretName(s.db), SourceName: src.sourceName, ID: src.id,
+	akid, sak, ca := jobs.StoreKeys(src.Store)
+	in := jobs.RestoreInput{Store: src.Store, AccessKeyIDKey: akid, SecretAccessKeyKey: sak, CAKey: ca,
+		CredentialsSecret: jobs.RestoreSecretName(s.db), SourceName: src.SourceName, ID: src.ID,
 		OperatorImage: operatorImage, PostgresImage: jobs.PostgresImage(r.PostgresImage, major)}
 	cm, err := jobs.RestoreConfigMap(s.db, in)
 	if err != nil {
@@ -219,7 +171,7 @@ func (r *PostgresDatabaseReconciler) startRestore(ctx context.Context, s *databa
 		return res, err
 	}
 	s.Set(homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonRestoring,
-		fmt.Sprintf("Job %s is restoring %s/%s of BackupStore %s (image %s)", job.Name, src.sourceName, src.id, src.store.Name, in.PostgresImage))
+		fmt.Sprintf("Job %s is restoring %s/%s of BackupStore %s (image %s)", job.Name, src.SourceName, src.ID, src.Store.Name, in.PostgresImage))
 	return ctrl.Result{}, nil
 }
 
@@ -324,7 +276,7 @@ func jobState(job *batchv1.Job) batchv1.JobConditionType {
 	return ""
 }
 
-func restoredMessage(f *homelabv1.RestoredFrom) string {
+func restoredMessage(f *backupv1.RestoredFrom) string {
 	what := fmt.Sprintf("%s/%s of BackupStore %s", f.SourceName, f.ID, f.Store)
 	if f.Backup != "" {
 		what = fmt.Sprintf("Backup %s (%s)", f.Backup, what)

@@ -2,6 +2,8 @@ package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backupv1alpha1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 )
 
 // Condition types of a PostgresDatabase besides Ready.
@@ -17,34 +19,34 @@ const (
 	ConditionCleanup = "Cleanup"
 	// ConditionRestored is set on a PostgresDatabase with spec.restore: True once the backup is restored
 	// into its new database; until then the Secret is not written and Ready is False.
-	ConditionRestored = "Restored"
+	ConditionRestored = backupv1alpha1.ConditionRestored
 )
 
 // Reasons of the Restored condition (docs/backup.md, "Restoring a PostgresDatabase").
 const (
 	// ReasonRestoring is the restore Job running, or about to be created.
-	ReasonRestoring = "Restoring"
+	ReasonRestoring = backupv1alpha1.ReasonRestoring
 	// ReasonRestored is the backup restored: the Secret is written and the database handed over.
-	ReasonRestored = "Restored"
+	ReasonRestored = backupv1alpha1.ReasonRestored
 	// ReasonRestoreFailed is the restore Job failed; its message is the program's last words. The new
 	// database is unusable and nothing is retried: delete the PostgresDatabase and create it again.
-	ReasonRestoreFailed = "RestoreFailed"
+	ReasonRestoreFailed = backupv1alpha1.ReasonRestoreFailed
 	// ReasonBackupNotFound is spec.restore's Backup or BackupStore missing from the namespace, or an
 	// artifact with no manifest in the store.
-	ReasonBackupNotFound = "BackupNotFound"
+	ReasonBackupNotFound = backupv1alpha1.ReasonBackupNotFound
 	// ReasonBackupNotCompleted is a Backup that is not (yet) Completed: the restore waits for it.
-	ReasonBackupNotCompleted = "BackupNotCompleted"
+	ReasonBackupNotCompleted = backupv1alpha1.ReasonBackupNotCompleted
 	// ReasonWrongKind is a Backup (or an artifact) of another kind than PostgresDatabase.
-	ReasonWrongKind = "WrongKind"
+	ReasonWrongKind = backupv1alpha1.ReasonWrongKind
 	// ReasonStoreNotReady is spec.restore's store (or the Backup's) not Ready: the restore waits for it.
 	ReasonStoreNotReady = "StoreNotReady"
 	// ReasonOperatorImageUnknown is an operator that does not know its own image (RELATED_IMAGE_OPERATOR
 	// unset), which the restore Job's init container runs: the restore waits.
-	ReasonOperatorImageUnknown = "OperatorImageUnknown"
+	ReasonOperatorImageUnknown = backupv1alpha1.ReasonOperatorImageUnknown
 	// ReasonTargetNotEmpty is a database already on the server holding tables (one kept by reclaimPolicy
 	// Retain being taken up again): a restore never writes into it. Delete the PostgresDatabase, or drop
 	// spec.restore by creating it again without one.
-	ReasonTargetNotEmpty = "TargetNotEmpty"
+	ReasonTargetNotEmpty = backupv1alpha1.ReasonTargetNotEmpty
 )
 
 // Reasons of a PostgresDatabase's conditions.
@@ -132,27 +134,7 @@ type PostgresDatabaseSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.restore cannot change"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore"
-	Restore *RestoreSource `json:"restore,omitempty"`
-}
-
-// RestoredFrom records the backup a PostgresDatabase was restored from.
-type RestoredFrom struct {
-	// Backup is the Backup restored, when spec.restore named one.
-	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored Backup"
-	Backup string `json:"backup,omitempty"`
-	// Store is the BackupStore the artifact was read from.
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored Store"
-	Store string `json:"store"`
-	// SourceName is the PostgresDatabase the backup was taken of.
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored Source"
-	SourceName string `json:"sourceName"`
-	// ID is the artifact's id.
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored ID"
-	ID string `json:"id"`
-	// Time is when the restore succeeded (its Job completed).
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored At"
-	Time metav1.Time `json:"time"`
+	Restore *backupv1alpha1.RestoreSource `json:"restore,omitempty"`
 }
 
 // PostgresDatabaseStatus is what the operator made on the server and in the namespace.
@@ -181,7 +163,7 @@ type PostgresDatabaseStatus struct {
 	// RestoredFrom is the backup the database was restored from (spec.restore), once restored.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored From"
-	RestoredFrom *RestoredFrom `json:"restoredFrom,omitempty"`
+	RestoredFrom *backupv1alpha1.RestoredFrom `json:"restoredFrom,omitempty"`
 	// LastBackupTime is when the newest Completed Backup (backup.josie.cloud) of this PostgresDatabase, in
 	// its namespace, was committed: that Backup's status.completionTime. Empty while there is none, or when
 	// the cluster does not serve the backup API.

@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backupv1alpha1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 )
 
 // ErgoNetworkSpec is the IRC network a user asks for.
@@ -11,6 +13,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || has(self.tls)",message="spec.tls is required when spec.route is set",fieldPath=".tls"
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || self.listeners.exists(l, has(l.tls) && l.tls)",message="spec.route needs a listener with tls: true to pass TLS through to",fieldPath=".route"
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || !has(self.route.host) || size(self.route.host) == 0 || !has(self.tls) || (!has(self.tls.dnsNames) || size(self.tls.dnsNames) == 0 ? self.route.host == self.hostname : self.tls.dnsNames.exists(d, d == self.route.host || (d.startsWith('*.') && self.route.host.indexOf('.') > 0 && self.route.host.substring(self.route.host.indexOf('.')) == d.substring(1))))",message="spec.route.host must be covered by the certificate: equal to one of spec.tls.dnsNames or match a one-label wildcard among them (*.example.com covers irc.example.com, not a.b.example.com), or equal spec.hostname when spec.tls.dnsNames is empty",fieldPath=".route.host"
+// +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore)",message="spec.restore is set only at creation: it cannot be added or removed",fieldPath=".restore"
 type ErgoNetworkSpec struct {
 	// Hostname is the server's DNS name: ergo's server name, the default certificate DNS name and the
 	// default network name. Ergo refuses server names without a dot, so it needs at least two labels.
@@ -64,6 +67,17 @@ type ErgoNetworkSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resources",xDescriptors="urn:alm:descriptor:com.tectonic.ui:resourceRequirements"
 	Resources *ResourceRequirements `json:"resources,omitempty"`
+
+	// Restore starts the new network from a backup of an ErgoNetwork of this namespace: a Backup
+	// (Completed, of kind ErgoNetwork), or a BackupStore with the source's name and the artifact's id.
+	// The claim is made, the backup's ircd.db is written into it by a Job, and only then does ergo start
+	// on it. A restore never writes into a claim that already holds a datastore. It is set only at
+	// creation and cannot change. A failed restore is not retried: delete the ErgoNetwork (and its claim,
+	// with storage.reclaimPolicy Delete) and create it again.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.restore cannot change"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore"
+	Restore *backupv1alpha1.RestoreSource `json:"restore,omitempty"`
 }
 
 // OperCredentials points at the user's Secret with the operator password hash. The operator reads it and
@@ -267,6 +281,23 @@ type ErgoNetworkStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Route Host"
 	RouteHost string `json:"routeHost,omitempty"`
+
+	// RestoredFrom is the backup the network was restored from (spec.restore), once restored.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored From"
+	RestoredFrom *backupv1alpha1.RestoredFrom `json:"restoredFrom,omitempty"`
+
+	// LastBackupTime is when the newest Completed Backup (backup.josie.cloud) of this ErgoNetwork, in its
+	// namespace, was committed: that Backup's status.completionTime. Empty while there is none, or when the
+	// cluster does not serve the backup API.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Backup Time"
+	LastBackupTime *metav1.Time `json:"lastBackupTime,omitempty"`
+
+	// LastBackup is the name of that Backup, in the ErgoNetwork's namespace.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Backup"
+	LastBackup string `json:"lastBackup,omitempty"`
 }
 
 // ErgoNetwork is an IRC network run by the ergo server: its config, storage, certificate, Service and

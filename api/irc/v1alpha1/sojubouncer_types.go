@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backupv1alpha1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 )
 
 // SojuBouncerSpec is the IRC bouncer a user asks for. Listeners, TLS, route and resources are the same
@@ -11,6 +13,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || self.listeners.exists(l, has(l.tls) && l.tls)",message="spec.route needs a listener with tls: true to pass TLS through to",fieldPath=".route"
 // +kubebuilder:validation:XValidation:rule="!has(self.route) || !has(self.route.host) || size(self.route.host) == 0 || !has(self.tls) || (!has(self.tls.dnsNames) || size(self.tls.dnsNames) == 0 ? self.route.host == self.hostname : self.tls.dnsNames.exists(d, d == self.route.host || (d.startsWith('*.') && self.route.host.indexOf('.') > 0 && self.route.host.substring(self.route.host.indexOf('.')) == d.substring(1))))",message="spec.route.host must be covered by the certificate: equal to one of spec.tls.dnsNames or match a one-label wildcard among them (*.example.com covers irc.example.com, not a.b.example.com), or equal spec.hostname when spec.tls.dnsNames is empty",fieldPath=".route.host"
 // +kubebuilder:validation:XValidation:rule="!has(self.metrics) || !has(self.metrics.enabled) || !self.metrics.enabled || !has(self.metrics.port) || !self.listeners.exists(l, l.address.matches('^.*:[0-9]{1,5}$') && int(l.address.substring(l.address.lastIndexOf(':') + 1)) == self.metrics.port)",message="spec.metrics.port must differ from every listener's port while metrics are enabled",fieldPath=".metrics.port"
+// +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore)",message="spec.restore is set only at creation: it cannot be added or removed",fieldPath=".restore"
 type SojuBouncerSpec struct {
 	// Hostname is the bouncer's DNS name: soju's server name (the hostname directive) and the default
 	// certificate DNS name.
@@ -74,6 +77,18 @@ type SojuBouncerSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Metrics"
 	Metrics *SojuMetrics `json:"metrics,omitempty"`
+
+	// Restore starts the new bouncer from a backup of a SojuBouncer of this namespace: a Backup
+	// (Completed, of kind SojuBouncer), or a BackupStore with the source's name and the artifact's id.
+	// The role and the empty database are made as usual, the backup is restored into it by a Job
+	// (pg_restore --no-owner --no-acl, as the bouncer's role), and only then does soju start on it. A
+	// backup written by a newer soju schema than the image's is refused (Restored=False, SchemaTooNew).
+	// It is set only at creation and cannot change. A failed restore is not retried: delete the
+	// SojuBouncer and create it again.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.restore cannot change"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore"
+	Restore *backupv1alpha1.RestoreSource `json:"restore,omitempty"`
 }
 
 // SojuMetrics is soju's Prometheus endpoint.
@@ -206,6 +221,11 @@ type SojuBouncerStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Backup"
 	LastBackup string `json:"lastBackup,omitempty"`
+
+	// RestoredFrom is the backup the bouncer was restored from (spec.restore), once restored.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored From"
+	RestoredFrom *backupv1alpha1.RestoredFrom `json:"restoredFrom,omitempty"`
 }
 
 // SojuBouncer is an IRC bouncer run by soju: its PostgreSQL database, config, certificate, Service and
