@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/nats-io/nats.go/jetstream"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -180,6 +181,38 @@ var _ = Describe("iot Deployment", func() {
 		Expect(desiredGenerations(ctx, d)).To(BeEmpty())
 		for _, dev := range devices {
 			Eventually(func() bool { _, ok := dev.Runtime.Running(fleet.DeploymentKey{Namespace: ns, Name: "web"}); return ok }).Should(BeFalse())
+		}
+	})
+
+	It("publishes again the desired state lost from the bucket once its memory of the last pass is gone, as at an operator start (docs/backup.md: what needs no backup)", func(ctx SpecContext) {
+		ns := newNamespace()
+		devices := startDevices(ns, 3)
+		d := createWeb(ctx, ns)
+		Eventually(func() int32 { return get(ctx, d).Status.Aggregate.Succeeded }).Should(BeEquivalentTo(3))
+		key := fleet.DeploymentKey{Namespace: ns, Name: "web"}
+		want := map[string]int64{ns + "-dev-0": 1, ns + "-dev-1": 1, ns + "-dev-2": 1}
+		Expect(desiredGenerations(ctx, d)).To(Equal(want))
+
+		By("losing the Deployment's desired states from the bucket (its subjects purged from the stream, no marker left, as after a lost NATS volume)")
+		js, err := jetstream.New(fleetStore.Conn())
+		Expect(err).NotTo(HaveOccurred())
+		stream, err := js.Stream(ctx, "KV_"+fleet.BucketDesired)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(stream.Purge(ctx, jetstream.WithPurgeSubject("$KV."+fleet.BucketDesired+"."+fleet.DesiredDeploymentFilter(key)))).To(Succeed())
+		Expect(desiredGenerations(ctx, d)).To(BeEmpty())
+
+		By("a reconcile that still remembers its last pass publishes nothing (the control: the pass, not any reconcile, restores it)")
+		r := reconciler.reconciles.Load()
+		reconciler.wakeUp(ctx, types.NamespacedName{Namespace: ns, Name: "web"})
+		Eventually(reconciler.reconciles.Load).Should(BeNumerically(">", r))
+		Consistently(func() map[string]int64 { return desiredGenerations(ctx, d) }, "1s", "100ms").Should(BeEmpty())
+
+		By("forgetting the last pass, as a restarted operator has never made one")
+		reconciler.plans.forget(key)
+		reconciler.wakeUp(ctx, types.NamespacedName{Namespace: ns, Name: "web"})
+		Eventually(func() map[string]int64 { return desiredGenerations(ctx, d) }).Should(Equal(want))
+		for _, dev := range devices {
+			Eventually(func() bool { _, ok := dev.Runtime.Running(key); return ok }).Should(BeTrue())
 		}
 	})
 
