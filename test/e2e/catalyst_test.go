@@ -379,6 +379,30 @@ var _ = Describe("catalyst Environment", func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalyst.IngressName}, ing)).To(Succeed())
 		Expect(ing.Spec.TLS).To(HaveLen(1))
 
+		By("the environment's namespace deleted behind the operator's back: made anew once gone, the same commit deployed again (docs/backup.md: what needs no backup)")
+		oldUID := n.UID
+		Expect(k8s.Delete(ctx, n)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			again := &corev1.Namespace{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: ns}, again)).To(Succeed())
+			g.Expect(again.UID).NotTo(Equal(oldUID), "still the deleted namespace")
+			g.Expect(again.DeletionTimestamp).To(BeNil())
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		Expect(environmentReady(ctx, env)).To(Equal(ns))
+		Eventually(ctx, func(g Gomega) {
+			got, err := getEnvironment(ctx, env)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Status.Deployment).NotTo(BeNil())
+			g.Expect(got.Status.Deployment.Commit).To(Equal(t.commit))
+			again := &appsv1.Deployment{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalysttest.AppDeployment}, again)).To(Succeed())
+			g.Expect(again.UID).NotTo(Equal(d.UID), "the workload was made anew in the new namespace")
+			g.Expect(again.Spec.Template.Spec.Containers[0].Image).To(Equal(t.image()))
+			g.Expect(again.Status.AvailableReplicas).To(BeEquivalentTo(1))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalyst.QuotaName}, &corev1.ResourceQuota{})).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalyst.NetworkPolicyName}, &networkingv1.NetworkPolicy{})).To(Succeed())
+
 		By("deleting the Environment (background, as kubectl does)")
 		Expect(k8s.Delete(ctx, env, client.PropagationPolicy("Background"))).To(Succeed())
 		namespaceBeforeEnvironment(ctx, env, ns)
