@@ -123,6 +123,11 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("ircd.db at %s: %w", human(size), err)
 		}
 	}
+	for _, size := range o.streamSizes {
+		if err := b.stream(ctx, size); err != nil {
+			return fmt.Errorf("stream of %s: %w", human(size), err)
+		}
+	}
 	env.took = time.Since(start)
 	env.loadEnd = loadAverage()
 	report := render(o, env, b.rows)

@@ -9,9 +9,10 @@
 // It times each step and samples /proc for the peak resident set (VmHWM) and CPU time of every process
 // the step runs (the operator's program, pg_dump, pg_restore), and prints one table; -out writes it into
 // docs/performance.md between its bench-backup markers. Everything it writes goes under $TMPDIR and is
-// deleted at the end.
+// deleted at the end. -stream-sizes measures the program alone: a put of a generated stream from its
+// standard input and a get back, with each process's exact peak RSS (wait4).
 //
-//	go run ./hack/bench-backup [-operator bin/platform-operator] [-pg-sizes 16MiB] [-ircd-sizes 10MB] [-out FILE]
+//	go run ./hack/bench-backup [-operator bin/platform-operator] [-pg-sizes 16MiB] [-ircd-sizes 10MB] [-stream-sizes 64MiB,4GiB] [-out FILE]
 package main
 
 import (
@@ -30,6 +31,7 @@ func main() {
 	flag.StringVar(&o.operator, "operator", "bin/platform-operator", "the operator's binary (the program the Jobs run)")
 	pgSizes := flag.String("pg-sizes", "16MiB", "database sizes to measure, comma-separated (pg_database_size after the fill), e.g. 64MiB,1GiB; empty for none")
 	ircdSizes := flag.String("ircd-sizes", "10MB", "ircd.db sizes to measure, comma-separated, e.g. 10MB,100MB; empty for none")
+	streamSizes := flag.String("stream-sizes", "", "sizes of a generated stream put from standard input and got back, the program alone (exact peak RSS), e.g. 64MiB,4GiB; empty for none")
 	flag.IntVar(&o.accounts, "accounts", 10000, "registered accounts in each ircd.db")
 	flag.IntVar(&o.channels, "channels", 1000, "registered channels in each ircd.db")
 	flag.StringVar(&o.out, "out", "", "write the report between the bench-backup markers of this file (docs/performance.md); empty prints only")
@@ -43,6 +45,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench-backup: -ircd-sizes: %v\n", err)
 		os.Exit(2)
 	}
+	if o.streamSizes, err = parseSizes(*streamSizes); err != nil {
+		fmt.Fprintf(os.Stderr, "bench-backup: -stream-sizes: %v\n", err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
@@ -53,10 +59,10 @@ func main() {
 
 // options are the command's flags.
 type options struct {
-	operator           string
-	pgSizes, ircdSizes []int64
-	accounts, channels int
-	out                string
+	operator                        string
+	pgSizes, ircdSizes, streamSizes []int64
+	accounts, channels              int
+	out                             string
 }
 
 // parseSizes reads "64MiB,1GiB,10MB": a number and a unit (B, KB, MB, GB: powers of 1000; KiB, MiB, GiB:

@@ -46,7 +46,7 @@ func cpu(procs map[string]usage, name string) string {
 // render is the report: the machine, then one table of every step.
 func render(o options, m machine, rows []row) string {
 	var w strings.Builder
-	fmt.Fprintf(&w, "### Figures of the last run\n\n")
+	fmt.Fprintf(&w, "### Backup figures of the last run\n\n")
 	var args []string
 	if len(o.pgSizes) > 0 {
 		var s []string
@@ -62,6 +62,13 @@ func render(o options, m machine, rows []row) string {
 		}
 		args = append(args, fmt.Sprintf("ircd.db %s (%d accounts, %d channels)", strings.Join(s, ", "), o.accounts, o.channels))
 	}
+	if len(o.streamSizes) > 0 {
+		var s []string
+		for _, n := range o.streamSizes {
+			s = append(s, human(n))
+		}
+		args = append(args, "stream "+strings.Join(s, ", "))
+	}
 	fmt.Fprintf(&w, "%s, `make bench-backup` (%s); took %s.\n\n", m.when, strings.Join(args, "; "), m.took.Round(time.Second))
 	fmt.Fprintf(&w, "| | |\n|---|---|\n")
 	for _, kv := range [][2]string{
@@ -73,7 +80,11 @@ func render(o options, m machine, rows []row) string {
 	} {
 		fmt.Fprintf(&w, "| %s | %s |\n", kv[0], kv[1])
 	}
-	fmt.Fprintf(&w, "\nPeak RSS is each process's VmHWM read from /proc every 10 ms; CPU is its user + system time. ")
+	fmt.Fprintf(&w, "\nPeak RSS is each process's VmHWM read from /proc every 10 ms")
+	if len(o.streamSizes) > 0 {
+		fmt.Fprintf(&w, " (for the stream rows: wait4's exact ru_maxrss and CPU times)")
+	}
+	fmt.Fprintf(&w, "; CPU is its user + system time. ")
 	fmt.Fprintf(&w, "Throughput is the data's size (the database's `pg_database_size`, the file's size) over the wall time.\n\n")
 	fmt.Fprintf(&w, "| data | size | artifact | step | wall time | throughput | peak RSS: `platform-operator` | its CPU | peak RSS: `pg_dump` / `pg_restore` | its CPU |\n")
 	fmt.Fprintf(&w, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
