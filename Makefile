@@ -199,6 +199,10 @@ test-unit: manifests generate fmt vet controlplane-full build $(SCORECARD_TEST) 
 bench: controlplane build postgres ## Measure convergence against the API server's floor, writes, steady state, memory and latency; writes docs/performance.md (BENCH_ARGS adds flags, e.g. -sizes=100 -sweep= -out=).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -operator "$(abspath bin/platform-operator)" $(BENCH_ARGS)
 
+.PHONY: bench-backup
+bench-backup: build versitygw postgres ## Measure backup, drill and restore of a database and an ircd.db (hack/bench-backup): time, peak RSS, CPU; small sizes unless BENCH_BACKUP_ARGS says (e.g. -pg-sizes=64MiB,1GiB -ircd-sizes=10MB,100MB -out=docs/performance.md).
+	go run ./hack/bench-backup -operator "$(abspath bin/platform-operator)" $(BENCH_BACKUP_ARGS)
+
 .PHONY: test-e2e
 test-e2e: $(E2E_DEPS) ## Run the e2e suite (test/e2e, docs/e2e.md) against the full local cluster; GINKGO_FOCUS=rollout runs one scenario.
 	$(run-e2e-tests)
