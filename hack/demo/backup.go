@@ -193,7 +193,7 @@ func playBackup(ctx context.Context, e *Env, obj client.Object) error {
 		return err
 	}
 	if b.Status.Phase != backupv1.BackupCompleted {
-		return fmt.Errorf("Backup %s is %s: %s", backupName, state, readyMessage(b.Status.Conditions))
+		return fmt.Errorf("backup %s is %s: %s", backupName, state, readyMessage(b.Status.Conditions))
 	}
 	printBackups(e, []backupv1.Backup{*b})
 	return nil
@@ -282,7 +282,7 @@ func runJobHere(ctx context.Context, e *Env, key client.ObjectKey, what string, 
 	}
 	e.Printf("Job %s: status written by the demo (%s)", key.Name, map[bool]string{true: "Complete", false: "Failed"}[succeeded])
 	if !succeeded {
-		return fmt.Errorf("Job %s failed here (exit status %d)", key.Name, r.ExitCode)
+		return fmt.Errorf("the Job %s failed here (exit status %d)", key.Name, r.ExitCode)
 	}
 	return nil
 }

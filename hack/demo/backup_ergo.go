@@ -81,7 +81,7 @@ func playErgoBackup(ctx context.Context, e *Env, obj client.Object) error {
 	}
 	printBackups(e, []backupv1.Backup{*b})
 	if b.Status.Phase != backupv1.BackupCompleted {
-		return fmt.Errorf("Backup %s is %s: %s", backupNetworkName, b.Status.Phase, readyMessage(b.Status.Conditions))
+		return fmt.Errorf("backup %s is %s: %s", backupNetworkName, b.Status.Phase, readyMessage(b.Status.Conditions))
 	}
 	return nil
 }
