@@ -100,7 +100,7 @@ func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.status = &reconcile.StatusWriter{Client: r.Client, FieldOwner: oplabels.FieldOwner + "/backupschedule",
 		Fields:     []string{"observedGeneration", "lastScheduleTime", "lastSuccessfulBackup", "lastSuccessTime", "lastVerification"},
 		Conditions: append([]string{reconcile.ConditionReady}, scheduleParts...)}
-	served, err := servedRestoringKinds(mgr)
+	served, err := servedRestoringKinds(mgr.GetScheme(), mgr.GetRESTMapper())
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
@@ -135,14 +137,14 @@ var restoringKinds = []struct {
 // REST mapper once at set-up: an install may leave the irc or homelab CRDs out, and a watch or list of a
 // kind that is not served would stop the controller. platform.Capabilities discovers only the optional
 // APIs of other projects and the backup API itself, so the mapper is asked here.
-func servedRestoringKinds(mgr ctrl.Manager) ([]backupv1.SourceKind, error) {
+func servedRestoringKinds(scheme *runtime.Scheme, mapper meta.RESTMapper) ([]backupv1.SourceKind, error) {
 	var out []backupv1.SourceKind
 	for _, k := range restoringKinds {
-		gvk, err := mgr.GetClient().GroupVersionKindFor(k.gvk())
+		gvk, err := apiutil.GVKForObject(k.gvk(), scheme)
 		if err != nil {
 			return nil, fmt.Errorf("kind of %s: %w", k.kind, err)
 		}
-		_, err = mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		_, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		switch {
 		case meta.IsNoMatchError(err):
 			continue

@@ -1,11 +1,17 @@
 package backup
 
 import (
+	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
+	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 )
 
 // TestRestoreFinished: a restore holds its backup until restoredFrom is set or it failed for good; a
@@ -96,5 +102,39 @@ func TestKeptMessage(t *testing.T) {
 	}
 	if got := keptMessage(nil); got != "" {
 		t.Errorf("keptMessage(nil) = %q", got)
+	}
+}
+
+// TestServedRestoringKinds: a kind whose API is not served (an install without the irc CRDs) is neither
+// watched nor listed; the control serves all three.
+func TestServedRestoringKinds(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{homelabv1.AddToScheme, ircv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mapper := func(gvs ...schema.GroupVersion) meta.RESTMapper {
+		m := meta.NewDefaultRESTMapper(gvs)
+		for _, gv := range gvs {
+			for kind := range scheme.KnownTypes(gv) {
+				m.Add(gv.WithKind(kind), meta.RESTScopeNamespace)
+			}
+		}
+		return m
+	}
+	got, err := servedRestoringKinds(scheme, mapper(homelabv1.GroupVersion))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []backupv1.SourceKind{backupv1.SourcePostgresDatabase}; !slices.Equal(got, want) {
+		t.Errorf("homelab only: %v, want %v", got, want)
+	}
+	got, err = servedRestoringKinds(scheme, mapper(homelabv1.GroupVersion, ircv1.GroupVersion))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []backupv1.SourceKind{backupv1.SourcePostgresDatabase, backupv1.SourceSojuBouncer, backupv1.SourceErgoNetwork}; !slices.Equal(got, want) {
+		t.Errorf("both groups: %v, want %v", got, want)
 	}
 }
