@@ -225,7 +225,7 @@ echo "make: e2e suite passed in $$((SECONDS - start))s"
 endef
 
 .PHONY: demo
-demo: controlplane-full build postgres ## Run the demo (hack/demo) on a local cluster until Ctrl-C (DEMO_ARGS adds flags, e.g. -exit-after=10s).
+demo: controlplane-full build postgres versitygw ## Run the demo (hack/demo) on a local cluster until Ctrl-C (DEMO_ARGS adds flags, e.g. -exit-after=10s).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./hack/demo $(DEMO_ARGS)
 
 # The homelab tests run a real Redis server on 127.0.0.1 (internal/homelab/redis/redistest): Debian's redis-server.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -72,6 +74,11 @@ type ScheduleReconciler struct {
 	Now func() time.Time
 
 	status *reconcile.StatusWriter
+	// restoring are the kinds that restore whose API is served: their unfinished restores hold Backups.
+	restoring []backupv1.SourceKind
+	// kept is, per schedule, the message of the Backups last kept beyond retention for a
+	// reader, so that the BackupKept event is sent when that changes, not on every reconcile.
+	kept sync.Map
 }
 
 // +kubebuilder:rbac:groups=backup.josie.cloud,resources=backupschedules,verbs=get;list;watch
@@ -93,12 +100,23 @@ func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.status = &reconcile.StatusWriter{Client: r.Client, FieldOwner: oplabels.FieldOwner + "/backupschedule",
 		Fields:     []string{"observedGeneration", "lastScheduleTime", "lastSuccessfulBackup", "lastSuccessTime", "lastVerification"},
 		Conditions: append([]string{reconcile.ConditionReady}, scheduleParts...)}
-	return ctrl.NewControllerManagedBy(mgr).
+	served, err := servedRestoringKinds(mgr.GetScheme(), mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
+	r.restoring = served
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("backupschedule").
 		For(&backupv1.BackupSchedule{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
 			predicate.AnnotationChangedPredicate{}))).
-		Watches(&backupv1.Backup{}, handler.EnqueueRequestsFromMapFunc(scheduleOfBackup)).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
+		Watches(&backupv1.Backup{}, handler.EnqueueRequestsFromMapFunc(scheduleOfBackup))
+	// A restore that finishes (or is deleted) lets retention prune the Backup it was reading.
+	for _, k := range restoringKinds {
+		if slices.Contains(served, k.kind) {
+			b = b.Watches(k.gvk(), handler.EnqueueRequestsFromMapFunc(r.schedulesOfRestore(k.kind)))
+		}
+	}
+	return b.WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(r)
 }
 
@@ -124,12 +142,17 @@ type scheduleScope struct {
 	invalid string
 	// backups are the schedule's Backups that are not being deleted.
 	backups []backupv1.Backup
+	// kept says which Backups retention would prune are kept because a restore or drill reads them.
+	kept string
 }
 
 // Reconcile makes the Backup that is due, prunes by retention and reports the schedule's Backups.
 func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sched := &backupv1.BackupSchedule{}
-	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, sched, r.status.Forget); !found {
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, sched, func(key client.ObjectKey) {
+		r.status.Forget(key)
+		r.kept.Delete(key)
+	}); !found {
 		return ctrl.Result{}, err
 	}
 	if !sched.DeletionTimestamp.IsZero() {
@@ -356,20 +379,6 @@ func (r *ScheduleReconciler) reconcileRun(ctx context.Context, s *scheduleScope)
 	return wait, nil
 }
 
-// BackupsInUse are the names of the Backups that a restore or a drill is reading, which retention never
-// prunes. Today that is every Backup whose drill is Running (status.verification.result); the restore
-// fields of the source kinds (spec.restore.backup of an object that is not yet Ready) will add theirs
-// here when they exist.
-func BackupsInUse(backups []backupv1.Backup) map[string]bool {
-	out := map[string]bool{}
-	for i := range backups {
-		if v := backups[i].Status.Verification; v != nil && v.Result == backupv1.VerificationRunning {
-			out[backups[i].Name] = true
-		}
-	}
-	return out
-}
-
 // pruneItem is what retention reads of a Backup: its age counts from when its data was taken.
 func pruneItem(b *backupv1.Backup) schedule.Item {
 	created := b.CreationTimestamp.Time
@@ -391,8 +400,32 @@ func (r *ScheduleReconciler) reconcileRetention(ctx context.Context, s *schedule
 		items = append(items, pruneItem(&s.backups[i]))
 		byName[s.backups[i].Name] = &s.backups[i]
 	}
+	restores, err := r.unfinishedRestores(ctx, s.sched.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err // nothing is pruned while what restores read is unknown
+	}
+	why := BackupsInUse(s.backups, restores)
+	inUse := make(map[string]bool, len(why))
+	for name := range why {
+		inUse[name] = true
+	}
+	retention := schedule.RetentionOf(s.sched.Spec.Retention)
+	// The Backups the rules would prune but a reader holds: said in Ready's message, and once in an event.
+	kept := map[string]string{}
+	for _, name := range schedule.Prune(items, retention, s.now, nil) {
+		if why[name] != "" {
+			kept[name] = why[name]
+		}
+	}
+	s.kept = keptMessage(kept)
+	if prev, _ := r.kept.Load(client.ObjectKeyFromObject(s.sched)); prev != s.kept {
+		if s.kept != "" {
+			s.Normalf(EventBackupKept, "Kept beyond retention while read: %s", s.kept)
+		}
+		r.kept.Store(client.ObjectKeyFromObject(s.sched), s.kept)
+	}
 	var errs []error
-	for _, name := range schedule.Prune(items, schedule.RetentionOf(s.sched.Spec.Retention), s.now, BackupsInUse(s.backups)) {
+	for _, name := range schedule.Prune(items, retention, s.now, inUse) {
 		b := byName[name]
 		err := r.Client.Delete(ctx, b, client.Preconditions{UID: ptr.To(b.UID)})
 		if client.IgnoreNotFound(err) != nil {
@@ -475,11 +508,15 @@ func (r *ScheduleReconciler) summarize(s *scheduleScope) {
 
 // readyMessage says what the schedule does while Ready.
 func readyMessage(s *scheduleScope) string {
+	var msg string
 	switch {
 	case s.sched.Spec.Suspend:
-		return "suspended: no new Backups; retention still prunes"
+		msg = "suspended: no new Backups; retention still prunes"
 	case s.parsed != nil:
-		return fmt.Sprintf("next Backup at %s", s.parsed.Next(s.now).Format(time.RFC3339))
+		msg = fmt.Sprintf("next Backup at %s", s.parsed.Next(s.now).Format(time.RFC3339))
 	}
-	return ""
+	if s.kept != "" {
+		msg += "; kept beyond retention while read: " + s.kept
+	}
+	return msg
 }

@@ -68,6 +68,62 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// TestDemoBackup runs the backup scenario alone as `make demo DEMO_ARGS=-only=backup` would: a real S3
+// server and PostgreSQL, a Backup whose Job runs on this machine, a restore into a new database whose rows
+// are read back, and an ErgoNetwork's datastore backed up. Missing binaries (versitygw, PostgreSQL) fail it.
+func TestDemoBackup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the full local cluster, the operator, versitygw and PostgreSQL")
+	}
+	root := testutil.RepoRoot(t)
+	scenarios, err := selectScenarios(registry, "backup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logDir := t.TempDir()
+	var out bytes.Buffer
+	code := run(options{root: root, operator: operatorBinary(t, root), operatorLog: filepath.Join(logDir, "operator.log"),
+		logDir: logDir, exitAfter: time.Millisecond, wait: 60 * time.Second, scenarios: scenarios, out: &out})
+	got := out.String()
+	if code != 0 {
+		t.Fatalf("the demo exited with %d:\n%s", code, got)
+	}
+	row := func(id, customer, total string) string {
+		return `(?m)^    ` + id + ` +` + customer + ` +` + regexp.QuoteMeta(total) + `$`
+	}
+	for _, want := range []string{
+		`(?m)^######## Scenario 1 of 1, backup: `,
+		`(?m)^    versitygw listens on http://127\.0\.0\.1:\d+ `,
+		`(?m)^    rows in shop \(SELECT \* FROM orders\):$`,
+		`(?m)^    Job shop-now-backup: image \S+postgres:\d+, `,
+		`the Job ran LOCALLY`,
+		`(?m)^    Job shop-now-backup: status written by the demo \(Complete\)$`,
+		`(?m)^    shop-now +PostgresDatabase +shop +Completed +\d+ +[0-9a-f]{64} +\S+ +s3://demo-backups/demo/default/PostgresDatabase/shop/`,
+		`(?m)^    Job shop-restored-restore: status written by the demo \(Complete\)$`,
+		`(?m)^    status\.restoredFrom: backup shop-now, store demo-s3, source shop, id \S+$`,
+		`(?m)^    rows read back from shop-restored, as its own role \(SELECT \* FROM orders\):$`,
+		`(?m)^    ircd\.db: 3 accounts, 2 channels$`,
+		`(?m)^    backup-demo-net-now +ErgoNetwork +backup-demo-net +Completed +\d+ +[0-9a-f]{64} `,
+		`(?m)^    nothing left behind: `,
+	} {
+		if !regexp.MustCompile(want).MatchString(got) {
+			t.Errorf("the output has no line matching %s", want)
+		}
+	}
+	// The rows are printed twice: written into shop, read back from shop-restored.
+	for _, r := range []string{row("1", "ada", "12.50"), row("2", "grace", "7.25"), row("3", "linus", "99.99")} {
+		if n := len(regexp.MustCompile(r).FindAllString(got, -1)); n != 2 {
+			t.Errorf("row %s printed %d times, want 2 (written, then read back from the restored database)", r, n)
+		}
+	}
+	if strings.Contains(got, "ERROR") {
+		t.Errorf("the output reports an error")
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", got)
+	}
+}
+
 // operatorBinary is $OPERATOR_BINARY (make sets it to bin/platform-operator), else a fresh build.
 func operatorBinary(t *testing.T, root string) string {
 	if p := os.Getenv("OPERATOR_BINARY"); p != "" {

@@ -27,6 +27,9 @@ type Env struct {
 	Timeout time.Duration
 	// FieldManager is the demo's field owner for what it applies and what it plays.
 	FieldManager string
+	// OperatorBinary is the operator's binary (-operator): the Jobs the demo runs on this machine run it
+	// in place of the image's.
+	OperatorBinary string
 
 	operator process     // nil with -skip-operator
 	fail     func(error) // reports an error where it happens and makes the demo exit 1

@@ -41,6 +41,8 @@ const (
 	csvNamespace = "platform-operator-system"
 	// envExitAfter is -exit-after for runs without flags (CI has no terminal to press Ctrl-C in).
 	envExitAfter = "DEMO_EXIT_AFTER"
+	// demoOperatorImage is the operator's image as the demo's operator knows it (RELATED_IMAGE_OPERATOR).
+	demoOperatorImage = "localhost/platform-operator:demo"
 	// operatorStopTimeout is how long the operator gets to stop after SIGTERM before it is killed.
 	operatorStopTimeout = 15 * time.Second
 )
@@ -190,7 +192,7 @@ func run(o options) (code int) {
 
 	e := &Env{
 		Printer: p, Client: cluster.Client(), Root: o.root, Namespace: namespace, Timeout: o.wait,
-		FieldManager: fieldManager,
+		FieldManager: fieldManager, OperatorBinary: o.operator,
 		fail: func(err error) {
 			fail("%v", err)
 			if op != nil && op.LogPath != "" && ctx.Err() == nil { // not for a Ctrl-C
@@ -362,6 +364,9 @@ func startOperator(ctx context.Context, p Printer, o options, kubeconfig string,
 		// A log meant for people, not for a log pipeline; then what the scenarios' Operator hooks need.
 		Args:        append([]string{"--zap-encoder=console"}, extra...),
 		StopTimeout: operatorStopTimeout,
+		// The operator's own image, which its backup and restore Jobs name: no kubelet here pulls it, the
+		// demo runs those Jobs' commands on this machine with the binary above (backup.go).
+		Env: []string{"RELATED_IMAGE_OPERATOR=" + demoOperatorImage},
 		// The admission webhooks, called by the API server as in a deployed operator (docs/webhooks.md).
 		WebhookManifests: filepath.Join(o.root, "config", "webhook", "manifests.yaml"),
 	}

@@ -45,6 +45,9 @@ var (
 	scheduleFailingDesc = prometheus.NewDesc(Namespace+"_backup_schedule_failing",
 		"1 when the newest finished Backup a BackupSchedule made Failed, else 0.",
 		[]string{"namespace", "schedule", "kind", "source"}, nil)
+	scheduleCreatedDesc = prometheus.NewDesc(Namespace+"_backup_schedule_created_timestamp_seconds",
+		"Creation time (Unix seconds) of a BackupSchedule: with no Completed Backup of its source, how long it has been due.",
+		[]string{"namespace", "schedule", "kind", "source"}, nil)
 )
 
 var (
@@ -76,7 +79,7 @@ func RegisterBackups(reg prometheus.Registerer, reader Reader, elected <-chan st
 // Describe sends every gauge's description.
 func (c *BackupCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{backupLastSuccessDesc, backupLastSizeDesc, backupDurationDesc, backupsDesc,
-		backupVerificationDesc, backupUnverifiedDesc, backupRecoveryDesc, scheduleIntervalDesc, scheduleFailingDesc} {
+		backupVerificationDesc, backupUnverifiedDesc, backupRecoveryDesc, scheduleIntervalDesc, scheduleFailingDesc, scheduleCreatedDesc} {
 		ch <- d
 	}
 }
@@ -222,6 +225,7 @@ func (c *BackupCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		last := newestFinished[[2]string{s.Namespace, s.Name}]
 		gauge(scheduleFailingDesc, boolValue(last != nil && last.Status.Phase == backupv1.BackupFailed), labels...)
+		gauge(scheduleCreatedDesc, float64(s.CreationTimestamp.UnixMilli())/1000, labels...)
 	}
 }
 

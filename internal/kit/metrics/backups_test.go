@@ -104,11 +104,15 @@ platform_operator_backup_schedule_interval_seconds{kind="PostgresDatabase",names
 # TYPE platform_operator_backup_schedule_failing gauge
 platform_operator_backup_schedule_failing{kind="PostgresDatabase",namespace="a",schedule="nightly",source="db"} 1
 platform_operator_backup_schedule_failing{kind="ErgoNetwork",namespace="a",schedule="bad",source="net"} 0
+# HELP platform_operator_backup_schedule_created_timestamp_seconds Creation time (Unix seconds) of a BackupSchedule: with no Completed Backup of its source, how long it has been due.
+# TYPE platform_operator_backup_schedule_created_timestamp_seconds gauge
+platform_operator_backup_schedule_created_timestamp_seconds{kind="PostgresDatabase",namespace="a",schedule="nightly",source="db"} ` + ts(100*time.Hour) + `
+platform_operator_backup_schedule_created_timestamp_seconds{kind="ErgoNetwork",namespace="a",schedule="bad",source="net"} ` + ts(100*time.Hour) + `
 `
 	names := []string{"platform_operator_backup_last_success_timestamp_seconds", "platform_operator_backup_last_size_bytes",
 		"platform_operator_backup_duration_seconds", "platform_operator_backup_unverified", "platform_operator_backup_verification_result",
 		"platform_operator_backup_recovery_seconds", "platform_operator_backup_schedule_interval_seconds",
-		"platform_operator_backup_schedule_failing"}
+		"platform_operator_backup_schedule_failing", "platform_operator_backup_schedule_created_timestamp_seconds"}
 	if err := testutil.CollectAndCompare(backupCollector(objs...), strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
