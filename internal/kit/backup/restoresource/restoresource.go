@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,12 +31,19 @@ type Option func(*options)
 
 type options struct {
 	secrets client.Reader
+	// api says secrets is an API reader (WithAPIReader), whose Secrets hold their data.
+	api bool
 }
 
 // WithAPIReader reads the store's credentials Secret and CA ConfigMap with r (an uncached reader) instead
 // of Resolve's reader: the manager's cache keeps only the identity of users' Secrets, so a controller
 // that passes its cached client to Resolve passes its API reader here.
-func WithAPIReader(r client.Reader) Option { return func(o *options) { o.secrets = r } }
+func WithAPIReader(r client.Reader) Option { return func(o *options) { o.secrets, o.api = r, true } }
+
+// errCachedSecret is a credentials Secret read through a cache that keeps Secrets without their data
+// (the operator's manager does): the caller must pass WithAPIReader. It is an error, retried and shown,
+// never a refusal the user would be asked to fix.
+var errCachedSecret = errors.New("the store's credentials Secret was read without its data (a cache that keeps only Secrets' identity): the controller must pass restoresource.WithAPIReader")
 
 // Source is the artifact a restore reads.
 type Source struct {
@@ -105,7 +113,7 @@ func Resolve(ctx context.Context, c client.Reader, namespace string, kind backup
 		return nil, &Refusal{backupv1.ReasonStoreNotReady, fmt.Sprintf("BackupStore %q is not Ready", storeName), true}
 	}
 	src.Store = store
-	if err := checkArtifact(ctx, o.secrets, store, namespace, kind, src); err != nil {
+	if err := checkArtifact(ctx, o.secrets, o.api, store, namespace, kind, src); err != nil {
 		return nil, err
 	}
 	return src, nil
@@ -121,7 +129,15 @@ var formats = map[backupv1.SourceKind]backup.Format{
 // checkArtifact reads src's manifest from the store: the restore starts only from an artifact that is
 // there, complete, and of kind. When it is missing, the same source name and id under another kind make
 // it a WrongKind (a store form naming another kind's backup) rather than a BackupNotFound.
-func checkArtifact(ctx context.Context, secrets client.Reader, store *backupv1.BackupStore, namespace string, kind backupv1.SourceKind, src *Source) error {
+func checkArtifact(ctx context.Context, secrets client.Reader, api bool, store *backupv1.BackupStore, namespace string, kind backupv1.SourceKind, src *Source) error {
+	if !api {
+		var secret corev1.Secret
+		err := secrets.Get(ctx, client.ObjectKey{Namespace: store.Namespace, Name: store.Spec.Credentials.SecretName}, &secret)
+		if err == nil && len(secret.Data) == 0 {
+			// A store is Ready only with a usable Secret: an empty one here is a cache's copy.
+			return errCachedSecret
+		}
+	}
 	repo, err := storeaccess.Repository(ctx, secrets, store)
 	var refusal *storeaccess.Refusal
 	switch {
