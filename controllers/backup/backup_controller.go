@@ -27,9 +27,9 @@ import (
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
 	"github.com/platform-operator/platform-operator/internal/kit/backup"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/jobs"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/storeaccess"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
-	"github.com/platform-operator/platform-operator/internal/kit/objectstore"
 	"github.com/platform-operator/platform-operator/internal/kit/ownimage"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
@@ -466,35 +466,13 @@ func (r *backupReconciler) lastWords(ctx context.Context, job *batchv1.Job) stri
 
 // storeTrouble records a store that could not be read: the Store condition and a retry with back-off.
 func (r *backupReconciler) storeTrouble(s *backupScope, err error) (ctrl.Result, error) {
-	var ref *refusal
-	reason := backupv1.ReasonStoreUnreachable
-	switch {
-	case errors.As(err, &ref):
-		reason = ref.reason
-	case errors.Is(err, objectstore.ErrCredentials):
-		reason = backupv1.ReasonCredentialsRefused
-	case errors.Is(err, objectstore.ErrNoBucket):
-		reason = backupv1.ReasonBucketMissing
-	}
-	s.Fail(s.previous, backupv1.ConditionStore, reason, "the store could not be read: "+err.Error())
+	s.Fail(s.previous, backupv1.ConditionStore, storeaccess.Reason(err), "the store could not be read: "+err.Error())
 	return ctrl.Result{RequeueAfter: backupStoreBackoff}, nil
 }
 
 // repository is the Backup namespace's repository in store.
 func (r *backupReconciler) repository(ctx context.Context, store *backupv1.BackupStore) (*backup.Repository, error) {
-	cfg, err := resolveStore(ctx, r.APIReader, store)
-	if err != nil {
-		return nil, err
-	}
-	st, err := objectstore.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	scoped, err := st.Scope(store.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	return backup.NewRepository(scoped), nil
+	return storeaccess.Repository(ctx, r.APIReader, store)
 }
 
 // ref is the Backup's artifact.

@@ -18,11 +18,15 @@ import (
 
 	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
 	"github.com/platform-operator/platform-operator/internal/kit/backup"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/jobs"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
+
+// A SojuBouncer drill's scratch database is made on a scratch PostgresConnection (server-side apply), deleted after.
+// +kubebuilder:rbac:groups=homelab.mortenolsen.pro,resources=postgresconnections,verbs=get;list;watch;create;patch;delete
 
 // Timing of restore drills.
 const (
@@ -71,7 +75,7 @@ func (r *backupReconciler) reconcileDrill(ctx context.Context, s *backupScope) (
 		if v := s.b.Status.Verification; v == nil || v.Result == backupv1.VerificationRunning {
 			return ctrl.Result{}, nil // no drill asked for
 		}
-		return ctrl.Result{}, r.cleanupDrill(ctx, s)
+		return r.cleanupDrill(ctx, s)
 	}
 	if s.status.Verification == nil {
 		s.status.Verification = &backupv1.BackupVerification{Result: backupv1.VerificationRunning}
@@ -87,9 +91,11 @@ func (r *backupReconciler) reconcileDrill(ctx context.Context, s *backupScope) (
 // database and, once that is Ready, the Job.
 func (r *backupReconciler) drill(ctx context.Context, s *backupScope) (ctrl.Result, error) {
 	b := s.b
-	if b.Spec.Source.Kind != backupv1.SourcePostgresDatabase {
-		// Admission refuses this; a Backup made before that rule existed ends here.
-		r.endDrill(s, false, backupv1.ReasonInvalid, fmt.Sprintf("restore drills of %s backups are not built yet", b.Spec.Source.Kind), nil, r.now())
+	switch b.Spec.Source.Kind {
+	case backupv1.SourcePostgresDatabase, backupv1.SourceSojuBouncer, backupv1.SourceErgoNetwork:
+	default:
+		// The API's enum refuses this; a Backup of a kind this operator version does not know ends here.
+		r.endDrill(s, false, backupv1.ReasonInvalid, fmt.Sprintf("restore drills of %s backups are not built", b.Spec.Source.Kind), nil, r.now())
 		return ctrl.Result{RequeueAfter: drillCleanupDelay}, nil
 	}
 	name := jobs.DrillName(b)
@@ -110,9 +116,12 @@ func (r *backupReconciler) drill(ctx context.Context, s *backupScope) (ctrl.Resu
 			r.drillResult(ctx, s, job)
 			return ctrl.Result{RequeueAfter: drillCleanupDelay}, nil
 		}
-		s.Set(backupv1.ConditionVerified, metav1.ConditionUnknown, backupv1.ReasonDrilling,
-			fmt.Sprintf("Job %s is restoring %s into PostgresDatabase %s", job.Name, b.Status.ID, name))
+		s.Set(backupv1.ConditionVerified, metav1.ConditionUnknown, backupv1.ReasonDrilling, drillingMessage(b, job.Name, ""))
 		return ctrl.Result{}, nil
+	}
+	if b.Spec.Source.Kind == backupv1.SourceErgoNetwork {
+		// A datastore is restored by opening it: no scratch object, the Job's own emptyDir.
+		return r.startDrillJob(ctx, s, nil)
 	}
 
 	scratch, res, err := r.scratchDatabase(ctx, s)
@@ -146,20 +155,28 @@ func (r *backupReconciler) scratchDatabase(ctx context.Context, s *backupScope) 
 		return nil, ctrl.Result{RequeueAfter: drillCleanupDelay}, nil
 	default:
 		r.startedAt(s, scratch.CreationTimestamp)
+		if b.Spec.Source.Kind != backupv1.SourceSojuBouncer {
+			return scratch, ctrl.Result{}, nil
+		}
+		// A bouncer's scratch connection is applied until the drill ends, like the database.
+		_, adminSecret, ended, err := r.scratchServer(ctx, s)
+		switch {
+		case err != nil:
+			return nil, ctrl.Result{}, err
+		case ended || !r.scratchConnection(ctx, s, scratch, adminSecret):
+			return nil, ctrl.Result{RequeueAfter: drillCleanupDelay}, nil
+		}
 		return scratch, ctrl.Result{}, nil
 	}
 	// The scratch database lives on the source's server: the server a restore would use.
-	source := &homelabv1.PostgresDatabase{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Source.Name}, source); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return nil, ctrl.Result{}, err
+	connection, adminSecret, ended, err := r.scratchServer(ctx, s)
+	if err != nil || ended {
+		if ended {
+			return nil, ctrl.Result{RequeueAfter: drillCleanupDelay}, nil
 		}
-		r.endDrill(s, false, backupv1.ReasonScratchNotReady, fmt.Sprintf(
-			"the source PostgresDatabase %q no longer exists: the drill's scratch database is made on the source's server, which is not known without it (restore the backup into a new PostgresDatabase with spec.restore to test it)",
-			b.Spec.Source.Name), nil, r.now())
-		return nil, ctrl.Result{RequeueAfter: drillCleanupDelay}, nil
+		return nil, ctrl.Result{}, err
 	}
-	scratch = jobs.ScratchDatabase(b, source)
+	scratch = jobs.ScratchDatabaseOn(b, connection)
 	result, err := r.applier.Apply(ctx, b, scratch)
 	var conflict *apply.ConflictError
 	switch {
@@ -177,7 +194,90 @@ func (r *backupReconciler) scratchDatabase(ctx context.Context, s *backupScope) 
 		s.Normalf(eventDrillStarted, "Restore drill of %s started: created the scratch PostgresDatabase %s on connection %s (reclaimPolicy Delete)",
 			b.Status.ID, scratch.Name, scratch.Spec.Connection)
 	}
+	if adminSecret != "" {
+		if ok := r.scratchConnection(ctx, s, scratch, adminSecret); !ok {
+			return nil, ctrl.Result{RequeueAfter: drillCleanupDelay}, nil
+		}
+	}
 	return scratch, ctrl.Result{}, nil
+}
+
+// scratchServer says where a drill's scratch database is made: a PostgresDatabase source's connection, or,
+// for a SojuBouncer, a scratch PostgresConnection of the drill's own name on the admin Secret the bouncer
+// names (adminSecret). ended says the drill ended (its result set) because the server is not known.
+func (r *backupReconciler) scratchServer(ctx context.Context, s *backupScope) (connection, adminSecret string, ended bool, err error) {
+	b := s.b
+	gone := func(kind string) (string, string, bool, error) {
+		r.endDrill(s, false, backupv1.ReasonScratchNotReady, fmt.Sprintf(
+			"the source %s %q no longer exists: the drill's scratch database is made on the source's server, which is not known without it (restore the backup into a new %s with spec.restore to test it)",
+			kind, b.Spec.Source.Name, kind), nil, r.now())
+		return "", "", true, nil
+	}
+	key := client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Source.Name}
+	if b.Spec.Source.Kind == backupv1.SourcePostgresDatabase {
+		source := &homelabv1.PostgresDatabase{}
+		if err := r.Client.Get(ctx, key, source); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return "", "", false, err
+			}
+			return gone("PostgresDatabase")
+		}
+		return source.Spec.Connection, "", false, nil
+	}
+	bouncer := &ircv1.SojuBouncer{}
+	if err := r.Client.Get(ctx, key, bouncer); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return "", "", false, err
+		}
+		return gone("SojuBouncer")
+	}
+	if bouncer.Spec.Database.AdminSecretName == "" {
+		// The operator-wide admin connection (--soju-database-secret) lives in the operator's namespace and
+		// serves only the namespaces its owner listed: a scratch connection in this namespace cannot name
+		// it, and the drill does not make databases with a login the namespace cannot read.
+		r.endDrill(s, false, backupv1.ReasonScratchNotReady, fmt.Sprintf(
+			"SojuBouncer %q uses the operator-wide admin connection (--soju-database-secret): a drill makes its scratch database with the admin Secret the bouncer names in spec.database.adminSecretName, in this namespace; set it to drill this bouncer's backups",
+			bouncer.Name), nil, r.now())
+		return "", "", true, nil
+	}
+	return jobs.DrillName(b), bouncer.Spec.Database.AdminSecretName, false, nil
+}
+
+// scratchConnection applies a SojuBouncer drill's scratch PostgresConnection, controlled by the scratch
+// database; false when the drill ended (a name taken).
+func (r *backupReconciler) scratchConnection(ctx context.Context, s *backupScope, scratch *homelabv1.PostgresDatabase, adminSecret string) bool {
+	conn := jobs.ScratchConnection(s.b, scratch, adminSecret)
+	scratch.SetGroupVersionKind(homelabv1.GroupVersion.WithKind("PostgresDatabase"))
+	result, err := r.applier.Apply(ctx, scratch, conn)
+	var conflict *apply.ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		r.endDrill(s, false, reconcile.ReasonNameConflict, conflict.Error(), nil, r.now())
+		return false
+	case err != nil:
+		// Retried until the start timeout, which ends the drill.
+		ctrl.LoggerFrom(ctx).Error(err, "apply the drill's scratch PostgresConnection", "name", conn.Name)
+		r.waitDrill(s, reconcile.ReasonApplyFailed, "the scratch PostgresConnection could not be applied: "+err.Error())
+		return false
+	case result == apply.Created:
+		s.Normalf(reconcile.EventCreated, "Created the scratch PostgresConnection %s on the bouncer's admin Secret %s for the restore drill of %s",
+			conn.Name, adminSecret, s.b.Status.ID)
+	}
+	return true
+}
+
+// drillingMessage is the Verified condition's message while the drill Job runs.
+func drillingMessage(b *backupv1.Backup, job, image string) string {
+	var msg string
+	if b.Spec.Source.Kind == backupv1.SourceErgoNetwork {
+		msg = fmt.Sprintf("Job %s is downloading %s and opening it with buntdb", job, b.Status.ID)
+	} else {
+		msg = fmt.Sprintf("Job %s is restoring %s into PostgresDatabase %s", job, b.Status.ID, jobs.DrillName(b))
+	}
+	if image != "" {
+		msg += " (image " + image + ")"
+	}
+	return msg
 }
 
 // startDrillJob applies the Backup's store file again (the store's current description) and the drill
@@ -187,7 +287,7 @@ func (r *backupReconciler) startDrillJob(ctx context.Context, s *backupScope, sc
 	operatorImage := r.own.Get(ctx)
 	if operatorImage == "" {
 		return r.waitDrill(s, reasonImageUnknown,
-			"the operator does not know its own image, which the drill Job's init container runs: RELATED_IMAGE_OPERATOR is unset and its own pod (POD_NAMESPACE, POD_NAME) could not be read"), nil
+			"the operator does not know its own image, which the drill Job runs: RELATED_IMAGE_OPERATOR is unset and its own pod (POD_NAMESPACE, POD_NAME) could not be read"), nil
 	}
 	store := &backupv1.BackupStore{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Store}, store); err != nil {
@@ -199,29 +299,36 @@ func (r *backupReconciler) startDrillJob(ctx context.Context, s *backupScope, sc
 	if !meta.IsStatusConditionTrue(store.Status.Conditions, reconcile.ConditionReady) {
 		return r.waitDrill(s, backupv1.ReasonStoreNotReady, fmt.Sprintf("BackupStore %q is not Ready", store.Name)), nil
 	}
-	var secret corev1.Secret
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: scratch.Status.SecretName}, &secret); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
-		}
-		return r.waitDrill(s, backupv1.ReasonScratchNotReady, fmt.Sprintf("Secret %q of the scratch database does not exist", scratch.Status.SecretName)), nil
-	}
-	url := string(secret.Data[jobs.DatabaseURLKey])
-	if url == "" {
-		return r.waitDrill(s, backupv1.ReasonScratchNotReady, fmt.Sprintf("Secret %q of the scratch database has no key %s", secret.Name, jobs.DatabaseURLKey)), nil
-	}
-	major, err := r.ServerMajor(ctx, url)
-	if err != nil {
-		return r.waitDrill(s, backupv1.ReasonScratchNotReady, "the scratch database's server did not tell its version: "+redactURL(err.Error(), url)), nil
-	}
 	in := jobs.DrillInput{Store: store, AccessKeyIDKey: accessKeyIDKey(store), SecretAccessKeyKey: secretAccessKeyKey(store),
-		CAKey: caKey(store), ScratchSecret: secret.Name, OperatorImage: operatorImage,
-		PostgresImage: jobs.PostgresImage(r.PostgresImage, jobs.DrillMajor(major, b.Status.ToolVersion))}
+		CAKey: caKey(store), OperatorImage: operatorImage}
+	var job *batchv1.Job
+	if scratch == nil {
+		// A datastore drill: the operator's own image, nothing else to resolve.
+		job = r.bounded(jobs.DatastoreDrillJob(b, in))
+	} else {
+		var secret corev1.Secret
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: scratch.Status.SecretName}, &secret); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, err
+			}
+			return r.waitDrill(s, backupv1.ReasonScratchNotReady, fmt.Sprintf("Secret %q of the scratch database does not exist", scratch.Status.SecretName)), nil
+		}
+		url := string(secret.Data[jobs.DatabaseURLKey])
+		if url == "" {
+			return r.waitDrill(s, backupv1.ReasonScratchNotReady, fmt.Sprintf("Secret %q of the scratch database has no key %s", secret.Name, jobs.DatabaseURLKey)), nil
+		}
+		major, err := r.ServerMajor(ctx, url)
+		if err != nil {
+			return r.waitDrill(s, backupv1.ReasonScratchNotReady, "the scratch database's server did not tell its version: "+redactURL(err.Error(), url)), nil
+		}
+		in.ScratchSecret = secret.Name
+		in.PostgresImage = jobs.PostgresImage(r.PostgresImage, jobs.DrillMajor(major, b.Status.ToolVersion))
+		job = r.bounded(jobs.DrillJob(b, in))
+	}
 	cm, err := jobs.StoreConfigMap(b, jobs.Input{Store: store})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	job := r.bounded(jobs.DrillJob(b, in))
 	for _, obj := range []client.Object{cm, job} {
 		result, err := r.applier.Apply(ctx, b, obj)
 		var conflict *apply.ConflictError
@@ -233,13 +340,17 @@ func (r *backupReconciler) startDrillJob(ctx context.Context, s *backupScope, sc
 			// Retried until the start timeout, which ends the drill: never Running for ever.
 			ctrl.LoggerFrom(ctx).Error(err, "apply a drill child", "name", obj.GetName())
 			return r.waitDrill(s, reconcile.ReasonApplyFailed, err.Error()), nil
+		case result == apply.Created && obj == job && scratch == nil:
+			s.Normalf(eventDrillStarted, "Restore drill of %s started: created Job %s, which downloads the artifact and opens it with buntdb (no scratch object)",
+				b.Status.ID, job.Name)
 		case result == apply.Created:
 			s.Normalf(reconcile.EventCreated, "Created %s %s for the restore drill of %s",
 				obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), b.Status.ID)
 		}
 	}
+	r.startedAt(s, job.CreationTimestamp)
 	s.Set(backupv1.ConditionVerified, metav1.ConditionUnknown, backupv1.ReasonDrilling,
-		fmt.Sprintf("Job %s is restoring %s into PostgresDatabase %s (image %s)", job.Name, b.Status.ID, scratch.Name, in.PostgresImage))
+		drillingMessage(b, job.Name, job.Spec.Template.Spec.Containers[0].Image))
 	return ctrl.Result{}, nil
 }
 
@@ -329,20 +440,35 @@ func (r *backupReconciler) startedAt(s *backupScope, t metav1.Time) {
 }
 
 // cleanupDrill deletes an ended drill's Job (with its pods) and scratch PostgresDatabase (whose controller
-// drops the database and role), when they are the Backup's. Its result stays in the status.
-func (r *backupReconciler) cleanupDrill(ctx context.Context, s *backupScope) error {
+// drops the database and role), when they are the Backup's; then, once that database is gone, a
+// SojuBouncer drill's scratch PostgresConnection (which the garbage collector would also delete, being the
+// database's): never before, since the database's cleanup goes through it. Its result stays in the
+// status. The result says when to look again while the connection waits for the database.
+func (r *backupReconciler) cleanupDrill(ctx context.Context, s *backupScope) (ctrl.Result, error) {
 	name := jobs.DrillName(s.b)
 	var errs []error
-	for _, obj := range []client.Object{&batchv1.Job{}, &homelabv1.PostgresDatabase{}} {
+	var res ctrl.Result
+	databaseGone := false
+	for _, obj := range []client.Object{&batchv1.Job{}, &homelabv1.PostgresDatabase{}, &homelabv1.PostgresConnection{}} {
+		conn, isConn := obj.(*homelabv1.PostgresConnection)
+		if isConn && !databaseGone {
+			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.b.Namespace, Name: name}, conn); err == nil && drillChild(conn, s.b) {
+				res.RequeueAfter = drillCleanupDelay // the database's deletion (watched) or this wakes the Backup
+			}
+			continue
+		}
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.b.Namespace, Name: name}, obj)
 		if apierrors.IsNotFound(err) {
+			if _, ok := obj.(*homelabv1.PostgresDatabase); ok {
+				databaseGone = true
+			}
 			continue
 		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if !metav1.IsControlledBy(obj, s.b) || !obj.GetDeletionTimestamp().IsZero() {
+		if !drillChild(obj, s.b) || !obj.GetDeletionTimestamp().IsZero() {
 			continue // someone else's (never touched), or already going
 		}
 		err = r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground),
@@ -355,12 +481,28 @@ func (r *backupReconciler) cleanupDrill(ctx context.Context, s *backupScope) err
 			continue
 		}
 		kind := "Job"
-		if _, ok := obj.(*homelabv1.PostgresDatabase); ok {
+		switch obj.(type) {
+		case *homelabv1.PostgresDatabase:
 			kind = "PostgresDatabase"
+		case *homelabv1.PostgresConnection:
+			kind = "PostgresConnection"
 		}
 		s.Normalf(reconcile.EventDeleted, "Deleted the restore drill's %s %s; the result stays in status.verification", kind, name)
 	}
-	return errors.Join(errs...)
+	return res, errors.Join(errs...)
+}
+
+// drillChild says whether obj is one of b's drill children: controlled by b, or (a SojuBouncer drill's
+// scratch PostgresConnection) by b's scratch PostgresDatabase, labelled as b's drill.
+func drillChild(obj client.Object, b *backupv1.Backup) bool {
+	if metav1.IsControlledBy(obj, b) {
+		return true
+	}
+	if _, ok := obj.(*homelabv1.PostgresConnection); !ok {
+		return false
+	}
+	c := metav1.GetControllerOf(obj)
+	return c != nil && c.Kind == "PostgresDatabase" && c.Name == jobs.DrillName(b) && obj.GetLabels()[backupv1.LabelDrillOf] == b.Name
 }
 
 // jobEnd is when a Job ended: its completionTime, else its final condition's transition, else (a Job

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
@@ -290,24 +291,18 @@ var _ = Describe("Restore drills of a PostgresDatabase Backup (spec.verify)", fu
 		}).Should(Succeed())
 	})
 
-	It("refuses verify for a SojuBouncer Backup at admission, accepts it for a PostgresDatabase, and never turns it off", func(ctx SpecContext) {
+	It("accepts verify for every source kind, at creation and later, and never turns it off", func(ctx SpecContext) {
 		ns := newNamespace("drill-admission")
-		bnc := &backupv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bnc"},
-			Spec: backupv1.BackupSpec{Source: backupv1.BackupSource{Kind: backupv1.SourceSojuBouncer, Name: "bnc"}, Store: "main", Verify: true}}
-		err := k8s.Create(ctx, bnc)
-		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
-		Expect(err.Error()).To(ContainSubstring("drills of SojuBouncer backups are not built yet"))
-		bnc.Spec.Verify = false
-		Expect(k8s.Create(ctx, bnc)).To(Succeed(), "the same Backup without verify is accepted")
-		// The controller writes the Backup's status meanwhile: an update from a stale read conflicts, so
-		// read again until the API server answers about the rule.
-		Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(bnc), bnc)).To(Succeed())
-			bnc.Spec.Verify = true
-			err := k8s.Update(ctx, bnc)
-			g.Expect(apierrors.IsConflict(err)).To(BeFalse())
-			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "verify turned on later for a SojuBouncer: %v", err)
-		}).Should(Succeed())
+		for _, kind := range []backupv1.SourceKind{backupv1.SourceSojuBouncer, backupv1.SourceErgoNetwork} {
+			name := strings.ToLower(string(kind))
+			b := &backupv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec: backupv1.BackupSpec{Source: backupv1.BackupSource{Kind: kind, Name: "x"}, Store: "main", Verify: true}}
+			Expect(k8s.Create(ctx, b)).To(Succeed(), "verify of a %s backup", kind)
+			sched := &backupv1.BackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec: backupv1.BackupScheduleSpec{Schedule: "0 3 * * *", Suspend: true, Source: backupv1.BackupSource{Kind: kind, Name: "x"}, Store: "main",
+					Retention: &backupv1.BackupRetention{KeepLast: ptr.To[int32](3)}, Verify: true}}
+			Expect(k8s.Create(ctx, sched)).To(Succeed(), "verify of a %s schedule", kind)
+		}
 
 		db := &backupv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
 			Spec: backupv1.BackupSpec{Source: backupv1.BackupSource{Kind: backupv1.SourcePostgresDatabase, Name: "app"}, Store: "main", Verify: true}}

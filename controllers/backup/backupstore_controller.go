@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/storeaccess"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	"github.com/platform-operator/platform-operator/internal/kit/objectstore"
@@ -200,11 +201,11 @@ func (r *backupStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 func (r *backupStoreReconciler) reconcileStore(ctx context.Context, s *storeScope) (ctrl.Result, error) {
 	store := s.store
 	s.status.Location = ""
-	cfg, err := resolveStore(ctx, r.APIReader, store)
-	var ref *refusal
+	cfg, err := storeaccess.Config(ctx, r.APIReader, store)
+	var ref *storeaccess.Refusal
 	switch {
 	case errors.As(err, &ref):
-		s.Fail(s.previous, reconcile.ConditionReady, ref.reason, ref.message)
+		s.Fail(s.previous, reconcile.ConditionReady, ref.Reason, ref.Message)
 		return ctrl.Result{}, nil // the Secret's or ConfigMap's watch, or a spec change, brings the fix
 	case err != nil:
 		s.Set(reconcile.ConditionReady, metav1.ConditionUnknown, backupv1.ReasonStoreUnreachable, "the store's references could not be read")

@@ -80,7 +80,8 @@ func (r *PostgresDatabaseReconciler) reconcileRestore(ctx context.Context, s *da
 		s.wait(homelabv1.ConditionRestored, "waiting for the database")
 		return ctrl.Result{}, nil
 	}
-	src, err := restoresource.Resolve(ctx, r.Client, db.Namespace, backupv1.SourcePostgresDatabase, db.Spec.Restore)
+	src, err := restoresource.Resolve(ctx, r.Client, db.Namespace, backupv1.SourcePostgresDatabase, db.Spec.Restore,
+		restoresource.WithAPIReader(r.APIReader))
 	var refusal *restoresource.Refusal
 	switch {
 	case errors.As(err, &refusal) && refusal.Wait:

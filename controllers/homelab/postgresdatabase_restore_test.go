@@ -96,6 +96,19 @@ func putBackup(ctx context.Context, store *backupv1.BackupStore, db *homelabv1.P
 	return makeBackup(ctx, db.Namespace, name, backupv1.SourcePostgresDatabase, db.Name, backupv1.BackupCompleted, id)
 }
 
+// putArtifact dumps db to store as the artifact id of a source of kind with db's name, with no Backup
+// object: what a store form of spec.restore names.
+func putArtifact(ctx context.Context, store *backupv1.BackupStore, db *homelabv1.PostgresDatabase, kind, id string) {
+	GinkgoHelper()
+	file, env := storeEnv(store, GinkgoT().TempDir())
+	url := string(secretOf(db).Data["url"])
+	cmd := exec.CommandContext(ctx, operatorBinary(), "backup", "put", "--store-config", file, "--namespace", db.Namespace,
+		"--kind", kind, "--name", db.Name, "--id", id, "--", "pg_dump", "-Fc", "--no-owner", "--no-privileges", "-d", url)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+}
+
 // makeBackup makes a Backup with the status the backup group's controller would give it.
 func makeBackup(ctx context.Context, ns, name string, kind backupv1.SourceKind, source string, phase backupv1.BackupPhase, id string) *backupv1.Backup {
 	GinkgoHelper()
@@ -308,25 +321,22 @@ var _ = Describe("PostgresDatabase restore", func() {
 			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a restore that cannot start made a Job")
 		}
 
-		// The waiting one starts once its Backup is Completed (the Backup's change wakes it).
+		// Once its Backup is Completed (the Backup's change wakes it), the store is looked into before any
+		// Job: its artifact does not exist (never written here, as one pruned), so the restore ends
+		// BackupNotFound naming the id, with no Job, no Secret, not Ready.
 		b := &backupv1.Backup{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "running"}, b)).To(Succeed())
 		b.Status.Phase = backupv1.BackupCompleted
 		Expect(k8s.Status().Update(ctx, b)).To(Succeed())
-		expectCondition(waiting, homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonRestoring)
-		job := restoreJob(ctx, waiting)
-
-		// Its artifact does not exist: the Job fails, and the database stays without a Secret, not Ready,
-		// and is not retried.
-		code, out := runRestoreLocally(ctx, job)
-		Expect(code).To(Equal(1), out)
-		finishRestoreJob(ctx, job, false)
-		c := expectCondition(waiting, homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonRestoreFailed)
-		Expect(c.Message).To(ContainSubstring("delete the PostgresDatabase and create it again"))
+		Eventually(func() string { return condOf(waiting, homelabv1.ConditionRestored).Message }).
+			Should(ContainSubstring("20261128T150000Z-dddddddd"))
+		c := expectCondition(waiting, homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonBackupNotFound)
+		Expect(c.Message).To(ContainSubstring(`Backup "running"`))
 		Expect(condOf(waiting, homelabv1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
 		noWorkloadSecret(ctx, waiting)
-		Consistently(func() string { return condOf(waiting, homelabv1.ConditionRestored).Reason }).WithTimeout(2 * time.Second).
-			Should(Equal(homelabv1.ReasonRestoreFailed))
+		Consistently(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.RestoreName(waiting)}, &batchv1.Job{}))
+		}).WithTimeout(2*time.Second).Should(BeTrue(), "a restore of an artifact the store does not hold made a Job")
 
 		// Another namespace's Backup or store cannot be named: a name is a name.
 		for _, src := range []backupv1.RestoreSource{{Backup: "other-ns/a-nightly"}, {Store: "other-ns/main", SourceName: "a", ID: "1"}} {
@@ -366,6 +376,66 @@ var _ = Describe("PostgresDatabase restore", func() {
 		after, _ := rowsOf(ctx, superURL)
 		Expect(after).To(Equal(before))
 		Expect(strings.HasPrefix(after, "5:")).To(BeTrue())
+	})
+
+	It("looks into the store before any Job: a missing id is BackupNotFound naming it, another kind's artifact WrongKind, a store that does not answer a wait", func(ctx SpecContext) {
+		ns := newNamespace("pgrestore-pre")
+		readyConnection(ns, "main")
+		store := readyBackupStore(ctx, ns)
+		src := readyDatabase(newDatabase(ns, "src", "main"))
+		writeRows(ctx, src, "src", 20)
+		want, _ := rowsOf(ctx, string(secretOf(src).Data["url"]))
+		putBackup(ctx, store, src, "src-nightly", "20261128T150000Z-11111111")
+		// The same source name and id written as another kind's artifact (a SojuBouncer "bnc").
+		bnc := readyDatabase(newDatabase(ns, "bnc", "main"))
+		putArtifact(ctx, store, bnc, "SojuBouncer", "20261128T150000Z-22222222")
+
+		noJob := func(db *homelabv1.PostgresDatabase) {
+			GinkgoHelper()
+			Expect(condOf(db, homelabv1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+			noWorkloadSecret(ctx, db)
+			Consistently(func() bool {
+				return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.RestoreName(db)}, &batchv1.Job{}))
+			}).WithTimeout(2*time.Second).Should(BeTrue(), "a refused restore made a Job")
+		}
+
+		missing := restoring(ns, "missing", backupv1.RestoreSource{Store: "main", SourceName: "src", ID: "20261128T150000Z-99999999"})
+		c := expectCondition(missing, homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonBackupNotFound)
+		Expect(c.Message).To(ContainSubstring("20261128T150000Z-99999999"))
+		Expect(c.Message).To(ContainSubstring(`BackupStore "main"`))
+		noJob(missing)
+
+		wrong := restoring(ns, "wrong", backupv1.RestoreSource{Store: "main", SourceName: "bnc", ID: "20261128T150000Z-22222222"})
+		c = expectCondition(wrong, homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonWrongKind)
+		Expect(c.Message).To(ContainSubstring("SojuBouncer"))
+		noJob(wrong)
+
+		// A store whose endpoint does not answer (Ready as last seen): the restore waits, names no credential.
+		Expect(k8s.Create(ctx, &backupv1.BackupStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "down"},
+			Spec: backupv1.BackupStoreSpec{Endpoint: "http://127.0.0.1:1", Bucket: store.Spec.Bucket, Prefix: "prod", Region: "us-east-1",
+				Credentials: backupv1.BackupStoreCredentials{SecretName: "s3"}}})).To(Succeed())
+		down := &backupv1.BackupStore{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "down"}, down)).To(Succeed())
+		down.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: backupv1.ReasonReachable,
+			Message: "test", LastTransitionTime: metav1.Now(), ObservedGeneration: down.Generation}}
+		Expect(k8s.Status().Update(ctx, down)).To(Succeed())
+		waits := restoring(ns, "waits", backupv1.RestoreSource{Store: "down", SourceName: "src", ID: "20261128T150000Z-11111111"})
+		c = expectCondition(waits, homelabv1.ConditionRestored, metav1.ConditionFalse, backupv1.ReasonStoreNotReady)
+		Expect(c.Message).To(ContainSubstring(`BackupStore "down" could not be read`))
+		Expect(c.Message).NotTo(ContainSubstring(s3.SecretAccessKey))
+		Expect(c.Message).NotTo(ContainSubstring(s3.AccessKeyID))
+		noJob(waits)
+
+		// The control: the same store form with the id the store holds restores, row by row.
+		ok := restoring(ns, "ok", backupv1.RestoreSource{Store: "main", SourceName: "src", ID: "20261128T150000Z-11111111"})
+		expectCondition(ok, homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonRestoring)
+		job := restoreJob(ctx, ok)
+		code, out := runRestoreLocally(ctx, job)
+		Expect(code).To(Equal(0), out)
+		finishRestoreJob(ctx, job, true)
+		ok = readyDatabase(ok)
+		got, _ := rowsOf(ctx, string(secretOf(ok).Data["url"]))
+		Expect(got).To(Equal(want))
 	})
 })
 

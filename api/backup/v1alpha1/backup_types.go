@@ -59,7 +59,6 @@ const (
 // BackupSpec asks for one backup of one object, taken now. Its source and store cannot change once made;
 // verify can be turned on later (a drill of an existing backup), never off.
 // +kubebuilder:validation:XValidation:rule="self.source == oldSelf.source && self.store == oldSelf.store",message="spec.source and spec.store cannot change: make a new Backup"
-// +kubebuilder:validation:XValidation:rule="!(has(self.verify) && self.verify) || self.source.kind == 'PostgresDatabase'",message="spec.verify: restore drills are built for PostgresDatabase backups only; drills of SojuBouncer backups are not built yet",fieldPath=".verify"
 // +kubebuilder:validation:XValidation:rule="!(has(oldSelf.verify) && oldSelf.verify) || (has(self.verify) && self.verify)",message="spec.verify cannot be turned off once on: its drill may be running",fieldPath=".verify"
 type BackupSpec struct {
 	// Source is the object whose data is backed up.
@@ -76,10 +75,13 @@ type BackupSpec struct {
 	// +kubebuilder:default=Retain
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Artifact Policy"
 	ArtifactPolicy ArtifactPolicy `json:"artifactPolicy,omitempty"`
-	// Verify asks for a restore drill once the backup is Completed: the operator restores the artifact
-	// into a temporary PostgresDatabase on the source's server, checks it against the facts recorded at
-	// backup time, reports the result in status.verification and deletes the temporary database. One drill
-	// per Backup. PostgresDatabase sources only (drills of SojuBouncer backups are not built yet). It can be
+	// Verify asks for a restore drill once the backup is Completed: the operator checks the artifact's
+	// checksum, restores it and checks it against the facts recorded at backup time, reports the result
+	// in status.verification, and deletes what it made. A PostgresDatabase's backup is restored into a
+	// temporary PostgresDatabase on the source's connection; a SojuBouncer's into one on a temporary
+	// PostgresConnection using the bouncer's spec.database.adminSecretName (a bouncer on the operator-wide
+	// admin connection cannot be drilled); an ErgoNetwork's datastore is downloaded by a Job and opened with
+	// buntdb, its accounts and channels counted, with no temporary object. One drill per Backup. It can be
 	// turned on after creation, not off.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Verify",xDescriptors="urn:alm:descriptor:com.tectonic.ui:booleanSwitch"

@@ -22,7 +22,6 @@ type BackupRetention struct {
 
 // BackupScheduleSpec asks for backups of one object on a cron schedule.
 // +kubebuilder:validation:XValidation:rule="self.source == oldSelf.source",message="spec.source cannot change: make a new BackupSchedule"
-// +kubebuilder:validation:XValidation:rule="!(has(self.verify) && self.verify) || self.source.kind == 'PostgresDatabase'",message="spec.verify: restore drills are built for PostgresDatabase backups only; drills of SojuBouncer backups are not built yet",fieldPath=".verify"
 type BackupScheduleSpec struct {
 	// Source is the object whose data is backed up.
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Source"
@@ -47,7 +46,7 @@ type BackupScheduleSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Retention"
 	Retention *BackupRetention `json:"retention,omitempty"`
 	// Verify is copied into each Backup the schedule makes from then on: each is proven restorable by a
-	// restore drill once Completed (see Backup's spec.verify). PostgresDatabase sources only.
+	// restore drill once Completed (see Backup's spec.verify), of every source kind.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Verify",xDescriptors="urn:alm:descriptor:com.tectonic.ui:booleanSwitch"
 	Verify bool `json:"verify,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -65,11 +66,32 @@ func drillMeta(b *backupv1.Backup) metav1.ObjectMeta {
 // already allowed on), with reclaimPolicy Delete, so that deleting it after the drill drops the database
 // and its role. It is controlled by the Backup, and goes with it.
 func ScratchDatabase(b *backupv1.Backup, source *homelabv1.PostgresDatabase) *homelabv1.PostgresDatabase {
+	return ScratchDatabaseOn(b, source.Spec.Connection)
+}
+
+// ScratchDatabaseOn is ScratchDatabase on the PostgresConnection named connection.
+func ScratchDatabaseOn(b *backupv1.Backup, connection string) *homelabv1.PostgresDatabase {
 	return &homelabv1.PostgresDatabase{
 		TypeMeta:   metav1.TypeMeta{APIVersion: homelabv1.GroupVersion.String(), Kind: "PostgresDatabase"},
 		ObjectMeta: drillMeta(b),
-		Spec: homelabv1.PostgresDatabaseSpec{Connection: source.Spec.Connection,
+		Spec: homelabv1.PostgresDatabaseSpec{Connection: connection,
 			ReclaimPolicy: homelabv1.DatabaseReclaimDelete},
+	}
+}
+
+// ScratchConnection is the PostgresConnection of a SojuBouncer drill's scratch database: the bouncer's
+// server, reached with the admin Secret the bouncer itself names (spec.database.adminSecretName, in the
+// namespace: the format of a PostgresConnection's Secret), for the namespace alone (no
+// allowedNamespaces). It is named DrillName and controlled by the scratch PostgresDatabase (scratch,
+// as applied: its UID set), so the garbage collector deletes it only once that database is gone, after
+// its finalizer dropped the database and role through it.
+func ScratchConnection(b *backupv1.Backup, scratch *homelabv1.PostgresDatabase, adminSecret string) *homelabv1.PostgresConnection {
+	m := drillMeta(b)
+	m.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(scratch, homelabv1.GroupVersion.WithKind("PostgresDatabase"))}
+	return &homelabv1.PostgresConnection{
+		TypeMeta:   metav1.TypeMeta{APIVersion: homelabv1.GroupVersion.String(), Kind: "PostgresConnection"},
+		ObjectMeta: m,
+		Spec:       homelabv1.PostgresConnectionSpec{Secret: adminSecret},
 	}
 }
 
@@ -109,6 +131,56 @@ func DrillJob(b *backupv1.Backup, in DrillInput) *batchv1.Job {
 	main := &job.Spec.Template.Spec.Containers[0]
 	main.Name = ContainerDrill
 	main.Command = DrillCommand(b)
+	return job
+}
+
+// DatastoreDrillCommand is the command of a datastore drill (an ErgoNetwork backup): the operator's
+// program, run from its own image, downloads the artifact (checksum checked) to TMPDIR, opens it with the
+// datastore's library as the workload would, compares its counts with the facts recorded at backup time,
+// and writes its result line to the termination log. There is no scratch object: the opened copy is
+// the restore, and it is deleted with the pod.
+func DatastoreDrillCommand(b *backupv1.Backup) []string {
+	return []string{OperatorCommand, "backup", "verify", "--store-config", StoreConfigDir + "/" + StoreConfigKey,
+		"--namespace", b.Namespace, "--kind", string(b.Spec.Source.Kind), "--name", b.Spec.Source.Name,
+		"--id", b.Status.ID, "--result-file", TerminationLog}
+}
+
+// DrillTmpDir is where a datastore drill downloads the artifact: an emptyDir, the root filesystem
+// being read-only.
+const DrillTmpDir = "/tmp"
+
+// DatastoreDrillJob is the Job that runs a datastore Backup's drill: the backup Job's pod (Job: security
+// context, the store file, CA and keys) without the copy-binary init container and the database's
+// credentials, one container in the operator's own image running DatastoreDrillCommand with an emptyDir
+// for TMPDIR. It runs once; the controller bounds it (activeDeadlineSeconds).
+func DatastoreDrillJob(b *backupv1.Backup, in DrillInput) *batchv1.Job {
+	job := Job(b, Input{Store: in.Store, AccessKeyIDKey: in.AccessKeyIDKey, SecretAccessKeyKey: in.SecretAccessKeyKey,
+		CAKey: in.CAKey, ID: b.Status.ID, OperatorImage: in.OperatorImage, PostgresImage: in.OperatorImage})
+	job.ObjectMeta = drillMeta(b)
+	job.Spec.Template.Labels = oplabels.Labels(drillApp, b.Name)
+	job.Spec.BackoffLimit = ptr.To[int32](0)
+	pod := &job.Spec.Template.Spec
+	pod.InitContainers = nil
+	for i := range pod.Volumes {
+		if pod.Volumes[i].Name == "shared" {
+			pod.Volumes[i].Name = "tmp"
+		}
+	}
+	main := &pod.Containers[0]
+	main.Name = ContainerDrill
+	main.Command = DatastoreDrillCommand(b)
+	var env []corev1.EnvVar
+	for _, e := range main.Env {
+		if e.Name != DatabaseURLEnv {
+			env = append(env, e)
+		}
+	}
+	main.Env = append(env, corev1.EnvVar{Name: "TMPDIR", Value: DrillTmpDir})
+	for i := range main.VolumeMounts {
+		if main.VolumeMounts[i].Name == "shared" {
+			main.VolumeMounts[i] = corev1.VolumeMount{Name: "tmp", MountPath: DrillTmpDir}
+		}
+	}
 	return job
 }
 

@@ -209,3 +209,102 @@ func TestTermination(t *testing.T) {
 		t.Error("another container's termination was taken")
 	}
 }
+
+// TestDatastoreDrillJob: one container in the operator's image running verify without a scratch database,
+// no database credential, the store's keys from its Secret, TMPDIR on an emptyDir, restricted.
+func TestDatastoreDrillJob(t *testing.T) {
+	for _, ca := range []bool{false, true} {
+		b := completedBackup()
+		b.Spec.Source = backupv1.BackupSource{Kind: backupv1.SourceErgoNetwork, Name: "chat"}
+		in := testDrillInput(ca, 0)
+		in.ScratchSecret, in.PostgresImage = "", ""
+		job := DatastoreDrillJob(b, in)
+		if job.Name != "nightly-drill" || metav1.GetControllerOf(job) == nil || metav1.GetControllerOf(job).Name != "nightly" {
+			t.Fatalf("metadata %+v", job.ObjectMeta)
+		}
+		if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 0 || job.Spec.ActiveDeadlineSeconds != nil {
+			t.Fatalf("backoffLimit %v, deadline %v: once, bounded by the controller", job.Spec.BackoffLimit, job.Spec.ActiveDeadlineSeconds)
+		}
+		pod := job.Spec.Template.Spec
+		if len(pod.InitContainers) != 0 || len(pod.Containers) != 1 {
+			t.Fatalf("containers %d init %d: one, in the operator's image", len(pod.Containers), len(pod.InitContainers))
+		}
+		if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+			t.Fatal("the drill pod must not mount a service account token")
+		}
+		c := pod.Containers[0]
+		if c.Name != ContainerDrill || c.Image != in.OperatorImage {
+			t.Fatalf("container %s image %s", c.Name, c.Image)
+		}
+		want := []string{OperatorCommand, "backup", "verify", "--store-config", "/etc/backup-store/store.yaml", "--namespace", "team-a",
+			"--kind", "ErgoNetwork", "--name", "chat", "--id", b.Status.ID, "--result-file", "/dev/termination-log"}
+		if !slices.Equal(c.Command, want) {
+			t.Fatalf("command %q\nwant    %q", c.Command, want)
+		}
+		env := map[string]string{}
+		for _, e := range c.Env {
+			switch {
+			case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
+				env[e.Name] = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+			default:
+				env[e.Name] = e.Value
+			}
+		}
+		wantEnv := map[string]string{AccessKeyIDEnv: "s3/AWS_ACCESS_KEY_ID", SecretAccessKeyEnv: "s3/AWS_SECRET_ACCESS_KEY", "TMPDIR": DrillTmpDir}
+		if len(env) != len(wantEnv) {
+			t.Fatalf("env %v, want %v (no database credential)", env, wantEnv)
+		}
+		for k, v := range wantEnv {
+			if env[k] != v {
+				t.Fatalf("env %v, want %v", env, wantEnv)
+			}
+		}
+		sc := c.SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			t.Fatalf("security context %+v", sc)
+		}
+		vols := map[string]corev1.Volume{}
+		for _, v := range pod.Volumes {
+			vols[v.Name] = v
+		}
+		if vols["tmp"].EmptyDir == nil || vols["store-config"].ConfigMap == nil {
+			t.Fatalf("volumes %+v", pod.Volumes)
+		}
+		if _, ok := vols["store-ca"]; ok != ca {
+			t.Fatalf("CA volume %v, want %v", ok, ca)
+		}
+		mounts := map[string]corev1.VolumeMount{}
+		for _, m := range c.VolumeMounts {
+			mounts[m.Name] = m
+		}
+		if m := mounts["tmp"]; m.MountPath != DrillTmpDir || m.ReadOnly {
+			t.Fatalf("tmp mount %+v: writable at %s", m, DrillTmpDir)
+		}
+		if _, ok := mounts["shared"]; ok {
+			t.Fatal("no shared binary volume: the image is the operator's")
+		}
+	}
+}
+
+// TestScratchConnection: the bouncer's admin Secret, the namespace only, controlled by the scratch
+// database (so it goes after it), labelled as the Backup's drill.
+func TestScratchConnection(t *testing.T) {
+	b := completedBackup()
+	b.Spec.Source = backupv1.BackupSource{Kind: backupv1.SourceSojuBouncer, Name: "bnc"}
+	db := ScratchDatabaseOn(b, DrillName(b))
+	db.UID = "db-uid"
+	conn := ScratchConnection(b, db, "soju-admin")
+	if conn.Name != "nightly-drill" || conn.Namespace != "team-a" || conn.Spec.Secret != "soju-admin" || len(conn.Spec.AllowedNamespaces) != 0 {
+		t.Fatalf("connection %+v", conn)
+	}
+	o := metav1.GetControllerOf(conn)
+	if o == nil || o.Kind != "PostgresDatabase" || o.Name != "nightly-drill" || o.UID != "db-uid" || len(conn.OwnerReferences) != 1 {
+		t.Fatalf("owner references %+v: the scratch database alone", conn.OwnerReferences)
+	}
+	if conn.Labels[backupv1.LabelDrillOf] != "nightly" || conn.Labels[backupv1.LabelSourceKind] != "SojuBouncer" {
+		t.Fatalf("labels %v", conn.Labels)
+	}
+	if db.Spec.Connection != "nightly-drill" || db.Spec.ReclaimPolicy != homelabv1.DatabaseReclaimDelete || metav1.GetControllerOf(db).Name != "nightly" {
+		t.Fatalf("scratch database %+v", db)
+	}
+}
