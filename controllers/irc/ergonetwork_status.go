@@ -1,6 +1,7 @@
 package irc
 
 import (
+	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
@@ -9,10 +10,14 @@ import (
 //
 // The claim comes after the Deployment: with a WaitForFirstConsumer storage class (the usual default) it
 // binds only once the Deployment's pod is scheduled, so while both wait the Deployment is the one to read.
+//
+// Restored is present only on a network made with spec.restore; it comes before the Deployment, which
+// waits for it.
 var partConditions = []string{
 	ircv1.ConditionOperCredentials,
 	ircv1.ConditionCertificate,
 	ircv1.ConditionConfig,
+	backupv1.ConditionRestored,
 	ircv1.ConditionDeployment,
 	ircv1.ConditionStorage,
 	ircv1.ConditionService,
