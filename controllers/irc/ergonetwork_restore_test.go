@@ -206,7 +206,9 @@ var _ = Describe("ErgoNetwork restore", func() {
 		sideBackup := backupNetwork(ctx, store, side, "side-now", claimWith(sideFixture))
 		// The source network goes (its claim with it): the Backup and the artifact stay.
 		Expect(k8s.Delete(ctx, src)).To(Succeed())
-		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(src), &ircv1.ErgoNetwork{})) }).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(src), &ircv1.ErgoNetwork{}))
+		}).Should(BeTrue())
 
 		n := restoringNetwork(ctx, ns, "chat2", backupv1.RestoreSource{Backup: "chat-now"})
 		job := restoreJobOf(ctx, ns, "chat2")
@@ -242,7 +244,9 @@ var _ = Describe("ErgoNetwork restore", func() {
 		Eventually(get(ctx, &appsv1.Deployment{}, ns, "chat2")).Should(Succeed())
 		Eventually(func() []string { return eventReasons(ctx, ns, "chat2", corev1.EventTypeNormal) }).Should(ContainElement(backupv1.ReasonRestored))
 		// The Job goes once the status says restored.
-		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})) }).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{}))
+		}).Should(BeTrue())
 		markDeploymentAvailable(ctx, ns, "chat2")
 		markClaimBound(ctx, ns, ergo.PVCName(n))
 		eventuallyNetwork(ctx, ns, "chat2", haveCondition(ircv1.ConditionReady, metav1.ConditionTrue, ircv1.ReasonReady))
