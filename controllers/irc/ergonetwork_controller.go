@@ -126,7 +126,7 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Client:     r.Client,
 		FieldOwner: statusFieldOwner,
 		Fields:     []string{"observedGeneration", "networkName", "serviceHost", "ports", "routeHost", "restoredFrom", "lastBackupTime", "lastBackup"},
-		Conditions: append([]string{ircv1.ConditionReady, ircv1.ConditionImageCurrent}, partConditions...),
+		Conditions: append([]string{ircv1.ConditionReady, ircv1.ConditionImageCurrent, backupv1.ConditionRestored}, partConditions...),
 		// Versions before the status writer patched status under the binary's name.
 		LegacyManagers: []string{oplabels.OperatorName},
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup/lastbackuptest"
 	"github.com/platform-operator/platform-operator/internal/testutil"
 	"github.com/platform-operator/platform-operator/internal/testutil/jobrun"
+	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
 // operatorBinary is the operator's binary ($OPERATOR_BINARY, else built once): the program the Jobs run.
@@ -379,5 +380,62 @@ var _ = Describe("ErgoNetwork last backup", func() {
 					return k8s.Update(ctx, cur)
 				})
 			}})
+	})
+})
+
+// An operator installed without its backup CRDs: the ErgoNetwork controller watches no Backup, a network
+// asking for a restore says why it cannot have one and ergo does not start on its empty claim, and a
+// network without spec.restore runs as before and shows no last backup.
+var _ = Describe("ErgoNetwork restore on a cluster without the backup API", Ordered, func() {
+	var (
+		ctx context.Context
+		c   client.Client
+		ns  string
+	)
+	BeforeAll(func() {
+		env, err := testenv.Start(testenv.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+		// Cleanups run last-registered first: the manager stops before its API server does.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(suiteCtx)
+		DeferCleanup(cancel)
+		c = env.Client
+		lastbackuptest.RemoveBackupAPI(ctx, c, env.Config)
+		caps, err := env.Discover()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(caps.Backups).To(BeFalse())
+		r := &ErgoNetworkReconciler{Image: "registry.example/ergo:test", OperatorImage: testOperatorImage}
+		testenv.RunManager(ctx, env.Config, testenv.ManagerOptions(&testutil.WriteCounter{}), caps, groupOf(ergoNetworks(r)))
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "nobackup-"}}
+		Expect(c.Create(ctx, n)).To(Succeed())
+		ns = n.Name
+	})
+
+	It("reports APINotAvailable and holds ergo for a network with spec.restore; runs one without", func() {
+		n := ergotest.MinimalNetwork(ns, "restored")
+		n.Spec.Restore = &backupv1.RestoreSource{Backup: "nightly"}
+		Expect(c.Create(ctx, n)).To(Succeed())
+		plain := ergotest.MinimalNetwork(ns, "plain")
+		Expect(c.Create(ctx, plain)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			got := &ircv1.ErgoNetwork{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(n), got)).To(Succeed())
+			restored := condition(got, backupv1.ConditionRestored)
+			g.Expect(restored).NotTo(BeNil())
+			g.Expect(restored.Reason).To(Equal(ircv1.ReasonAPINotAvailable))
+			g.Expect(restored.Message).To(ContainSubstring("backup.josie.cloud"))
+			g.Expect(condition(got, ircv1.ConditionReady).Reason).To(Equal(ircv1.ReasonAPINotAvailable))
+		}).Should(Succeed())
+		Eventually(func() error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "plain"}, &appsv1.Deployment{}) }).Should(Succeed())
+		Consistently(func() bool {
+			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "restored"}, &appsv1.Deployment{}))
+		}, 2*time.Second).Should(BeTrue())
+		got := &ircv1.ErgoNetwork{}
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(plain), got)).To(Succeed())
+		Expect(condition(got, backupv1.ConditionRestored)).To(BeNil())
+		Expect(got.Status.LastBackupTime).To(BeNil())
+		Expect(got.Status.LastBackup).To(BeEmpty())
 	})
 })

@@ -10,14 +10,10 @@ import (
 //
 // The claim comes after the Deployment: with a WaitForFirstConsumer storage class (the usual default) it
 // binds only once the Deployment's pod is scheduled, so while both wait the Deployment is the one to read.
-//
-// Restored is present only on a network made with spec.restore; it comes before the Deployment, which
-// waits for it.
 var partConditions = []string{
 	ircv1.ConditionOperCredentials,
 	ircv1.ConditionCertificate,
 	ircv1.ConditionConfig,
-	backupv1.ConditionRestored,
 	ircv1.ConditionDeployment,
 	ircv1.ConditionStorage,
 	ircv1.ConditionService,
@@ -53,6 +49,22 @@ func (r *ErgoNetworkReconciler) newScope(n *ircv1.ErgoNetwork) *scope {
 func (s *scope) summarize() *ircv1.ErgoNetworkStatus {
 	s.status.ObservedGeneration = s.net.Generation
 	s.status.NetworkName = s.net.Spec.EffectiveNetworkName()
-	s.Summarize(partConditions, ircv1.ReasonReady, "the network is running")
+	s.Summarize(readyOrder(s.net), ircv1.ReasonReady, "the network is running")
 	return s.status
+}
+
+// readyOrder is the order Ready reports n's parts in: partConditions, and for a network made with
+// spec.restore the Restored condition before the Deployment, which waits for it.
+func readyOrder(n *ircv1.ErgoNetwork) []string {
+	if n.Spec.Restore == nil {
+		return partConditions
+	}
+	order := make([]string, 0, len(partConditions)+1)
+	for _, t := range partConditions {
+		if t == ircv1.ConditionDeployment {
+			order = append(order, backupv1.ConditionRestored)
+		}
+		order = append(order, t)
+	}
+	return order
 }
