@@ -7,6 +7,7 @@ import (
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	routev1 "github.com/openshift/api/route/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,12 +20,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/irc/ergo"
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
+	"github.com/platform-operator/platform-operator/internal/kit/ownimage"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
@@ -56,8 +60,15 @@ type ErgoNetworkReconciler struct {
 	Recorder record.EventRecorder
 	// Capabilities are the optional APIs this cluster serves, discovered at start-up.
 	Capabilities platform.Capabilities
+	// OperatorImage is the operator's own image, which a restore Job runs; when empty it is read from the
+	// operator's own pod (PodNamespace, PodName), and restores wait (OperatorImageUnknown) while neither
+	// is known.
+	OperatorImage string
+	// PodNamespace and PodName are the operator's own pod (POD_NAMESPACE, POD_NAME).
+	PodNamespace, PodName string
 
 	applier *apply.Applier
+	own     *ownimage.Resolver
 	status  *reconcile.StatusWriter
 	secrets secretMemo
 	primer  secretPrimer
@@ -95,11 +106,13 @@ func (r *ErgoNetworkReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return reconcile.Finish(ctx, r.status, s, s.summarize,
 		r.reconcileOperCredentials,
 		r.reconcileStorage,
+		r.reconcileRestore,
 		r.reconcileCertificate,
 		r.reconcileConfig,
 		r.reconcileDeployment,
 		r.reconcileService,
 		r.reconcileRoute,
+		r.observeLastBackup,
 	)
 }
 
@@ -108,11 +121,12 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	r.started = time.Now()
 	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
+	r.own = &ownimage.Resolver{Image: r.OperatorImage, Reader: r.APIReader, Namespace: r.PodNamespace, Name: r.PodName}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: statusFieldOwner,
-		Fields:     []string{"observedGeneration", "networkName", "serviceHost", "ports", "routeHost"},
-		Conditions: append([]string{ircv1.ConditionReady, ircv1.ConditionImageCurrent}, partConditions...),
+		Fields:     []string{"observedGeneration", "networkName", "serviceHost", "ports", "routeHost", "restoredFrom", "lastBackupTime", "lastBackup"},
+		Conditions: append([]string{ircv1.ConditionReady, ircv1.ConditionImageCurrent, backupv1.ConditionRestored}, partConditions...),
 		// Versions before the status writer patched status under the binary's name.
 		LegacyManagers: []string{oplabels.OperatorName},
 	}
@@ -135,6 +149,8 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
+		// A restore's Job.
+		Owns(&batchv1.Job{}).
 		// A retained claim has no owner reference: claims map back to their network by label.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(networkForClaim)).
 		// Only Secret metadata is cached: a change bumps resourceVersion, which is all we need to know.
@@ -145,6 +161,15 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Capabilities.Routes {
 		b = b.Owns(&routev1.Route{})
+	}
+	if r.Capabilities.Backups {
+		// The Backups and stores a restore waits for, and the network's own Backups for its last backup.
+		b = b.Watches(&backupv1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.restoresInNamespace)).
+			Watches(&backupv1.BackupStore{}, handler.EnqueueRequestsFromMapFunc(r.restoresInNamespace))
+		var err error
+		if b, err = lastbackup.Watch(mgr, b, backupv1.SourceErgoNetwork); err != nil {
+			return err
+		}
 	}
 	return b.Complete(opmetrics.Instrument(opmetrics.ErgoNetwork, mgr.GetClient(), r))
 }

@@ -1,6 +1,7 @@
 package irc
 
 import (
+	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
@@ -48,6 +49,22 @@ func (r *ErgoNetworkReconciler) newScope(n *ircv1.ErgoNetwork) *scope {
 func (s *scope) summarize() *ircv1.ErgoNetworkStatus {
 	s.status.ObservedGeneration = s.net.Generation
 	s.status.NetworkName = s.net.Spec.EffectiveNetworkName()
-	s.Summarize(partConditions, ircv1.ReasonReady, "the network is running")
+	s.Summarize(readyOrder(s.net), ircv1.ReasonReady, "the network is running")
 	return s.status
+}
+
+// readyOrder is the order Ready reports n's parts in: partConditions, and for a network made with
+// spec.restore the Restored condition before the Deployment, which waits for it.
+func readyOrder(n *ircv1.ErgoNetwork) []string {
+	if n.Spec.Restore == nil {
+		return partConditions
+	}
+	order := make([]string, 0, len(partConditions)+1)
+	for _, t := range partConditions {
+		if t == ircv1.ConditionDeployment {
+			order = append(order, backupv1.ConditionRestored)
+		}
+		order = append(order, t)
+	}
+	return order
 }

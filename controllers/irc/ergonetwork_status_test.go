@@ -1,12 +1,14 @@
 package irc
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
@@ -76,5 +78,29 @@ func TestCheckBcryptHash(t *testing.T) {
 				t.Error("the message quotes the secret value")
 			}
 		})
+	}
+}
+
+// TestReadyOrderWithRestore: a network made with spec.restore reports Restored before the Deployment,
+// which waits for it; one without has no Restored part.
+func TestReadyOrderWithRestore(t *testing.T) {
+	n := &ircv1.ErgoNetwork{}
+	if slices.Contains(readyOrder(n), backupv1.ConditionRestored) {
+		t.Errorf("order %v names Restored for a network without spec.restore", readyOrder(n))
+	}
+	n.Spec.Restore = &backupv1.RestoreSource{Backup: "nightly"}
+	order := readyOrder(n)
+	i, j := slices.Index(order, backupv1.ConditionRestored), slices.Index(order, ircv1.ConditionDeployment)
+	if i < 0 || j != i+1 || len(order) != len(partConditions)+1 {
+		t.Errorf("order %v, want Restored just before DeploymentAvailable", order)
+	}
+	s := (&ErgoNetworkReconciler{}).newScope(n)
+	s.Set(backupv1.ConditionRestored, metav1.ConditionFalse, backupv1.ReasonRestoring, "Job x is restoring")
+	s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting, "held")
+	st := s.summarize()
+	for _, c := range st.Conditions {
+		if c.Type == ircv1.ConditionReady && c.Reason != backupv1.ReasonRestoring {
+			t.Errorf("Ready = %+v, want reason Restoring", c)
+		}
 	}
 }

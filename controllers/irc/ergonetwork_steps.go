@@ -255,11 +255,18 @@ func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scop
 			"held until the config is rendered; the running Deployment is kept")
 		return ctrl.Result{}, nil
 	}
-	digest, err := r.podDigest(ctx, s)
+	live, err := r.liveDeployment(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	live, err := r.liveDeployment(ctx, s)
+	if live == nil && ergoRestorePending(s.net) && s.status.RestoredFrom == nil {
+		// ergo would start on an empty claim and make a new datastore there, which the restore then
+		// refuses to write over: it starts only once the backup is in the claim.
+		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting,
+			"held until the restore has written the backup's datastore into the claim (Restored)")
+		return ctrl.Result{}, nil
+	}
+	digest, err := r.podDigest(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -1,6 +1,7 @@
 package irc
 
 import (
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,12 +28,18 @@ type Options struct {
 	// SojuAdminNamespaces are the namespaces besides SojuAdminSecret's own whose bouncers may use it
 	// (--soju-database-namespaces).
 	SojuAdminNamespaces []string
+	// OperatorImage is the operator's own image (the backup group's, main.go), run by an ErgoNetwork's
+	// restore Job; when empty it is read from the operator's own pod (PodNamespace, PodName).
+	OperatorImage string
+	// PodNamespace and PodName are the operator's own pod (POD_NAMESPACE, POD_NAME).
+	PodNamespace, PodName string
 }
 
 // Group is the irc API group as the manager sees it: ErgoNetworks and SojuBouncers.
 func Group(opts Options) manager.Group {
 	return groupOf(
-		ergoNetworks(&ErgoNetworkReconciler{Image: opts.ErgoImage, MaxConcurrentReconciles: opts.MaxConcurrentReconciles}),
+		ergoNetworks(&ErgoNetworkReconciler{Image: opts.ErgoImage, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+			OperatorImage: opts.OperatorImage, PodNamespace: opts.PodNamespace, PodName: opts.PodName}),
 		sojuBouncers(&SojuBouncerReconciler{Image: opts.SojuImage, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			DefaultAdminSecret: opts.SojuAdminSecret, DefaultAdminNamespaces: opts.SojuAdminNamespaces}),
 	)
@@ -47,12 +54,22 @@ func groupOf(rows ...manager.Controller) manager.Group {
 	return manager.NewGroup("irc", append([]manager.Controller{shared}, rows...)...)
 }
 
-// ergoNetworks is the ErgoNetwork row of the table, run by r.
+// ergoNetworks is the ErgoNetwork row of the table, run by r: besides the shared rules, the restore Jobs
+// (the operator's own, labelled), and the Backups (restores and status.lastBackup) where the cluster
+// serves them.
 func ergoNetworks(r *ErgoNetworkReconciler) manager.Controller {
-	return manager.Controller{Name: "ErgoNetwork", Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
-		r.Capabilities = caps
-		return r.SetupWithManager(mgr)
-	}}
+	return manager.Controller{Name: "ErgoNetwork",
+		Cache: func(caps platform.Capabilities) []manager.CacheRule {
+			rules := []manager.CacheRule{{Object: &batchv1.Job{}}}
+			if caps.Backups {
+				rules = append(rules, lastbackup.CacheRule())
+			}
+			return rules
+		},
+		Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+			r.Capabilities = caps
+			return r.SetupWithManager(mgr)
+		}}
 }
 
 // sojuBouncers is the SojuBouncer row of the table, run by r: besides the shared rules, the PodMonitors

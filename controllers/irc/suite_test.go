@@ -12,12 +12,15 @@ import (
 
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/testutil"
+	"github.com/platform-operator/platform-operator/internal/testutil/s3test"
 	"github.com/platform-operator/platform-operator/internal/testutil/testenv"
 )
 
 // The suite runs the reconciler in a manager against a real kube-apiserver and etcd (envtest, through the
 // shared harness testenv) that serves our CRD plus cert-manager's, OpenShift's and the Prometheus Operator's
-// PodMonitor (a fixture in testdata/crds), and asserts through a direct, uncached client.
+// PodMonitor (a fixture in testdata/crds), and asserts through a direct, uncached client. The restore
+// specs use one real S3 server (versitygw, started by TestMain) and run their Jobs' containers on this
+// machine (jobrun): envtest has no kubelet.
 var (
 	cfg        *rest.Config
 	k8s        client.Client // direct: no cache between the test and the API server
@@ -26,7 +29,15 @@ var (
 	writes     = &testutil.WriteCounter{} // write requests the reconciler's client sent, by namespace
 	suiteCtx   context.Context
 	cancel     context.CancelFunc
+	// s3 is the package's S3 server (versitygw on 127.0.0.1), for the restore specs' backups.
+	s3 *s3test.Server
 )
+
+// testOperatorImage is the operator's image the suite's reconciler knows (RELATED_IMAGE_OPERATOR): the
+// restore Jobs name it; envtest has no kubelet, so it never runs.
+const testOperatorImage = "registry.test/platform-operator:test"
+
+func TestMain(m *testing.M) { s3test.Main(m, "controllers/irc", &s3) }
 
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -38,7 +49,8 @@ func TestControllers(t *testing.T) {
 func startManager(ctx context.Context, cfg *rest.Config, counter *testutil.WriteCounter) *ErgoNetworkReconciler {
 	caps, err := platform.Discover(cfg)
 	Expect(err).NotTo(HaveOccurred())
-	r := &ErgoNetworkReconciler{Image: "registry.example/ergo:test", MaxConcurrentReconciles: 2, observeRender: countRender}
+	r := &ErgoNetworkReconciler{Image: "registry.example/ergo:test", MaxConcurrentReconciles: 2, observeRender: countRender,
+		OperatorImage: testOperatorImage}
 	testenv.RunManager(ctx, cfg, testenv.ManagerOptions(counter), caps, groupOf(ergoNetworks(r)))
 	return r
 }

@@ -39,11 +39,16 @@ const usage = `usage:
       and checks its checksum and content against the facts recorded at backup time. Prints one JSON line;
       exits 0 verified, 1 failed, 2 usage.
   platform-operator backup restore --store-config FILE --namespace N --kind K --name X --id ID
-                                   --target-url-env VAR [--result-file PATH]
-      Streams the pg_dump-custom artifact into pg_restore --no-owner --no-acl --exit-on-error -d $VAR, an
-      empty database (one with tables is refused). Restored only when the checksum matched and pg_restore
-      exited 0; a failed restore may have written part of the data: that database is unusable. Prints one
-      JSON line; exits 0 restored, 1 failed, 2 usage.
+                                   (--target-url-env VAR | --target-file PATH) [--result-file PATH]
+      With --target-url-env: streams the pg_dump-custom artifact into pg_restore --no-owner --no-acl
+      --exit-on-error -d $VAR, an empty database (one with tables is refused). Restored only when the
+      checksum matched and pg_restore exited 0; a failed restore may have written part of the data: that
+      database is unusable.
+      With --target-file: downloads the datastore artifact (buntdb) to a temporary file next to PATH, checks
+      its checksum, opens it with the datastore's library (and compares it with the facts recorded at
+      backup time), then moves it to PATH; an existing PATH is refused and never written over, and a
+      failure leaves nothing at PATH.
+      Prints one JSON line; exits 0 restored, 1 failed, 2 usage.
 See docs/backup.md.
 `
 

@@ -92,7 +92,9 @@ func verifyMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		urlFlag: "scratch-url-env",
 		urlHelp: "the environment variable holding the empty scratch database's postgresql:// URL (pg_dump-custom)",
 		ok:      ResultVerified,
-		run:     drill,
+		run: func(ctx context.Context, storeConfig string, ref Ref, scratch, _ string) VerifyResult {
+			return drill(ctx, storeConfig, ref, scratch)
+		},
 	}, args, stdout, stderr)
 }
 
@@ -101,10 +103,14 @@ func verifyMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 type resultCommand struct {
 	name             string
 	urlFlag, urlHelp string
+	// fileFlag, when set, names a file the command acts on instead of a database (restore's
+	// --target-file).
+	fileFlag, fileHelp string
 	// ok is the result that exits 0.
 	ok string
-	// run acts on ref; dbURL is the database's URL, empty when the variable flag was not given.
-	run func(ctx context.Context, storeConfig string, ref Ref, dbURL string) VerifyResult
+	// run acts on ref; dbURL is the database's URL, empty when the variable flag was not given; file is
+	// fileFlag's value.
+	run func(ctx context.Context, storeConfig string, ref Ref, dbURL, file string) VerifyResult
 }
 
 // resultMain parses cmd's arguments (the artifact's, the database variable, --result-file), runs it, and
@@ -121,6 +127,10 @@ func resultMain(ctx context.Context, cmd resultCommand, args []string, stdout, s
 	fs.StringVar(&ref.Name, "name", "", "the source object's name")
 	fs.StringVar(&ref.ID, "id", "", "the backup's id")
 	urlEnv := fs.String(cmd.urlFlag, "", cmd.urlHelp)
+	file := new(string)
+	if cmd.fileFlag != "" {
+		file = fs.String(cmd.fileFlag, "", cmd.fileHelp)
+	}
 	resultFile := fs.String("result-file", "", "also write the result here (a Job: /dev/termination-log)")
 	report := func(res VerifyResult, code int) int {
 		doc := encodeResult(res)
@@ -154,7 +164,10 @@ func resultMain(ctx context.Context, cmd resultCommand, args []string, stdout, s
 			return usageErr(fmt.Sprintf("$%s (--%s) is empty", *urlEnv, cmd.urlFlag))
 		}
 	}
-	res := cmd.run(ctx, *storeConfig, ref, dbURL)
+	if dbURL != "" && *file != "" {
+		return usageErr(fmt.Sprintf("--%s and --%s exclude each other: a restore goes into a database or a file", cmd.urlFlag, cmd.fileFlag))
+	}
+	res := cmd.run(ctx, *storeConfig, ref, dbURL, *file)
 	switch {
 	case res.Reason == ReasonUsage:
 		return report(res, exitUsage)

@@ -77,6 +77,14 @@ func (Backup) Check(path string, recorded map[string]string) (string, error) {
 	return strings.Join(diffs, "; "), nil
 }
 
+// Open opens the copy with buntdb, as ergo does when it starts.
+func (Backup) Open(path string) error {
+	if _, err := CountDB(path); err != nil {
+		return fmt.Errorf("buntdb cannot open the datastore: %w", err)
+	}
+	return nil
+}
+
 // CountsOf reads the counts of the facts; ok is false when they are absent.
 func CountsOf(facts map[string]string) (c Counts, ok bool, err error) {
 	if _, ok := facts[FactAccounts]; !ok {

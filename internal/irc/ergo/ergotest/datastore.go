@@ -16,3 +16,7 @@ type DatastoreFixture = datastore.Fixture
 func WriteDatastore(path string, f DatastoreFixture) (datastore.Counts, error) {
 	return datastore.WriteFixture(path, f)
 }
+
+// CountDatastore opens the ircd.db at path with buntdb, as ergo does, and counts what ergo would find
+// (datastore.CountDB).
+func CountDatastore(path string) (datastore.Counts, error) { return datastore.CountDB(path) }

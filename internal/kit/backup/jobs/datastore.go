@@ -72,57 +72,84 @@ func DatastoreCommand(b *backupv1.Backup, in DatastoreInput) []string {
 // the files. Like Job it runs once, with no service account token, Pod Security restricted; its only
 // secrets are the store's keys.
 func DatastoreJob(b *backupv1.Backup, in DatastoreInput) *batchv1.Job {
+	job := datastorePod{store: in.Store, accessKeyIDKey: in.AccessKeyIDKey, secretAccessKeyKey: in.SecretAccessKeyKey,
+		caKey: in.CAKey, storeConfigMap: Name(b), image: in.OperatorImage, claim: in.ClaimName, dataDir: in.DataDir,
+		readOnly: true, runAsUser: in.RunAsUser, container: ContainerBackup, command: DatastoreCommand(b, in),
+	}.job(meta(b), oplabels.Labels(app, b.Name))
+	job.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(in.PodSelector)},
+			TopologyKey:   hostnameTopology,
+		}},
+	}}
+	return job
+}
+
+// datastorePod is the pod skeleton of the Jobs that run the operator's image on a datastore claim (a
+// backup's, a restore's): the claim and the store configuration file mounted, the store's keys from its
+// Secret, the CA bundle when the store has one, the datastore's owner as the user.
+type datastorePod struct {
+	store                                     *backupv1.BackupStore
+	accessKeyIDKey, secretAccessKeyKey, caKey string
+	// storeConfigMap is the ConfigMap holding the store configuration file.
+	storeConfigMap string
+	image          string
+	// claim is mounted at dataDir, read-only when readOnly.
+	claim, dataDir string
+	readOnly       bool
+	// runAsUser is also the group and fsGroup; nil leaves it to the platform.
+	runAsUser *int64
+	container string
+	command   []string
+}
+
+// job is the Job running p once (no retries), with no service account token, Pod Security restricted.
+func (p datastorePod) job(objectMeta metav1.ObjectMeta, podLabels map[string]string) *batchv1.Job {
 	secretEnv := func(name, key string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: in.Store.Spec.Credentials.SecretName}, Key: key}}}
+			LocalObjectReference: corev1.LocalObjectReference{Name: p.store.Spec.Credentials.SecretName}, Key: key}}}
 	}
 	volumes := []corev1.Volume{
 		{Name: DatastoreVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-			ClaimName: in.ClaimName, ReadOnly: true}}},
+			ClaimName: p.claim, ReadOnly: p.readOnly}}},
 		{Name: "store-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: Name(b)}}}},
+			LocalObjectReference: corev1.LocalObjectReference{Name: p.storeConfigMap}}}},
 	}
 	mounts := []corev1.VolumeMount{
-		{Name: DatastoreVolume, MountPath: in.DataDir, ReadOnly: true},
+		{Name: DatastoreVolume, MountPath: p.dataDir, ReadOnly: p.readOnly},
 		{Name: "store-config", MountPath: StoreConfigDir, ReadOnly: true},
 	}
-	if ca := in.Store.Spec.CABundle; ca != nil {
+	if ca := p.store.Spec.CABundle; ca != nil {
 		volumes = append(volumes, corev1.Volume{Name: "store-ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: ca.ConfigMapName},
-			Items:                []corev1.KeyToPath{{Key: in.CAKey, Path: CAFile}}}}})
+			Items:                []corev1.KeyToPath{{Key: p.caKey, Path: CAFile}}}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: "store-ca", MountPath: CADir, ReadOnly: true})
 	}
 	podSecurity := &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
-	if in.RunAsUser != nil {
-		podSecurity.RunAsUser, podSecurity.RunAsGroup, podSecurity.FSGroup = ptr.To(*in.RunAsUser), ptr.To(*in.RunAsUser), ptr.To(*in.RunAsUser)
+	if p.runAsUser != nil {
+		podSecurity.RunAsUser, podSecurity.RunAsGroup, podSecurity.FSGroup = ptr.To(*p.runAsUser), ptr.To(*p.runAsUser), ptr.To(*p.runAsUser)
 	}
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: meta(b),
+		ObjectMeta: objectMeta,
 		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr.To[int32](0),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: oplabels.Labels(app, b.Name)},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
 					EnableServiceLinks:           ptr.To(false),
 					SecurityContext:              podSecurity,
-					Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
-						RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-							LabelSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(in.PodSelector)},
-							TopologyKey:   hostnameTopology,
-						}},
-					}},
 					Containers: []corev1.Container{{
-						Name: ContainerBackup, Image: in.OperatorImage,
-						Command: DatastoreCommand(b, in),
+						Name: p.container, Image: p.image,
+						Command: p.command,
 						Env: []corev1.EnvVar{
-							secretEnv(AccessKeyIDEnv, in.AccessKeyIDKey),
-							secretEnv(SecretAccessKeyEnv, in.SecretAccessKeyKey),
+							secretEnv(AccessKeyIDEnv, p.accessKeyIDKey),
+							secretEnv(SecretAccessKeyEnv, p.secretAccessKeyKey),
 						},
 						VolumeMounts:             mounts,
 						SecurityContext:          restricted(),
