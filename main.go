@@ -123,6 +123,8 @@ func groupsFromFlags(workers int, watched []string, ircFlags *ircctrl.Flags, iot
 	// A restore Job is a backup Job's pod: the same operator image, pg_restore in the image pg_dump runs in.
 	homelabOpts.OperatorImage, homelabOpts.RestorePostgresImage = backupOpts.OperatorImage, backupOpts.PostgresImage
 	homelabOpts.PodNamespace, homelabOpts.PodName = backupOpts.PodNamespace, backupOpts.PodName
+	ircOpts.OperatorImage, ircOpts.RestorePostgresImage = backupOpts.OperatorImage, backupOpts.PostgresImage
+	ircOpts.PodNamespace, ircOpts.PodName = backupOpts.PodNamespace, backupOpts.PodName
 	return []manager.Group{
 		ircctrl.Group(ircOpts),
 		iotctrl.Group(iotOpts),
