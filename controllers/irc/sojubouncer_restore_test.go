@@ -383,7 +383,7 @@ var _ = Describe("SojuBouncer restore", Ordered, func() {
 		eventually("now", ircv1.ConditionReady, metav1.ConditionFalse, backupv1.ReasonSchemaTooNew)
 		Consistently(func() bool { return noDeployment("now") }).WithTimeout(3 * time.Second).Should(BeTrue())
 		Expect(bouncer("now").Status.RestoredFrom).To(BeNil())
-		Consistently(func() string { return cond("now", backupv1.ConditionRestored).Reason }).WithTimeout(2 * time.Second).
+		Consistently(func() string { return cond("now", backupv1.ConditionRestored).Reason }).WithTimeout(2*time.Second).
 			Should(Equal(backupv1.ReasonSchemaTooNew), "a refused restore is final")
 	})
 
