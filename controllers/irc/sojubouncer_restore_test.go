@@ -26,12 +26,14 @@ import (
 
 	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/irc/soju"
 	"github.com/platform-operator/platform-operator/internal/irc/soju/sojutest"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/jobs"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/postgres/postgrestest"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 	"github.com/platform-operator/platform-operator/internal/testutil/jobrun"
 	"github.com/platform-operator/platform-operator/internal/testutil/s3test"
 )
@@ -68,6 +70,8 @@ var _ = Describe("SojuBouncer restore", Ordered, func() {
 		s3     *s3test.Server
 		listed []string
 		ns     string
+		// writes counts the restore manager's write requests, by namespace.
+		writes = &testutil.WriteCounter{}
 	)
 
 	BeforeAll(func() {
@@ -98,6 +102,7 @@ var _ = Describe("SojuBouncer restore", Ordered, func() {
 		mgr, err := manager.New(cfg, ctrl.Options{
 			Metrics:    metricsserver.Options{BindAddress: "0"},
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+			NewClient:  writes.NewClient,
 		}, caps, groupOf(sojuBouncers(r)))
 		Expect(err).NotTo(HaveOccurred())
 		go func() {
@@ -351,6 +356,22 @@ var _ = Describe("SojuBouncer restore", Ordered, func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{}))
 		}).Should(BeTrue(), "the restore Job goes once restored")
+
+		// A restored bouncer re-reconciled unchanged writes nothing (the Job is gone, the status holds).
+		Expect(ergotest.MarkDeploymentAvailable(ctx, k8s, ns, "b")).To(Succeed())
+		eventually("b", ircv1.ConditionReady, metav1.ConditionTrue, ircv1.ReasonReady)
+		Eventually(func() []string {
+			before := writes.In(ns)
+			time.Sleep(time.Second)
+			return writes.Since(ns, before)
+		}).Should(BeEmpty())
+		before := writes.In(ns)
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			b := bouncer("b")
+			b.Annotations = map[string]string{"example.com/touch": "1"}
+			return k8s.Update(ctx, b)
+		})).To(Succeed())
+		Consistently(func() []string { return writes.Since(ns, before) }).WithTimeout(2 * time.Second).Should(BeEmpty())
 
 		// The control: the other bouncer's artifact, named by store, source and id, gives its rows.
 		restoring("c", backupv1.RestoreSource{Store: "main", SourceName: "other", ID: other.Status.ID})
