@@ -123,8 +123,9 @@ func groupsFromFlags(workers int, watched []string, ircFlags *ircctrl.Flags, iot
 	// A restore Job is a backup Job's pod: the same operator image, pg_restore in the image pg_dump runs in.
 	homelabOpts.OperatorImage, homelabOpts.RestorePostgresImage = backupOpts.OperatorImage, backupOpts.PostgresImage
 	homelabOpts.PodNamespace, homelabOpts.PodName = backupOpts.PodNamespace, backupOpts.PodName
-	// An ErgoNetwork's restore Job runs the operator's image too.
-	ircOpts.OperatorImage, ircOpts.PodNamespace, ircOpts.PodName = backupOpts.OperatorImage, backupOpts.PodNamespace, backupOpts.PodName
+	// The irc group's restore Jobs (an ErgoNetwork's datastore, a SojuBouncer's database) run the same images.
+	ircOpts.OperatorImage, ircOpts.RestorePostgresImage = backupOpts.OperatorImage, backupOpts.PostgresImage
+	ircOpts.PodNamespace, ircOpts.PodName = backupOpts.PodNamespace, backupOpts.PodName
 	return []manager.Group{
 		ircctrl.Group(ircOpts),
 		iotctrl.Group(iotOpts),

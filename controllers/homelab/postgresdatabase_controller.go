@@ -25,6 +25,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/jobs"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/pgrestore"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 	"github.com/platform-operator/platform-operator/internal/kit/ownimage"
@@ -81,7 +82,8 @@ type PostgresDatabaseReconciler struct {
 
 	applier *apply.Applier
 	status  *reconcile.StatusWriter
-	own     *ownimage.Resolver
+	// restorer runs spec.restore (postgresdatabase_restore.go).
+	restorer *pgrestore.Restorer
 	// secrets reads Secrets from the API server (see SetupWithManager).
 	secrets apply.ReadThrough
 	// db makes and drops the databases.
@@ -374,12 +376,14 @@ func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *dat
 func (r *PostgresDatabaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	r.db = newDatabaseProvisioner(r.CleanupTimeout)
-	r.own = &ownimage.Resolver{Image: r.OperatorImage, Reader: r.APIReader, Namespace: r.PodNamespace, Name: r.PodName}
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: homelabv1.PostgresDatabaseFinalizer}
 	// The applier reads Secrets from the API server: a typed read through the cache would start an
 	// informer holding every Secret's data.
 	r.secrets = apply.ReadThrough{Client: r.Client, Reader: r.APIReader}
 	r.applier = &apply.Applier{Client: r.secrets, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
+	r.restorer = &pgrestore.Restorer{Client: r.Client, APIReader: r.APIReader, Applier: r.applier, PostgresImage: r.PostgresImage,
+		OwnImage:      &ownimage.Resolver{Image: r.OperatorImage, Reader: r.APIReader, Namespace: r.PodNamespace, Name: r.PodName},
+		BackupsServed: r.Capabilities.Backups}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: oplabels.FieldOwner + "/postgresdatabase",

@@ -102,7 +102,8 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *scope) 
 		}
 	}
 
-	src, err := restoresource.Resolve(ctx, r.Client, n.Namespace, backupv1.SourceErgoNetwork, n.Spec.Restore)
+	src, err := restoresource.Resolve(ctx, r.Client, n.Namespace, backupv1.SourceErgoNetwork, n.Spec.Restore,
+		restoresource.WithAPIReader(r.APIReader))
 	var refusal *restoresource.Refusal
 	switch {
 	case errors.As(err, &refusal) && refusal.Wait:

@@ -29,10 +29,14 @@ type Options struct {
 	// (--soju-database-namespaces).
 	SojuAdminNamespaces []string
 	// OperatorImage is the operator's own image (the backup group's, main.go), run by an ErgoNetwork's
-	// restore Job; when empty it is read from the operator's own pod (PodNamespace, PodName).
+	// restore Job and a SojuBouncer restore Job's init container; when empty it is read from the
+	// operator's own pod (PodNamespace, PodName, the backup group's too).
 	OperatorImage string
 	// PodNamespace and PodName are the operator's own pod (POD_NAMESPACE, POD_NAME).
 	PodNamespace, PodName string
+	// RestorePostgresImage is pg_restore's image template with %d for the server's major version: the
+	// backup group's --backup-postgres-image.
+	RestorePostgresImage string
 }
 
 // Group is the irc API group as the manager sees it: ErgoNetworks and SojuBouncers.
@@ -41,7 +45,9 @@ func Group(opts Options) manager.Group {
 		ergoNetworks(&ErgoNetworkReconciler{Image: opts.ErgoImage, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			OperatorImage: opts.OperatorImage, PodNamespace: opts.PodNamespace, PodName: opts.PodName}),
 		sojuBouncers(&SojuBouncerReconciler{Image: opts.SojuImage, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
-			DefaultAdminSecret: opts.SojuAdminSecret, DefaultAdminNamespaces: opts.SojuAdminNamespaces}),
+			DefaultAdminSecret: opts.SojuAdminSecret, DefaultAdminNamespaces: opts.SojuAdminNamespaces,
+			OperatorImage: opts.OperatorImage, PodNamespace: opts.PodNamespace, PodName: opts.PodName,
+			PostgresImage: opts.RestorePostgresImage}),
 	)
 }
 
@@ -74,11 +80,12 @@ func ergoNetworks(r *ErgoNetworkReconciler) manager.Controller {
 
 // sojuBouncers is the SojuBouncer row of the table, run by r: besides the shared rules, the PodMonitors
 // of bouncers with metrics where the cluster serves them, only the operator's own (the default scope),
-// cut to metadata, and the Backups (status.lastBackup) where the cluster serves them.
+// cut to metadata, the restore Jobs (the operator's own), and the Backups (status.lastBackup, restores)
+// where the cluster serves them.
 func sojuBouncers(r *SojuBouncerReconciler) manager.Controller {
 	return manager.Controller{Name: "SojuBouncer",
 		Cache: func(caps platform.Capabilities) []manager.CacheRule {
-			var rules []manager.CacheRule
+			rules := []manager.CacheRule{{Object: &batchv1.Job{}}}
 			if caps.PodMonitors {
 				rules = append(rules, manager.CacheRule{Object: &monitoring.PodMonitor{},
 					TransformSelector: labels.SelectorFromSet(labels.Set{oplabels.ManagedByLabel: oplabels.OperatorName, oplabels.NameLabel: soju.AppName}),

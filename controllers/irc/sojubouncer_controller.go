@@ -8,6 +8,7 @@ import (
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	routev1 "github.com/openshift/api/route/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -22,9 +23,11 @@ import (
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/pgrestore"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 	"github.com/platform-operator/platform-operator/internal/kit/monitoring"
+	"github.com/platform-operator/platform-operator/internal/kit/ownimage"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 	"github.com/platform-operator/platform-operator/internal/postgres"
@@ -68,8 +71,18 @@ type SojuBouncerReconciler struct {
 	APIReader client.Reader
 	// Recorder emits the events users see with kubectl describe.
 	Recorder record.EventRecorder
-	// Capabilities are the optional APIs this cluster serves, discovered at start-up.
+	// Capabilities are the optional APIs this cluster serves, discovered at start-up: without the backup
+	// API (Backups), no Backup is watched or read and a restore is refused (APINotAvailable).
 	Capabilities platform.Capabilities
+	// OperatorImage is the operator's own image, which a restore Job's init container runs; when empty it
+	// is read from the operator's own pod (PodNamespace, PodName), and restores wait (OperatorImageUnknown)
+	// while neither is known.
+	OperatorImage string
+	// PodNamespace and PodName are the operator's own pod (POD_NAMESPACE, POD_NAME).
+	PodNamespace, PodName string
+	// PostgresImage is pg_restore's image template, with %d for the server's major version (the backup
+	// group's --backup-postgres-image).
+	PostgresImage string
 
 	applier       *apply.Applier
 	secretApplier *apply.Applier
@@ -78,6 +91,8 @@ type SojuBouncerReconciler struct {
 	db *postgres.Provisioner
 	// finalizer holds a bouncer until its database is dropped or let go.
 	finalizer reconcile.Finalizer
+	// restorer runs spec.restore (sojubouncer_restore.go).
+	restorer *pgrestore.Restorer
 }
 
 // +kubebuilder:rbac:groups=irc.josie.cloud,resources=sojubouncers,verbs=get;list;watch;patch
@@ -91,8 +106,12 @@ type SojuBouncerReconciler struct {
 // +kubebuilder:rbac:groups=route.openshift.io,resources=routes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=route.openshift.io,resources=routes/custom-host,verbs=create
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors,verbs=get;list;watch;create;patch;delete
-// The bouncer's Backups, for status.lastBackup (lastbackup.Find).
-// +kubebuilder:rbac:groups=backup.josie.cloud,resources=backups,verbs=get;list;watch
+// The bouncer's Backups, for status.lastBackup (lastbackup.Find); a restore (sojubouncer_restore.go): its
+// Job and ConfigMap, the failed pod's termination message, and the namespace's Backups and BackupStores it
+// reads from.
+// +kubebuilder:rbac:groups=backup.josie.cloud,resources=backups;backupstores,verbs=get;list;watch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
 
 // Reconcile brings one SojuBouncer's database and children in line with its spec, or cleans up after a
 // deleted one, and records what it found.
@@ -111,6 +130,7 @@ func (r *SojuBouncerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	return reconcile.Finish(ctx, r.status, s, status,
 		r.reconcileDatabase,
+		r.reconcileRestore,
 		r.reconcileAdminUser,
 		r.reconcileCertificate,
 		r.reconcileConfig,
@@ -149,11 +169,14 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.secretApplier = &apply.Applier{Client: apply.ReadThrough{Client: r.Client, Reader: r.APIReader}, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
 	r.db = newSojuProvisioner(r.CleanupTimeout)
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: ircv1.SojuDatabaseFinalizer}
+	r.restorer = &pgrestore.Restorer{Client: r.Client, APIReader: r.APIReader, Applier: r.applier, PostgresImage: r.PostgresImage,
+		OwnImage:      &ownimage.Resolver{Image: r.OperatorImage, Reader: r.APIReader, Namespace: r.PodNamespace, Name: r.PodName},
+		BackupsServed: r.Capabilities.Backups}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: sojuStatusFieldOwner,
-		Fields:     []string{"observedGeneration", "databaseName", "databaseSecretName", "serviceHost", "ports", "routeHost", "lastBackupTime", "lastBackup"},
-		Conditions: append([]string{ircv1.ConditionReady, ircv1.ConditionMetricsMonitor}, sojuParts...),
+		Fields:     []string{"observedGeneration", "databaseName", "databaseSecretName", "serviceHost", "ports", "routeHost", "lastBackupTime", "lastBackup", "restoredFrom"},
+		Conditions: append([]string{ircv1.ConditionReady, ircv1.ConditionMetricsMonitor, backupv1.ConditionRestored}, sojuParts...),
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &ircv1.SojuBouncer{}, sojuSecretIndex,
 		func(o client.Object) []string { return r.secretsOf(o.(*ircv1.SojuBouncer)) }); err != nil {
@@ -167,6 +190,8 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
+		// A restore's Job.
+		Owns(&batchv1.Job{}).
 		// Only Secret metadata is cached: a change bumps resourceVersion, which is all we need to know.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bouncersForSecret)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
@@ -180,6 +205,9 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Owns(&monitoring.PodMonitor{})
 	}
 	if r.Capabilities.Backups {
+		// The Backups and stores a restore waits for, and the bouncer's own Backups for its last backup.
+		b = b.Watches(&backupv1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.bouncersRestoringIn)).
+			Watches(&backupv1.BackupStore{}, handler.EnqueueRequestsFromMapFunc(r.bouncersRestoringIn))
 		var err error
 		if b, err = lastbackup.Watch(mgr, b, backupv1.SourceSojuBouncer); err != nil {
 			return err

@@ -2,15 +2,19 @@ package irc
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/irc/ergo/ergotest"
 	"github.com/platform-operator/platform-operator/internal/irc/soju"
@@ -109,5 +113,36 @@ var _ = Describe("SojuBouncer metrics on a cluster without PodMonitors or the ba
 			// since two reconciles may both start before the first's status write reaches the cache.
 			g.Expect(warned).To(BeNumerically(">=", 1), "no APINotAvailable Warning event")
 		}).Should(Succeed())
+	})
+
+	It("refuses a restore without the backup API: Restored APINotAvailable, and soju never starts", func() {
+		b := sojutest.MinimalBouncer(ns, "restoring")
+		b.Spec.Database.AdminSecretName = "pg-admin"
+		b.Spec.Restore = &backupv1.RestoreSource{Backup: "nightly"}
+		Expect(c.Create(ctx, b)).To(Succeed())
+		restored := func(g Gomega) metav1.Condition {
+			got := &ircv1.SojuBouncer{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(b), got)).To(Succeed())
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == backupv1.ConditionRestored {
+					return cond
+				}
+			}
+			return metav1.Condition{}
+		}
+		Eventually(func(g Gomega) {
+			r := restored(g)
+			g.Expect(r.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(r.Reason).To(Equal(ircv1.ReasonAPINotAvailable), r.Message)
+			g.Expect(r.Message).To(ContainSubstring("backup.josie.cloud/v1alpha1"))
+		}).Should(Succeed())
+		// The database is made (the control that the bouncer got that far), soju is not.
+		Eventually(func() error {
+			return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "restoring-db"}, &corev1.Secret{})
+		}).Should(Succeed())
+		Consistently(func() bool {
+			return apierrors.IsNotFound(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "restoring"}, &appsv1.Deployment{})) &&
+				apierrors.IsNotFound(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "restoring-restore"}, &batchv1.Job{}))
+		}).WithTimeout(2 * time.Second).Should(BeTrue())
 	})
 })

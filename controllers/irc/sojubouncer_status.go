@@ -3,6 +3,7 @@ package irc
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/irc/soju"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
@@ -51,10 +52,18 @@ func (r *SojuBouncerReconciler) newScope(b *ircv1.SojuBouncer) *sojuScope {
 	}
 }
 
+// sojuRestoreParts are the part conditions of a bouncer with spec.restore: Restored comes after the
+// database it fills and before everything that uses it.
+var sojuRestoreParts = append(append(append([]string(nil), sojuParts[:2]...), backupv1.ConditionRestored), sojuParts[2:]...)
+
 // summarize fills Ready, observedGeneration and the database's names from what the steps found.
 func (s *sojuScope) summarize() *ircv1.SojuBouncerStatus {
 	s.status.ObservedGeneration = s.b.Generation
 	s.status.DatabaseName = soju.DatabaseName(s.b)
-	s.Summarize(sojuParts, ircv1.ReasonReady, "the bouncer is running")
+	parts := sojuParts
+	if s.b.Spec.Restore != nil {
+		parts = sojuRestoreParts
+	}
+	s.Summarize(parts, ircv1.ReasonReady, "the bouncer is running")
 	return s.status
 }

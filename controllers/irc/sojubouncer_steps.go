@@ -115,7 +115,10 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuSc
 		return res, err
 	}
 	s.login = &db.Login
-	s.status.DatabaseSecretName = secretName
+	if !sojuRestorePending(s.b) {
+		// Named (and so backed up by a Backup of the bouncer) once it holds the bouncer's data.
+		s.status.DatabaseSecretName = secretName
+	}
 	s.Set(ircv1.ConditionDatabase, metav1.ConditionTrue, ircv1.ReasonReady,
 		fmt.Sprintf("%s; the role's login is in Secret %s", db.Message, secretName))
 	return ctrl.Result{}, nil
@@ -207,6 +210,12 @@ func (r *SojuBouncerReconciler) reconcileDeployment(ctx context.Context, s *soju
 	case s.rendered == nil:
 		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting,
 			"held until the config is rendered; the running Deployment is kept")
+		return ctrl.Result{}, nil
+	case sojuRestorePending(s.b):
+		// soju starts on the database only once the status records the restore: neither sojudb (the admin
+		// user) nor soju's migrations ever run on the empty database, or on one the restore refused.
+		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting,
+			"held until the backup is restored (condition Restored)")
 		return ctrl.Result{}, nil
 	case !s.adminUsable:
 		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting,

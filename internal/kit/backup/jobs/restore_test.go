@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 )
 
 func testDatabase(name string) *homelabv1.PostgresDatabase {
@@ -16,7 +17,7 @@ func testDatabase(name string) *homelabv1.PostgresDatabase {
 }
 
 func testRestoreInput(ca bool, major int) RestoreInput {
-	return RestoreInput{Store: testStore(ca), AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY",
+	return RestoreInput{Target: homelabv1.GroupVersion.WithKind("PostgresDatabase"), Store: testStore(ca), AccessKeyIDKey: "AWS_ACCESS_KEY_ID", SecretAccessKeyKey: "AWS_SECRET_ACCESS_KEY",
 		CAKey: "bundle.pem", CredentialsSecret: "app-restore-credentials", SourceName: "old-app", ID: "20261128T150509Z-0a1b2c3d",
 		OperatorImage: "registry.test/platform-operator:v1", PostgresImage: PostgresImage("docker.io/library/postgres:%d", major)}
 }
@@ -74,6 +75,32 @@ func TestRestoreJob(t *testing.T) {
 				t.Fatalf("config map %v %v", cm.Data, err)
 			}
 		})
+	}
+}
+
+// TestRestoreJobOfABouncer: the same Job restores a SojuBouncer's artifact, owned by the bouncer and reading
+// the bouncer's own database Secret; only kind, owner and credentials differ.
+func TestRestoreJobOfABouncer(t *testing.T) {
+	b := &ircv1.SojuBouncer{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "irc", UID: "u-2"}}
+	in := testRestoreInput(false, 15)
+	in.Target, in.CredentialsSecret = ircv1.GroupVersion.WithKind("SojuBouncer"), "irc-db"
+	job := RestoreJob(b, in)
+	if o := metav1.GetControllerOf(job); job.Name != "irc-restore" || o == nil || o.Kind != "SojuBouncer" || o.APIVersion != ircv1.GroupVersion.String() || o.UID != "u-2" {
+		t.Fatalf("job %s, controller %+v", job.Name, o)
+	}
+	checkToolJob(t, job, in.OperatorImage, ContainerRestore, PostgresImage("docker.io/library/postgres:%d", 15))
+	c := job.Spec.Template.Spec.Containers[0]
+	if i := slices.Index(c.Command, "--kind"); i < 0 || c.Command[i+1] != "SojuBouncer" {
+		t.Fatalf("command %q", c.Command)
+	}
+	for _, e := range c.Env {
+		if e.Name == DatabaseURLEnv && (e.ValueFrom.SecretKeyRef.Name != "irc-db" || e.ValueFrom.SecretKeyRef.Key != "url") {
+			t.Fatalf("env %+v", e)
+		}
+	}
+	cm, err := RestoreConfigMap(b, in)
+	if err != nil || metav1.GetControllerOf(cm).Kind != "SojuBouncer" {
+		t.Fatalf("config map %+v %v", cm.ObjectMeta, err)
 	}
 }
 
