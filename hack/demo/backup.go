@@ -235,19 +235,12 @@ func playRestore(ctx context.Context, e *Env, obj client.Object) error {
 // succeeded or failed as the Job controller would (testutil.FinishJob).
 func runJobHere(ctx context.Context, e *Env, key client.ObjectKey, what string, volumes map[string]string) error {
 	e.Step("Waiting for the operator's Job %s, then running its container on this machine", key.Name)
+	if err := waitForJob(ctx, e, key); err != nil {
+		return err
+	}
 	job := &batchv1.Job{}
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, e.Timeout, true, func(ctx context.Context) (bool, error) {
-		err := e.Client.Get(ctx, key, job)
-		if apierrors.IsNotFound(err) {
-			if e.operator != nil {
-				return false, e.errOperatorExited()
-			}
-			return false, nil
-		}
-		return err == nil, err
-	})
-	if err != nil {
-		return fmt.Errorf("wait for Job %s: %w", key.Name, err)
+	if err := e.Client.Get(ctx, key, job); err != nil {
+		return err
 	}
 	c := job.Spec.Template.Spec.Containers[0]
 	e.Printf("Job %s: image %s, %s", key.Name, c.Image, what)
@@ -283,6 +276,24 @@ func runJobHere(ctx context.Context, e *Env, key client.ObjectKey, what string, 
 	e.Printf("Job %s: status written by the demo (%s)", key.Name, map[bool]string{true: "Complete", false: "Failed"}[succeeded])
 	if !succeeded {
 		return fmt.Errorf("the Job %s failed here (exit status %d)", key.Name, r.ExitCode)
+	}
+	return nil
+}
+
+// waitForJob waits until the operator made Job key.
+func waitForJob(ctx context.Context, e *Env, key client.ObjectKey) error {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, e.Timeout, true, func(ctx context.Context) (bool, error) {
+		err := e.Client.Get(ctx, key, &batchv1.Job{})
+		if apierrors.IsNotFound(err) {
+			if e.operator != nil {
+				return false, e.errOperatorExited()
+			}
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		return fmt.Errorf("wait for Job %s: %w", key.Name, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,7 @@ import (
 const (
 	backupNetwork     = "backup-demo-net"
 	backupNetworkName = "backup-demo-net-now"
+	restoredNetwork   = "backup-demo-net-restored"
 )
 
 // playErgoBackup makes an ErgoNetwork, waits for it to be Ready (kwok runs its pod), writes a fixture
@@ -86,12 +88,61 @@ func playErgoBackup(ctx context.Context, e *Env, obj client.Object) error {
 	return nil
 }
 
-// playErgoRestore is where the restore of the ErgoNetwork goes once ErgoNetwork's spec.restore has a
-// controller: a new network with spec.restore.backup: backupNetworkName, its restore Job run here into
-// its claim's directory, and the accounts and channels read back with buntdb. Until then it says so.
-func playErgoRestore(_ context.Context, e *Env, _ client.Object) error {
-	e.Step("Restoring ErgoNetwork %s from Backup %s: not shown yet", backupNetwork, backupNetworkName)
-	e.Printf("(ErgoNetwork's spec.restore is in the API; its controller is being built. This step is the hook for it.)")
+// playErgoRestore makes a new ErgoNetwork with spec.restore.backup: backupNetworkName. The operator makes
+// its claim and the restore Job, and holds ergo back; the Job runs here with the claim's directory, writing
+// the backup's ircd.db into it, and only then does the operator make ergo's Deployment. The accounts and
+// channels are read back from the new claim with buntdb.
+func playErgoRestore(ctx context.Context, e *Env, obj client.Object) error {
+	ns := obj.GetNamespace()
+	e.Step("Restoring Backup %s into a new ErgoNetwork %s (spec.restore.backup: %s)", backupNetworkName, restoredNetwork, backupNetworkName)
+	n := &ircv1.ErgoNetwork{TypeMeta: metav1.TypeMeta{APIVersion: ircv1.GroupVersion.String(), Kind: "ErgoNetwork"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: restoredNetwork},
+		Spec: ircv1.ErgoNetworkSpec{Hostname: restoredNetwork + ".irc.example.com", NetworkName: "BackupDemo",
+			Listeners: []ircv1.Listener{{Address: ":6667"}}, Restore: &backupv1.RestoreSource{Backup: backupNetworkName}}}
+	if err := e.Client.Patch(ctx, n, client.Apply, client.FieldOwner(e.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply ErgoNetwork %s: %w", restoredNetwork, err)
+	}
+	key := client.ObjectKey{Namespace: ns, Name: jobs.DatastoreRestoreName(restoredNetwork)}
+	if err := waitForJob(ctx, e, key); err != nil {
+		return err
+	}
+	var deployments appsv1.DeploymentList
+	if err := e.Client.List(ctx, &deployments, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	for _, d := range deployments.Items {
+		if metav1.IsControlledBy(&d, n) || d.Name == ergo.DeploymentName(n) {
+			return fmt.Errorf("ergo's Deployment %s exists before the restore ran", d.Name)
+		}
+	}
+	e.Printf("the operator made the claim and the restore Job; ergo's Deployment does not exist yet (it waits for the restore)")
+	dir, err := claimDirectory(ctx, e, ns, ergo.PVCName(n))
+	if err != nil {
+		return err
+	}
+	if err := runJobHere(ctx, e, key, "`platform-operator backup restore --target-file` writing into the new claim, mounted read-write",
+		map[string]string{jobs.DatastoreVolume: dir}); err != nil {
+		return err
+	}
+	state, err := e.Poll(ctx, n, ConditionTrue(readyCondition))
+	if err != nil {
+		return err
+	}
+	e.Printf("ErgoNetwork %s: %s", restoredNetwork, state)
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
+		return err
+	}
+	if f := n.Status.RestoredFrom; f != nil {
+		e.Printf("status.restoredFrom: backup %s, store %s, source %s, id %s", f.Backup, f.Store, f.SourceName, f.ID)
+	}
+	counts, err := datastore.CountDB(filepath.Join(dir, ergo.DatastoreFile))
+	if err != nil {
+		return fmt.Errorf("read the restored ircd.db: %w", err)
+	}
+	e.Printf("the new claim's ircd.db, opened with buntdb: %d accounts, %d channels (the backed-up network had 3 and 2)", counts.Accounts, counts.Channels)
+	if counts.Accounts != 3 || counts.Channels != 2 {
+		return fmt.Errorf("restored ircd.db holds %d accounts and %d channels, want 3 and 2", counts.Accounts, counts.Channels)
+	}
 	return nil
 }
 
