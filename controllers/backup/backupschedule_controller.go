@@ -110,10 +110,11 @@ func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&backupv1.BackupSchedule{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
 			predicate.AnnotationChangedPredicate{}))).
 		Watches(&backupv1.Backup{}, handler.EnqueueRequestsFromMapFunc(scheduleOfBackup))
-	// A restore that finishes (or is deleted) lets retention prune the Backup it was reading.
+	// A source that appears or goes is the schedule's Source condition; a restore that finishes (or is
+	// deleted) lets retention prune the Backup it was reading.
 	for _, k := range restoringKinds {
 		if slices.Contains(served, k.kind) {
-			b = b.Watches(k.gvk(), handler.EnqueueRequestsFromMapFunc(r.schedulesOfRestore(k.kind)))
+			b = b.Watches(k.gvk(), handler.EnqueueRequestsFromMapFunc(r.schedulesOfObject(k.kind)))
 		}
 	}
 	return b.WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).

@@ -172,21 +172,25 @@ func (r *ScheduleReconciler) unfinishedRestores(ctx context.Context, ns string) 
 	return out, nil
 }
 
-// schedulesOfRestore maps an object with spec.restore to the schedules of its namespace that back up its
-// kind: when its restore finishes, their retention may prune what it was reading.
-func (r *ScheduleReconciler) schedulesOfRestore(kind backupv1.SourceKind) func(context.Context, client.Object) []ctrl.Request {
+// schedulesOfObject maps an object of a kind that can be backed up to the schedules of its namespace it
+// concerns: those that back it up (its appearance or deletion is their Source condition: a schedule
+// created with its source in one apply may first read the cache before the source is in it), and, when
+// it has spec.restore, those that back up its kind (when its restore finishes, their retention may prune
+// what it was reading).
+func (r *ScheduleReconciler) schedulesOfObject(kind backupv1.SourceKind) func(context.Context, client.Object) []ctrl.Request {
 	return func(ctx context.Context, o client.Object) []ctrl.Request {
-		if !hasRestore(o) {
-			return nil
-		}
 		var list backupv1.BackupScheduleList
 		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "list BackupSchedules for a restore", "object", client.ObjectKeyFromObject(o))
+			ctrl.LoggerFrom(ctx).Error(err, "list BackupSchedules for a source or a restore", "object", client.ObjectKeyFromObject(o))
 			return nil
 		}
+		restoring := hasRestore(o)
 		var out []ctrl.Request
 		for _, s := range list.Items {
-			if s.Spec.Source.Kind == kind && s.Spec.Retention != nil {
+			if s.Spec.Source.Kind != kind {
+				continue
+			}
+			if s.Spec.Source.Name == o.GetName() || (restoring && s.Spec.Retention != nil) {
 				out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
+	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 )
 
@@ -164,6 +165,28 @@ var _ = Describe("BackupSchedule", Serial, func() {
 			g.Expect(k8s.Update(suiteCtx, &live)).To(Succeed())
 		}).Should(Succeed())
 		Eventually(func(g Gomega) { g.Expect(backupsOf(g, ns)).To(HaveLen(1)) }).Should(Succeed())
+	})
+
+	It("waits for a source made after it, and takes the missed run once the source appears (not at the 10-minute recheck)", func() {
+		ns := newNamespace("sched-late")
+		readyStoreAndSource(ns, "store", "db")
+		clock.Set(time.Now().Add(48 * time.Hour))
+		s := newSchedule(ns, "nightly", "store", "late", "0 3 * * *")
+		Expect(k8s.Create(suiteCtx, s)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(scheduleStatus(g, s).Conditions, backupv1.ConditionSource)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(backupv1.ReasonSourceMissing))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) { g.Expect(backupsOf(g, ns)).To(BeEmpty()) }).WithTimeout(quiet).Should(Succeed())
+
+		By("the source made: the schedule hears of it and takes the run it missed")
+		Expect(k8s.Create(suiteCtx, &homelabv1.PostgresDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"},
+			Spec: homelabv1.PostgresDatabaseSpec{Connection: "pg"}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(meta.IsStatusConditionTrue(scheduleStatus(g, s).Conditions, backupv1.ConditionSource)).To(BeTrue())
+			g.Expect(backupsOf(g, ns)).To(HaveLen(1))
+		}).Should(Succeed())
 	})
 
 	It("refuses a schedule with a seconds field", func() {
