@@ -433,7 +433,7 @@ func (r *backupReconciler) completed(ctx context.Context, s *backupScope) (ctrl.
 // failed records a failed Job with the container's last words (its termination message: the end of its
 // log), which the program writes without credentials.
 func (r *backupReconciler) failed(ctx context.Context, s *backupScope, job *batchv1.Job) {
-	words := r.lastWords(ctx, job)
+	_, words := jobs.LastWords(ctx, r.APIReader, job, lastWordsLimit)
 	msg := fmt.Sprintf("Job %s failed; nothing that looks complete was left in the store", job.Name)
 	if jobFailedReason(job) == batchv1.JobReasonDeadlineExceeded {
 		msg = fmt.Sprintf("Job %s did not finish within its deadline of %s (--backup-job-deadline); nothing that looks complete was left in the store", job.Name, r.JobDeadline)
@@ -449,19 +449,6 @@ func (r *backupReconciler) failed(ctx context.Context, s *backupScope, job *batc
 func (r *backupReconciler) bounded(job *batchv1.Job) *batchv1.Job {
 	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(r.JobDeadline / time.Second))
 	return job
-}
-
-// lastWords is the backup container's termination message in the Job's newest pod ("" when there is none).
-func (r *backupReconciler) lastWords(ctx context.Context, job *batchv1.Job) string {
-	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
-		return ""
-	}
-	name, msg := jobs.FailedTermination(pods.Items)
-	if name == "" {
-		return ""
-	}
-	return name + ": " + jobs.Tail(msg, lastWordsLimit)
 }
 
 // storeTrouble records a store that could not be read: the Store condition and a retry with back-off.

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -350,7 +349,7 @@ func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *dat
 		return ctrl.Result{}, nil
 	}
 	desired := postgres.Secret(s.db, postgresDatabaseKind, *s.settings, s.name, s.password, s.rotation)
-	if s.secretLive != nil && s.secretLive.Name == desired.Name && secretHolds(s.secretLive, desired) {
+	if s.secretLive != nil && s.secretLive.Name == desired.Name && apply.Holds(s.secretLive, desired) {
 		// Unchanged, as read at the start of this reconcile: no apply, which would write the password back
 		// into a Secret deleted since (a deleted Secret asks for a new password, in the next reconcile).
 		s.secretName = desired.Name
@@ -463,17 +462,4 @@ func (r *PostgresDatabaseReconciler) databasesForSecret(ctx context.Context, o c
 		reqs = append(reqs, r.databasesForConnection(ctx, &conns[i])...)
 	}
 	return reqs
-}
-
-// secretHolds says whether live already holds every field of desired.
-func secretHolds(live, desired *corev1.Secret) bool {
-	l, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
-	if err != nil {
-		return false
-	}
-	d, err := apply.ToUnstructured(desired)
-	if err != nil {
-		return false
-	}
-	return apply.Contains(l, d.Object)
 }

@@ -2,18 +2,14 @@ package irc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,7 +60,7 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *scope) 
 	if n.Status.RestoredFrom != nil {
 		s.Set(backupv1.ConditionRestored, metav1.ConditionTrue, backupv1.ReasonRestored, ergoRestoredMessage(n.Status.RestoredFrom))
 		// The Job is done with: it goes once the status that says so is written.
-		return ctrl.Result{}, r.deleteRestoreJob(ctx, n)
+		return ctrl.Result{}, jobs.DeleteControlled(ctx, r.Client, n, jobs.DatastoreRestoreName(n.Name))
 	}
 	if c := meta.FindStatusCondition(before, backupv1.ConditionRestored); c != nil && c.Status == metav1.ConditionFalse &&
 		(c.Reason == backupv1.ReasonRestoreFailed || c.Reason == backupv1.ReasonTargetNotEmpty || c.Reason == backupv1.ReasonWrongKind) {
@@ -133,7 +129,7 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *scope) 
 		// Once more, soon, to delete the Job when the status says restored.
 		return ctrl.Result{RequeueAfter: ergoRestoreCleanupDelay}, nil
 	case batchv1.JobFailed:
-		reason, words := r.restoreLastWords(ctx, job)
+		reason, words := jobs.LastWords(ctx, r.APIReader, job, ergoLastWordsLimit)
 		if reason == backup.ReasonTargetNotEmpty {
 			s.Fail(before, backupv1.ConditionRestored, backupv1.ReasonTargetNotEmpty, fmt.Sprintf(
 				"claim %s already holds a datastore (kept from an earlier network?): a restore never writes over one, and nothing is retried: %s", ergo.PVCName(n), words))
@@ -181,39 +177,6 @@ func (r *ErgoNetworkReconciler) startRestore(ctx context.Context, s *scope, src 
 	s.Set(backupv1.ConditionRestored, metav1.ConditionFalse, backupv1.ReasonRestoring,
 		fmt.Sprintf("Job %s is restoring %s/%s of BackupStore %s into claim %s", job.Name, src.SourceName, src.ID, src.Store.Name, in.ClaimName))
 	return ctrl.Result{}, nil
-}
-
-// deleteRestoreJob deletes n's restore Job, if there is one of n's, with its pods.
-func (r *ErgoNetworkReconciler) deleteRestoreJob(ctx context.Context, n *ircv1.ErgoNetwork) error {
-	job := &batchv1.Job{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: jobs.DatastoreRestoreName(n.Name)}, job); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if !metav1.IsControlledBy(job, n) || !job.DeletionTimestamp.IsZero() {
-		return nil
-	}
-	err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground),
-		client.Preconditions{UID: ptr.To(job.UID)})
-	return client.IgnoreNotFound(err)
-}
-
-// restoreLastWords is the reason and message of the restore's result (the program's JSON line in the
-// container's termination message), or the end of the failed container's log; "" when there is none.
-func (r *ErgoNetworkReconciler) restoreLastWords(ctx context.Context, job *batchv1.Job) (reason, words string) {
-	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
-		return "", ""
-	}
-	name, msg := jobs.FailedTermination(pods.Items)
-	if name == "" {
-		return "", ""
-	}
-	msg = strings.TrimSpace(msg)
-	var res backup.VerifyResult
-	if json.Unmarshal([]byte(msg), &res) == nil && res.Reason != "" {
-		reason, msg = res.Reason, res.Reason+": "+res.Message
-	}
-	return reason, name + ": " + jobs.Tail(msg, ergoLastWordsLimit)
 }
 
 // observeLastBackup finds the network's newest Completed Backup in the cache, for status.lastBackup

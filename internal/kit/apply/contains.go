@@ -1,5 +1,24 @@
 package apply
 
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Holds says whether the live object already holds every field of desired (Contains), so that applying
+// desired would change nothing; false when either cannot be converted.
+func Holds(live, desired client.Object) bool {
+	l, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+	if err != nil {
+		return false
+	}
+	d, err := ToUnstructured(desired)
+	if err != nil {
+		return false
+	}
+	return Contains(l, d.Object)
+}
+
 // Contains reports whether live holds every field of want with an equal value: maps may carry extra keys
 // (server defaults, other managers' fields), lists must have the same length and match element by
 // element, and a zero scalar or empty collection in want matches an absent field in live, because typed

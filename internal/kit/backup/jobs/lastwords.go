@@ -1,6 +1,37 @@
 package jobs
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/platform-operator/platform-operator/internal/kit/backup"
+)
+
+// LastWords reads the pods of a failed Job (reader: the API server, pods are not cached) and returns what
+// its failed container said: "container: message", the message cut to its last limit bytes. When the
+// message is the program's JSON result line (verify, restore), reason is its reason and the message reads
+// "reason: message". Both are "" when no pod's container failed with a message.
+func LastWords(ctx context.Context, reader client.Reader, job *batchv1.Job, limit int) (reason, words string) {
+	var pods corev1.PodList
+	if err := reader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		return "", ""
+	}
+	name, msg := FailedTermination(pods.Items)
+	if name == "" {
+		return "", ""
+	}
+	msg = strings.TrimSpace(msg)
+	var res backup.VerifyResult
+	if json.Unmarshal([]byte(msg), &res) == nil && res.Reason != "" {
+		reason, msg = res.Reason, res.Reason+": "+res.Message
+	}
+	return reason, name + ": " + Tail(msg, limit)
+}
 
 // FailedTermination is the container of the newest of a Job's pods that failed with a termination message
 // (init containers first), and that message; both "" when there is none.

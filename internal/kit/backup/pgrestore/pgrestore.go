@@ -8,7 +8,6 @@ package pgrestore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,9 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -122,7 +119,7 @@ func (r *Restorer) Reconcile(ctx context.Context, t *Target) (*backupv1.Restored
 		// The Job (and the credentials Secret it controls) are done with: they go once the status that
 		// says so is written, so that a lost status write never finds the Job gone and the database
 		// full, which it would take for a database it must not touch.
-		return t.RestoredFrom, ctrl.Result{}, r.deleteJob(ctx, obj)
+		return t.RestoredFrom, ctrl.Result{}, jobs.DeleteControlled(ctx, r.Client, obj, jobs.RestoreName(obj))
 	}
 	if c := meta.FindStatusCondition(t.Before, backupv1.ConditionRestored); c != nil && c.Status == metav1.ConditionFalse && isFinal(c.Reason) {
 		s.Set(backupv1.ConditionRestored, c.Status, c.Reason, c.Message)
@@ -189,7 +186,7 @@ func (r *Restorer) Reconcile(ctx context.Context, t *Target) (*backupv1.Restored
 		return done, ctrl.Result{RequeueAfter: CleanupDelay}, nil
 	case batchv1.JobFailed:
 		msg := fmt.Sprintf("Job %s failed: the database is unusable and nothing is retried (%s)", job.Name, t.Again)
-		if words := LastWords(ctx, r.APIReader, job); words != "" {
+		if _, words := jobs.LastWords(ctx, r.APIReader, job, lastWordsLimit); words != "" {
 			msg += ": " + words
 		}
 		s.Fail(t.Before, backupv1.ConditionRestored, backupv1.ReasonRestoreFailed, msg)
@@ -259,7 +256,7 @@ func (r *Restorer) applyCredentials(ctx context.Context, t *Target, job *batchv1
 		return ctrl.Result{}, nil
 	}
 	creds := jobs.RestoreSecret(t.Object, job, t.Credentials)
-	if t.CredentialsLive != nil && jobs.IsRestoreSecret(t.Object, t.CredentialsLive) && holds(t.CredentialsLive, creds) {
+	if t.CredentialsLive != nil && jobs.IsRestoreSecret(t.Object, t.CredentialsLive) && apply.Holds(t.CredentialsLive, creds) {
 		return ctrl.Result{}, nil
 	}
 	if _, err := r.Applier.Apply(ctx, job, creds); err != nil {
@@ -276,40 +273,6 @@ func (r *Restorer) check(ctx context.Context, t *Target) (string, string, error)
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
 	return t.Check(ctx, conn)
-}
-
-// deleteJob deletes obj's restore Job, if there is one of obj's, with its pods and (its dependents by
-// garbage collection) the credentials Secret and nothing else.
-func (r *Restorer) deleteJob(ctx context.Context, obj client.Object) error {
-	job := &batchv1.Job{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: jobs.RestoreName(obj)}, job); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if !metav1.IsControlledBy(job, obj) || !job.DeletionTimestamp.IsZero() {
-		return nil
-	}
-	err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground),
-		client.Preconditions{UID: ptr.To(job.UID)})
-	return client.IgnoreNotFound(err)
-}
-
-// LastWords is the message of the restore's result (the program's JSON line in the container's
-// termination message), or the end of the failed container's log; "" when there is none.
-func LastWords(ctx context.Context, reader client.Reader, job *batchv1.Job) string {
-	var pods corev1.PodList
-	if err := reader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
-		return ""
-	}
-	name, msg := jobs.FailedTermination(pods.Items)
-	if name == "" {
-		return ""
-	}
-	msg = strings.TrimSpace(msg)
-	var res backup.VerifyResult
-	if json.Unmarshal([]byte(msg), &res) == nil && res.Reason != "" {
-		msg = res.Reason + ": " + res.Message
-	}
-	return name + ": " + jobs.Tail(msg, lastWordsLimit)
 }
 
 // InspectTarget connects as the database's own role and returns the database's user tables and the
@@ -390,17 +353,4 @@ func isFinal(reason string) bool {
 		}
 	}
 	return false
-}
-
-// holds says whether live already holds every field of desired (so applying it would change nothing).
-func holds(live, desired *corev1.Secret) bool {
-	l, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
-	if err != nil {
-		return false
-	}
-	d, err := apply.ToUnstructured(desired)
-	if err != nil {
-		return false
-	}
-	return apply.Contains(l, d.Object)
 }
