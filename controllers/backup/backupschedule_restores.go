@@ -97,8 +97,8 @@ var restoringKinds = []struct {
 			}
 			var out []Restore
 			for _, o := range l.Items {
-				if o.Spec.Restore != nil && !restoreFinished(o.Status.RestoredFrom, o.Status.Conditions) {
-					out = append(out, Restore{backupv1.SourcePostgresDatabase, o.Name, *o.Spec.Restore})
+				if o.Spec.Restore != nil && !restoreFinished((*backupv1.RestoredFrom)(o.Status.RestoredFrom), o.Status.Conditions) {
+					out = append(out, Restore{backupv1.SourcePostgresDatabase, o.Name, backupv1.RestoreSource(*o.Spec.Restore)})
 				}
 			}
 			return out, nil
@@ -111,8 +111,8 @@ var restoringKinds = []struct {
 			}
 			var out []Restore
 			for _, o := range l.Items {
-				if o.Spec.Restore != nil && !restoreFinished(o.Status.RestoredFrom, o.Status.Conditions) {
-					out = append(out, Restore{backupv1.SourceSojuBouncer, o.Name, *o.Spec.Restore})
+				if o.Spec.Restore != nil && !restoreFinished((*backupv1.RestoredFrom)(o.Status.RestoredFrom), o.Status.Conditions) {
+					out = append(out, Restore{backupv1.SourceSojuBouncer, o.Name, backupv1.RestoreSource(*o.Spec.Restore)})
 				}
 			}
 			return out, nil
@@ -125,8 +125,8 @@ var restoringKinds = []struct {
 			}
 			var out []Restore
 			for _, o := range l.Items {
-				if o.Spec.Restore != nil && !restoreFinished(o.Status.RestoredFrom, o.Status.Conditions) {
-					out = append(out, Restore{backupv1.SourceErgoNetwork, o.Name, *o.Spec.Restore})
+				if o.Spec.Restore != nil && !restoreFinished((*backupv1.RestoredFrom)(o.Status.RestoredFrom), o.Status.Conditions) {
+					out = append(out, Restore{backupv1.SourceErgoNetwork, o.Name, backupv1.RestoreSource(*o.Spec.Restore)})
 				}
 			}
 			return out, nil

@@ -21,10 +21,10 @@ import (
 
 	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/controllers/internal/pgrestore"
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/jobs"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup"
-	"github.com/platform-operator/platform-operator/internal/kit/backup/pgrestore"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 	"github.com/platform-operator/platform-operator/internal/kit/ownimage"
@@ -185,7 +185,7 @@ func (s *databaseScope) summarize() *homelabv1.PostgresDatabaseStatus {
 		fmt.Sprintf("database %s and its role are ready; credentials in Secret %s", s.name, s.secretName))
 	status := &homelabv1.PostgresDatabaseStatus{
 		ObservedGeneration: s.db.Generation, Conditions: *s.Conditions,
-		DatabaseName: s.name, SecretName: s.secretName, RestoredFrom: s.restoredFrom,
+		DatabaseName: s.name, SecretName: s.secretName, RestoredFrom: (*homelabv1.RestoredFrom)(s.restoredFrom),
 	}
 	if s.lastBackup != nil {
 		status.LastBackupTime, status.LastBackup = &s.lastBackup.Time, s.lastBackup.Name

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/homelab/homelabtest"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup/lastbackuptest"
@@ -56,7 +55,7 @@ var _ = Describe("PostgresDatabase on a cluster without the backup API", Ordered
 
 	It("says why a database asking for a restore cannot have it", func(ctx SpecContext) {
 		ns := testenv.NewNamespace(c, "nobackup")
-		db := homelabTestDatabase(ns, "restored", backupv1.RestoreSource{Backup: "nightly"})
+		db := homelabTestDatabase(ns, "restored", homelabv1.RestoreSource{Backup: "nightly"})
 		Expect(c.Create(ctx, db)).To(Succeed())
 		Eventually(func(g Gomega) {
 			got := &homelabv1.PostgresDatabase{}

@@ -5,12 +5,13 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
-	"github.com/platform-operator/platform-operator/internal/kit/backup/pgrestore"
+	"github.com/platform-operator/platform-operator/controllers/internal/pgrestore"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 )
 
-// Restore's timing and event reasons: the shared restore's (internal/kit/backup/pgrestore).
+// Restore's timing and event reasons: the shared restore's (controllers/internal/pgrestore).
 const (
 	// RestoreWaitRecheck is how often a restore that waits for its Backup or store looks again, besides
 	// the watches on both.
@@ -22,7 +23,7 @@ const (
 // restorePending says whether db asks for a restore that has not succeeded yet: until it has, the role's
 // password lives in the restore's own Secret and the workload's Secret is not written.
 func restorePending(db *homelabv1.PostgresDatabase) bool {
-	return pgrestore.Pending(db.Spec.Restore, db.Status.RestoredFrom)
+	return pgrestore.Pending((*backupv1.RestoreSource)(db.Spec.Restore), (*backupv1.RestoredFrom)(db.Status.RestoredFrom))
 }
 
 // reconcileRestore restores spec.restore's backup into the new, empty database before anything else may
@@ -31,7 +32,7 @@ func restorePending(db *homelabv1.PostgresDatabase) bool {
 // reconcileSecret), on failure Restored is False with the program's last words and nothing is retried.
 func (r *PostgresDatabaseReconciler) reconcileRestore(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
 	t := &pgrestore.Target{Session: s.Session, Before: s.before, Object: s.db,
-		GVK: postgresDatabaseKind, Spec: s.db.Spec.Restore, RestoredFrom: s.db.Status.RestoredFrom,
+		GVK: postgresDatabaseKind, Spec: (*backupv1.RestoreSource)(s.db.Spec.Restore), RestoredFrom: (*backupv1.RestoredFrom)(s.db.Status.RestoredFrom),
 		WaitReason: homelabv1.ReasonWaitingForDependency, Again: "delete the PostgresDatabase and create it again"}
 	if s.password != "" {
 		login := s.settings.As(s.name, s.password, s.name)

@@ -202,7 +202,7 @@ func rowsOf(ctx context.Context, url string) (string, []string) {
 }
 
 // restoring is a PostgresDatabase ns/name on connection "main" restored from src.
-func restoring(ns, name string, src backupv1.RestoreSource) *homelabv1.PostgresDatabase {
+func restoring(ns, name string, src homelabv1.RestoreSource) *homelabv1.PostgresDatabase {
 	GinkgoHelper()
 	return newDatabase(ns, name, "main", func(db *homelabv1.PostgresDatabase) { db.Spec.Restore = &src })
 }
@@ -231,7 +231,7 @@ var _ = Describe("PostgresDatabase restore", func() {
 		Expect(k8s.Delete(ctx, a)).To(Succeed())
 		expectGone(a)
 
-		b := restoring(ns, "b", backupv1.RestoreSource{Backup: "a-nightly"})
+		b := restoring(ns, "b", homelabv1.RestoreSource{Backup: "a-nightly"})
 		expectCondition(b, homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonRestoring)
 		job := restoreJob(ctx, b)
 		Expect(metav1.IsControlledBy(job, b)).To(BeTrue())
@@ -267,7 +267,7 @@ var _ = Describe("PostgresDatabase restore", func() {
 
 		// The control: a restore of the other object's artifact, named by store, source and id, gives the
 		// other rows.
-		c := restoring(ns, "c", backupv1.RestoreSource{Store: "main", SourceName: "other", ID: "20261128T150000Z-bbbbbbbb"})
+		c := restoring(ns, "c", homelabv1.RestoreSource{Store: "main", SourceName: "other", ID: "20261128T150000Z-bbbbbbbb"})
 		cJob := restoreJob(ctx, c)
 		code, out = runRestoreLocally(ctx, cJob)
 		Expect(code).To(Equal(0), out)
@@ -297,7 +297,7 @@ var _ = Describe("PostgresDatabase restore", func() {
 		b.Spec.Restore = nil
 		Expect(k8s.Update(ctx, b)).NotTo(Succeed())
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(other), other)).To(Succeed())
-		other.Spec.Restore = &backupv1.RestoreSource{Backup: "a-nightly"}
+		other.Spec.Restore = &homelabv1.RestoreSource{Backup: "a-nightly"}
 		Expect(k8s.Update(ctx, other)).NotTo(Succeed())
 	})
 
@@ -308,11 +308,11 @@ var _ = Describe("PostgresDatabase restore", func() {
 		makeBackup(ctx, ns, "bouncer", backupv1.SourceSojuBouncer, "irc", backupv1.BackupCompleted, "20261128T150000Z-cccccccc")
 		makeBackup(ctx, ns, "running", backupv1.SourcePostgresDatabase, "x", backupv1.BackupRunning, "20261128T150000Z-dddddddd")
 
-		wrong := restoring(ns, "wrong", backupv1.RestoreSource{Backup: "bouncer"})
+		wrong := restoring(ns, "wrong", homelabv1.RestoreSource{Backup: "bouncer"})
 		expectCondition(wrong, homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonWrongKind)
-		waiting := restoring(ns, "waiting", backupv1.RestoreSource{Backup: "running"})
+		waiting := restoring(ns, "waiting", homelabv1.RestoreSource{Backup: "running"})
 		expectCondition(waiting, homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonBackupNotCompleted)
-		missing := restoring(ns, "missing", backupv1.RestoreSource{Backup: "nope"})
+		missing := restoring(ns, "missing", homelabv1.RestoreSource{Backup: "nope"})
 		expectCondition(missing, homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonBackupNotFound)
 		for _, db := range []*homelabv1.PostgresDatabase{wrong, waiting, missing} {
 			Expect(condOf(db, homelabv1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
@@ -339,7 +339,7 @@ var _ = Describe("PostgresDatabase restore", func() {
 		}).WithTimeout(2*time.Second).Should(BeTrue(), "a restore of an artifact the store does not hold made a Job")
 
 		// Another namespace's Backup or store cannot be named: a name is a name.
-		for _, src := range []backupv1.RestoreSource{{Backup: "other-ns/a-nightly"}, {Store: "other-ns/main", SourceName: "a", ID: "1"}} {
+		for _, src := range []homelabv1.RestoreSource{{Backup: "other-ns/a-nightly"}, {Store: "other-ns/main", SourceName: "a", ID: "1"}} {
 			db := homelabTestDatabase(ns, "cross", src)
 			err := k8s.Create(ctx, db)
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%+v: %v", src, err)
@@ -365,7 +365,7 @@ var _ = Describe("PostgresDatabase restore", func() {
 		// envtest has no garbage collector: remove the old object's Secret as it would.
 		Expect(k8s.Delete(ctx, secretOf(kept))).To(Succeed())
 
-		again := restoring(ns, "kept", backupv1.RestoreSource{Backup: "src-nightly"})
+		again := restoring(ns, "kept", homelabv1.RestoreSource{Backup: "src-nightly"})
 		c := expectCondition(again, homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonTargetNotEmpty)
 		Expect(c.Message).To(ContainSubstring("never writes into a database with content"))
 		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.RestoreName(again)}, &batchv1.Job{})
@@ -399,13 +399,13 @@ var _ = Describe("PostgresDatabase restore", func() {
 			}).WithTimeout(2*time.Second).Should(BeTrue(), "a refused restore made a Job")
 		}
 
-		missing := restoring(ns, "missing", backupv1.RestoreSource{Store: "main", SourceName: "src", ID: "20261128T150000Z-99999999"})
+		missing := restoring(ns, "missing", homelabv1.RestoreSource{Store: "main", SourceName: "src", ID: "20261128T150000Z-99999999"})
 		c := expectCondition(missing, homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonBackupNotFound)
 		Expect(c.Message).To(ContainSubstring("20261128T150000Z-99999999"))
 		Expect(c.Message).To(ContainSubstring(`BackupStore "main"`))
 		noJob(missing)
 
-		wrong := restoring(ns, "wrong", backupv1.RestoreSource{Store: "main", SourceName: "bnc", ID: "20261128T150000Z-22222222"})
+		wrong := restoring(ns, "wrong", homelabv1.RestoreSource{Store: "main", SourceName: "bnc", ID: "20261128T150000Z-22222222"})
 		c = expectCondition(wrong, homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonWrongKind)
 		Expect(c.Message).To(ContainSubstring("SojuBouncer"))
 		noJob(wrong)
@@ -419,7 +419,7 @@ var _ = Describe("PostgresDatabase restore", func() {
 		down.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: backupv1.ReasonReachable,
 			Message: "test", LastTransitionTime: metav1.Now(), ObservedGeneration: down.Generation}}
 		Expect(k8s.Status().Update(ctx, down)).To(Succeed())
-		waits := restoring(ns, "waits", backupv1.RestoreSource{Store: "down", SourceName: "src", ID: "20261128T150000Z-11111111"})
+		waits := restoring(ns, "waits", homelabv1.RestoreSource{Store: "down", SourceName: "src", ID: "20261128T150000Z-11111111"})
 		c = expectCondition(waits, homelabv1.ConditionRestored, metav1.ConditionFalse, backupv1.ReasonStoreNotReady)
 		Expect(c.Message).To(ContainSubstring(`BackupStore "down" could not be read`))
 		Expect(c.Message).NotTo(ContainSubstring(s3.SecretAccessKey))
@@ -427,7 +427,7 @@ var _ = Describe("PostgresDatabase restore", func() {
 		noJob(waits)
 
 		// The control: the same store form with the id the store holds restores, row by row.
-		ok := restoring(ns, "ok", backupv1.RestoreSource{Store: "main", SourceName: "src", ID: "20261128T150000Z-11111111"})
+		ok := restoring(ns, "ok", homelabv1.RestoreSource{Store: "main", SourceName: "src", ID: "20261128T150000Z-11111111"})
 		expectCondition(ok, homelabv1.ConditionRestored, metav1.ConditionFalse, homelabv1.ReasonRestoring)
 		job := restoreJob(ctx, ok)
 		code, out := runRestoreLocally(ctx, job)
@@ -453,7 +453,7 @@ func condOf(db *homelabv1.PostgresDatabase, t string) metav1.Condition {
 }
 
 // homelabTestDatabase is a PostgresDatabase ns/name on "main" with spec.restore src, not created.
-func homelabTestDatabase(ns, name string, src backupv1.RestoreSource) *homelabv1.PostgresDatabase {
+func homelabTestDatabase(ns, name string, src homelabv1.RestoreSource) *homelabv1.PostgresDatabase {
 	return &homelabv1.PostgresDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: homelabv1.PostgresDatabaseSpec{Connection: "main", Restore: &src}}
 }

@@ -58,7 +58,7 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *scope) 
 		return ctrl.Result{}, nil
 	}
 	if n.Status.RestoredFrom != nil {
-		s.Set(backupv1.ConditionRestored, metav1.ConditionTrue, backupv1.ReasonRestored, ergoRestoredMessage(n.Status.RestoredFrom))
+		s.Set(backupv1.ConditionRestored, metav1.ConditionTrue, backupv1.ReasonRestored, ergoRestoredMessage((*backupv1.RestoredFrom)(n.Status.RestoredFrom)))
 		// The Job is done with: it goes once the status that says so is written.
 		return ctrl.Result{}, jobs.DeleteControlled(ctx, r.Client, n, jobs.DatastoreRestoreName(n.Name))
 	}
@@ -98,7 +98,7 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *scope) 
 		}
 	}
 
-	src, err := restoresource.Resolve(ctx, r.Client, n.Namespace, backupv1.SourceErgoNetwork, n.Spec.Restore,
+	src, err := restoresource.Resolve(ctx, r.Client, n.Namespace, backupv1.SourceErgoNetwork, (*backupv1.RestoreSource)(n.Spec.Restore),
 		restoresource.WithAPIReader(r.APIReader))
 	var refusal *restoresource.Refusal
 	switch {
@@ -120,8 +120,8 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *scope) 
 	case batchv1.JobComplete:
 		// The Job's completion is the time: a reconcile that sees the Job again before the cache has the
 		// status written now computes the same status (no second write, no second event).
-		s.status.RestoredFrom = src.RestoredFrom(jobs.CompletionTime(job))
-		msg := ergoRestoredMessage(s.status.RestoredFrom)
+		s.status.RestoredFrom = (*ircv1.RestoredFrom)(src.RestoredFrom(jobs.CompletionTime(job)))
+		msg := ergoRestoredMessage((*backupv1.RestoredFrom)(s.status.RestoredFrom))
 		s.Set(backupv1.ConditionRestored, metav1.ConditionTrue, backupv1.ReasonRestored, msg)
 		if reconcile.Changed(before, backupv1.ConditionRestored, metav1.ConditionTrue, backupv1.ReasonRestored) {
 			s.Normal(backupv1.ReasonRestored, msg+": ergo starts on it")

@@ -140,7 +140,7 @@ func readErgoContent(path string) ergoContent {
 }
 
 // restoringNetwork creates a minimal network name in ns restored from src.
-func restoringNetwork(ctx context.Context, ns, name string, src backupv1.RestoreSource) *ircv1.ErgoNetwork {
+func restoringNetwork(ctx context.Context, ns, name string, src ircv1.RestoreSource) *ircv1.ErgoNetwork {
 	GinkgoHelper()
 	n := ergotest.MinimalNetwork(ns, name)
 	n.Spec.Restore = &src
@@ -211,7 +211,7 @@ var _ = Describe("ErgoNetwork restore", func() {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(src), &ircv1.ErgoNetwork{}))
 		}).Should(BeTrue())
 
-		n := restoringNetwork(ctx, ns, "chat2", backupv1.RestoreSource{Backup: "chat-now"})
+		n := restoringNetwork(ctx, ns, "chat2", ircv1.RestoreSource{Backup: "chat-now"})
 		job := restoreJobOf(ctx, ns, "chat2")
 		eventuallyNetwork(ctx, ns, "chat2", haveCondition(backupv1.ConditionRestored, metav1.ConditionFalse, backupv1.ReasonRestoring))
 		eventuallyNetwork(ctx, ns, "chat2", haveCondition(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting))
@@ -262,7 +262,7 @@ var _ = Describe("ErgoNetwork restore", func() {
 
 		// The control: the other network's artifact, named by store, source and id, restores the other
 		// network's datastore.
-		restoringNetwork(ctx, ns, "side2", backupv1.RestoreSource{Store: "main", SourceName: "side", ID: sideBackup.Status.ID})
+		restoringNetwork(ctx, ns, "side2", ircv1.RestoreSource{Store: "main", SourceName: "side", ID: sideBackup.Status.ID})
 		sideJob := restoreJobOf(ctx, ns, "side2")
 		sideClaim := GinkgoT().TempDir()
 		Expect(runLocally(ctx, sideJob, sideClaim).ExitCode).To(BeZero())
@@ -282,7 +282,7 @@ var _ = Describe("ErgoNetwork restore", func() {
 		Expect(k8s.Create(ctx, src)).To(Succeed())
 		backupNetwork(ctx, store, src, "chat-now", claimWith(chatFixture))
 
-		restoringNetwork(ctx, ns, "kept", backupv1.RestoreSource{Backup: "chat-now"})
+		restoringNetwork(ctx, ns, "kept", ircv1.RestoreSource{Backup: "chat-now"})
 		job := restoreJobOf(ctx, ns, "kept")
 		// A claim kept from an earlier network, holding its datastore.
 		claim := claimWith(sideFixture)
@@ -322,7 +322,7 @@ var _ = Describe("ErgoNetwork restore", func() {
 		running := &backupv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "later"},
 			Spec: backupv1.BackupSpec{Source: backupv1.BackupSource{Kind: backupv1.SourceErgoNetwork, Name: "chat"}, Store: "main"}}
 		Expect(k8s.Create(ctx, running)).To(Succeed())
-		restoringNetwork(ctx, ns, "waiting", backupv1.RestoreSource{Backup: "later"})
+		restoringNetwork(ctx, ns, "waiting", ircv1.RestoreSource{Backup: "later"})
 		eventuallyNetwork(ctx, ns, "waiting", haveCondition(backupv1.ConditionRestored, metav1.ConditionFalse, backupv1.ReasonBackupNotCompleted))
 		noDeployment(ctx, ns, "waiting")
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.DatastoreRestoreName("waiting")}, &batchv1.Job{}))).To(BeTrue())
@@ -330,7 +330,7 @@ var _ = Describe("ErgoNetwork restore", func() {
 		pg := &backupv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
 			Spec: backupv1.BackupSpec{Source: backupv1.BackupSource{Kind: backupv1.SourcePostgresDatabase, Name: "app"}, Store: "main"}}
 		Expect(k8s.Create(ctx, pg)).To(Succeed())
-		restoringNetwork(ctx, ns, "wrong", backupv1.RestoreSource{Backup: "db"})
+		restoringNetwork(ctx, ns, "wrong", ircv1.RestoreSource{Backup: "db"})
 		eventuallyNetwork(ctx, ns, "wrong", haveCondition(backupv1.ConditionRestored, metav1.ConditionFalse, backupv1.ReasonWrongKind))
 		noDeployment(ctx, ns, "wrong")
 	})
@@ -345,7 +345,7 @@ var _ = Describe("ErgoNetwork restore", func() {
 			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "live"}, n); err != nil {
 				return err
 			}
-			n.Spec.Restore = &backupv1.RestoreSource{Backup: "anything"}
+			n.Spec.Restore = &ircv1.RestoreSource{Backup: "anything"}
 			return k8s.Update(ctx, n)
 		})
 		if err != nil {
@@ -414,7 +414,7 @@ var _ = Describe("ErgoNetwork restore on a cluster without the backup API", Orde
 
 	It("reports APINotAvailable and holds ergo for a network with spec.restore; runs one without", func() {
 		n := ergotest.MinimalNetwork(ns, "restored")
-		n.Spec.Restore = &backupv1.RestoreSource{Backup: "nightly"}
+		n.Spec.Restore = &ircv1.RestoreSource{Backup: "nightly"}
 		Expect(c.Create(ctx, n)).To(Succeed())
 		plain := ergotest.MinimalNetwork(ns, "plain")
 		Expect(c.Create(ctx, plain)).To(Succeed())

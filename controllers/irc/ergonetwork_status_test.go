@@ -88,7 +88,7 @@ func TestReadyOrderWithRestore(t *testing.T) {
 	if slices.Contains(readyOrder(n), backupv1.ConditionRestored) {
 		t.Errorf("order %v names Restored for a network without spec.restore", readyOrder(n))
 	}
-	n.Spec.Restore = &backupv1.RestoreSource{Backup: "nightly"}
+	n.Spec.Restore = &ircv1.RestoreSource{Backup: "nightly"}
 	order := readyOrder(n)
 	i, j := slices.Index(order, backupv1.ConditionRestored), slices.Index(order, ircv1.ConditionDeployment)
 	if i < 0 || j != i+1 || len(order) != len(partConditions)+1 {

@@ -118,7 +118,7 @@ var _ = Describe("SojuBouncer metrics on a cluster without PodMonitors or the ba
 	It("refuses a restore without the backup API: Restored APINotAvailable, and soju never starts", func() {
 		b := sojutest.MinimalBouncer(ns, "restoring")
 		b.Spec.Database.AdminSecretName = "pg-admin"
-		b.Spec.Restore = &backupv1.RestoreSource{Backup: "nightly"}
+		b.Spec.Restore = &ircv1.RestoreSource{Backup: "nightly"}
 		Expect(c.Create(ctx, b)).To(Succeed())
 		restored := func(g Gomega) metav1.Condition {
 			got := &ircv1.SojuBouncer{}

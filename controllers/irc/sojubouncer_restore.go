@@ -9,15 +9,15 @@ import (
 
 	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
+	"github.com/platform-operator/platform-operator/controllers/internal/pgrestore"
 	"github.com/platform-operator/platform-operator/internal/irc/soju"
-	"github.com/platform-operator/platform-operator/internal/kit/backup/pgrestore"
 )
 
 // sojuRestorePending says whether b asks for a restore whose success the status does not record yet:
 // until it does, soju does not run (no Deployment, so neither sojudb's admin user nor soju's migrations
 // touch the database) and the database Secret is not named in the status (a Backup waits for it).
 func sojuRestorePending(b *ircv1.SojuBouncer) bool {
-	return pgrestore.Pending(b.Spec.Restore, b.Status.RestoredFrom)
+	return pgrestore.Pending((*backupv1.RestoreSource)(b.Spec.Restore), (*backupv1.RestoredFrom)(b.Status.RestoredFrom))
 }
 
 // reconcileRestore restores spec.restore's backup into the bouncer's new, empty database (pgrestore, the
@@ -28,7 +28,7 @@ func sojuRestorePending(b *ircv1.SojuBouncer) bool {
 func (r *SojuBouncerReconciler) reconcileRestore(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
 	image := r.Image
 	t := &pgrestore.Target{Session: s.Session, Before: s.before, Object: s.b,
-		GVK: ircv1.GroupVersion.WithKind(soju.Kind), Spec: s.b.Spec.Restore, RestoredFrom: s.b.Status.RestoredFrom,
+		GVK: ircv1.GroupVersion.WithKind(soju.Kind), Spec: (*backupv1.RestoreSource)(s.b.Spec.Restore), RestoredFrom: (*backupv1.RestoredFrom)(s.b.Status.RestoredFrom),
 		Login: s.login, CredentialsSecret: soju.DatabaseSecretName(s.b),
 		WaitReason: ircv1.ReasonWaiting, Again: "delete the SojuBouncer and create it again",
 		Check: func(ctx context.Context, conn *pgx.Conn) (string, string, error) {
@@ -42,7 +42,7 @@ func (r *SojuBouncerReconciler) reconcileRestore(ctx context.Context, s *sojuSco
 			return "", "", nil
 		}}
 	done, res, err := r.restorer.Reconcile(ctx, t)
-	s.status.RestoredFrom = done
+	s.status.RestoredFrom = (*ircv1.RestoredFrom)(done)
 	return res, err
 }
 

@@ -270,7 +270,7 @@ var _ = Describe("SojuBouncer restore", Ordered, func() {
 			return k8s.Status().Update(ctx, j)
 		})).To(Succeed())
 	}
-	restoring := func(name string, src backupv1.RestoreSource) {
+	restoring := func(name string, src ircv1.RestoreSource) {
 		GinkgoHelper()
 		b := sojutest.MinimalBouncer(ns, name)
 		b.Spec.Restore = &src
@@ -312,7 +312,7 @@ var _ = Describe("SojuBouncer restore", Ordered, func() {
 		other := backUp(store, "other", "other-nightly")
 		deleteBouncer("a")
 
-		restoring("b", backupv1.RestoreSource{Backup: "a-nightly"})
+		restoring("b", ircv1.RestoreSource{Backup: "a-nightly"})
 		eventually("b", backupv1.ConditionRestored, metav1.ConditionFalse, backupv1.ReasonRestoring)
 		job := restoreJob("b")
 		Expect(metav1.IsControlledBy(job, bouncer("b"))).To(BeTrue())
@@ -374,7 +374,7 @@ var _ = Describe("SojuBouncer restore", Ordered, func() {
 		Consistently(func() []string { return writes.Since(ns, before) }).WithTimeout(2 * time.Second).Should(BeEmpty())
 
 		// The control: the other bouncer's artifact, named by store, source and id, gives its rows.
-		restoring("c", backupv1.RestoreSource{Store: "main", SourceName: "other", ID: other.Status.ID})
+		restoring("c", ircv1.RestoreSource{Store: "main", SourceName: "other", ID: other.Status.ID})
 		cJob := restoreJob("c")
 		code, out = runJob(cJob)
 		Expect(code).To(Equal(0), out)
@@ -393,7 +393,7 @@ var _ = Describe("SojuBouncer restore", Ordered, func() {
 		writeSoju("future", known+1, "carol")
 		backUp(store, "future", "future-nightly")
 
-		restoring("now", backupv1.RestoreSource{Backup: "future-nightly"})
+		restoring("now", ircv1.RestoreSource{Backup: "future-nightly"})
 		job := restoreJob("now")
 		code, out := runJob(job)
 		Expect(code).To(Equal(0), out)
@@ -409,7 +409,7 @@ var _ = Describe("SojuBouncer restore", Ordered, func() {
 	})
 
 	It("admits spec.restore only at creation", func() {
-		restoring("fixed", backupv1.RestoreSource{Backup: "nope"})
+		restoring("fixed", ircv1.RestoreSource{Backup: "nope"})
 		eventually("fixed", backupv1.ConditionRestored, metav1.ConditionFalse, backupv1.ReasonBackupNotFound)
 		Expect(noDeployment("fixed")).To(BeTrue())
 		b := bouncer("fixed")
@@ -429,7 +429,7 @@ var _ = Describe("SojuBouncer restore", Ordered, func() {
 			return k8s.Update(ctx, p)
 		})).To(Succeed())
 		p := bouncer("plain")
-		p.Spec.Restore = &backupv1.RestoreSource{Backup: "nope"}
+		p.Spec.Restore = &ircv1.RestoreSource{Backup: "nope"}
 		err = k8s.Update(ctx, p)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 		Expect(strings.Contains(err.Error(), "cannot be added or removed")).To(BeTrue(), "%v", err)

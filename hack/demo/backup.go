@@ -207,7 +207,7 @@ func playRestore(ctx context.Context, e *Env, obj client.Object) error {
 	db := &homelabv1.PostgresDatabase{TypeMeta: metav1.TypeMeta{APIVersion: homelabv1.GroupVersion.String(), Kind: "PostgresDatabase"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: backupRestoredDB},
 		Spec: homelabv1.PostgresDatabaseSpec{Connection: backupConnection, ReclaimPolicy: homelabv1.DatabaseReclaimDelete,
-			Restore: &backupv1.RestoreSource{Backup: backupName}}}
+			Restore: &homelabv1.RestoreSource{Backup: backupName}}}
 	if err := e.Client.Patch(ctx, db, client.Apply, client.FieldOwner(e.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply PostgresDatabase %s: %w", backupRestoredDB, err)
 	}

@@ -98,7 +98,7 @@ func playErgoRestore(ctx context.Context, e *Env, obj client.Object) error {
 	n := &ircv1.ErgoNetwork{TypeMeta: metav1.TypeMeta{APIVersion: ircv1.GroupVersion.String(), Kind: "ErgoNetwork"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: restoredNetwork},
 		Spec: ircv1.ErgoNetworkSpec{Hostname: restoredNetwork + ".irc.example.com", NetworkName: "BackupDemo",
-			Listeners: []ircv1.Listener{{Address: ":6667"}}, Restore: &backupv1.RestoreSource{Backup: backupNetworkName}}}
+			Listeners: []ircv1.Listener{{Address: ":6667"}}, Restore: &ircv1.RestoreSource{Backup: backupNetworkName}}}
 	if err := e.Client.Patch(ctx, n, client.Apply, client.FieldOwner(e.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply ErgoNetwork %s: %w", restoredNetwork, err)
 	}

@@ -2,8 +2,6 @@ package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	backupv1alpha1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 )
 
 // Condition types of a PostgresDatabase besides Ready.
@@ -19,34 +17,34 @@ const (
 	ConditionCleanup = "Cleanup"
 	// ConditionRestored is set on a PostgresDatabase with spec.restore: True once the backup is restored
 	// into its new database; until then the Secret is not written and Ready is False.
-	ConditionRestored = backupv1alpha1.ConditionRestored
+	ConditionRestored = "Restored"
 )
 
 // Reasons of the Restored condition (docs/backup.md, "Restoring a PostgresDatabase").
 const (
 	// ReasonRestoring is the restore Job running, or about to be created.
-	ReasonRestoring = backupv1alpha1.ReasonRestoring
+	ReasonRestoring = "Restoring"
 	// ReasonRestored is the backup restored: the Secret is written and the database handed over.
-	ReasonRestored = backupv1alpha1.ReasonRestored
+	ReasonRestored = "Restored"
 	// ReasonRestoreFailed is the restore Job failed; its message is the program's last words. The new
 	// database is unusable and nothing is retried: delete the PostgresDatabase and create it again.
-	ReasonRestoreFailed = backupv1alpha1.ReasonRestoreFailed
+	ReasonRestoreFailed = "RestoreFailed"
 	// ReasonBackupNotFound is spec.restore's Backup or BackupStore missing from the namespace, or an
 	// artifact with no manifest in the store.
-	ReasonBackupNotFound = backupv1alpha1.ReasonBackupNotFound
+	ReasonBackupNotFound = "BackupNotFound"
 	// ReasonBackupNotCompleted is a Backup that is not (yet) Completed: the restore waits for it.
-	ReasonBackupNotCompleted = backupv1alpha1.ReasonBackupNotCompleted
+	ReasonBackupNotCompleted = "BackupNotCompleted"
 	// ReasonWrongKind is a Backup (or an artifact) of another kind than PostgresDatabase.
-	ReasonWrongKind = backupv1alpha1.ReasonWrongKind
+	ReasonWrongKind = "WrongKind"
 	// ReasonStoreNotReady is spec.restore's store (or the Backup's) not Ready: the restore waits for it.
 	ReasonStoreNotReady = "StoreNotReady"
 	// ReasonOperatorImageUnknown is an operator that does not know its own image (RELATED_IMAGE_OPERATOR
 	// unset), which the restore Job's init container runs: the restore waits.
-	ReasonOperatorImageUnknown = backupv1alpha1.ReasonOperatorImageUnknown
+	ReasonOperatorImageUnknown = "OperatorImageUnknown"
 	// ReasonTargetNotEmpty is a database already on the server holding tables (one kept by reclaimPolicy
 	// Retain being taken up again): a restore never writes into it. Delete the PostgresDatabase, or drop
 	// spec.restore by creating it again without one.
-	ReasonTargetNotEmpty = backupv1alpha1.ReasonTargetNotEmpty
+	ReasonTargetNotEmpty = "TargetNotEmpty"
 )
 
 // Reasons of a PostgresDatabase's conditions.
@@ -134,7 +132,7 @@ type PostgresDatabaseSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.restore cannot change"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore"
-	Restore *backupv1alpha1.RestoreSource `json:"restore,omitempty"`
+	Restore *RestoreSource `json:"restore,omitempty"`
 }
 
 // PostgresDatabaseStatus is what the operator made on the server and in the namespace.
@@ -163,7 +161,7 @@ type PostgresDatabaseStatus struct {
 	// RestoredFrom is the backup the database was restored from (spec.restore), once restored.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored From"
-	RestoredFrom *backupv1alpha1.RestoredFrom `json:"restoredFrom,omitempty"`
+	RestoredFrom *RestoredFrom `json:"restoredFrom,omitempty"`
 	// LastBackupTime is when the newest Completed Backup (backup.josie.cloud) of this PostgresDatabase, in
 	// its namespace, was committed: that Backup's status.completionTime. Empty while there is none, or when
 	// the cluster does not serve the backup API.

@@ -4,8 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	backupv1alpha1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 )
 
 // ErgoNetworkSpec is the IRC network a user asks for.
@@ -77,7 +75,7 @@ type ErgoNetworkSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.restore cannot change"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore"
-	Restore *backupv1alpha1.RestoreSource `json:"restore,omitempty"`
+	Restore *RestoreSource `json:"restore,omitempty"`
 }
 
 // OperCredentials points at the user's Secret with the operator password hash. The operator reads it and
@@ -285,7 +283,7 @@ type ErgoNetworkStatus struct {
 	// RestoredFrom is the backup the network was restored from (spec.restore), once restored.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored From"
-	RestoredFrom *backupv1alpha1.RestoredFrom `json:"restoredFrom,omitempty"`
+	RestoredFrom *RestoredFrom `json:"restoredFrom,omitempty"`
 
 	// LastBackupTime is when the newest Completed Backup (backup.josie.cloud) of this ErgoNetwork, in its
 	// namespace, was committed: that Backup's status.completionTime. Empty while there is none, or when the

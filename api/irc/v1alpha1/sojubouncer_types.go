@@ -2,8 +2,6 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	backupv1alpha1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 )
 
 // SojuBouncerSpec is the IRC bouncer a user asks for. Listeners, TLS, route and resources are the same
@@ -88,7 +86,7 @@ type SojuBouncerSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.restore cannot change"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore"
-	Restore *backupv1alpha1.RestoreSource `json:"restore,omitempty"`
+	Restore *RestoreSource `json:"restore,omitempty"`
 }
 
 // SojuMetrics is soju's Prometheus endpoint.
@@ -225,7 +223,7 @@ type SojuBouncerStatus struct {
 	// RestoredFrom is the backup the bouncer was restored from (spec.restore), once restored.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restored From"
-	RestoredFrom *backupv1alpha1.RestoredFrom `json:"restoredFrom,omitempty"`
+	RestoredFrom *RestoredFrom `json:"restoredFrom,omitempty"`
 }
 
 // SojuBouncer is an IRC bouncer run by soju: its PostgreSQL database, config, certificate, Service and

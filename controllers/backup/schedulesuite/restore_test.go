@@ -17,7 +17,7 @@ import (
 
 // restoring makes a PostgresDatabase named name in ns restoring from from (no homelab controller runs in
 // this suite: its restore stays unfinished until a spec finishes it by hand).
-func restoring(ns, name string, from backupv1.RestoreSource) *homelabv1.PostgresDatabase {
+func restoring(ns, name string, from homelabv1.RestoreSource) *homelabv1.PostgresDatabase {
 	GinkgoHelper()
 	db := &homelabv1.PostgresDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: homelabv1.PostgresDatabaseSpec{Connection: "pg", Restore: &from}}
@@ -27,7 +27,7 @@ func restoring(ns, name string, from backupv1.RestoreSource) *homelabv1.Postgres
 
 // setRestoreStatus writes the restoring database's status as its controller would: restoredFrom (when
 // from is not nil) and the Restored condition.
-func setRestoreStatus(db *homelabv1.PostgresDatabase, from *backupv1.RestoredFrom, status metav1.ConditionStatus, reason string) {
+func setRestoreStatus(db *homelabv1.PostgresDatabase, from *homelabv1.RestoredFrom, status metav1.ConditionStatus, reason string) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		var live homelabv1.PostgresDatabase
@@ -73,10 +73,10 @@ var _ = Describe("BackupSchedule retention and restores", Serial, func() {
 	It("never prunes a Backup an unfinished restore names, and prunes it once the restore finished", func() {
 		ns := newNamespace("sched-restore-name")
 		s := retained(ns)
-		db := restoring(ns, "restored", backupv1.RestoreSource{Backup: "r1"})
+		db := restoring(ns, "restored", homelabv1.RestoreSource{Backup: "r1"})
 		// A finished restore of r2 (restoredFrom set) holds nothing.
-		done := restoring(ns, "done", backupv1.RestoreSource{Backup: "r2"})
-		setRestoreStatus(done, &backupv1.RestoredFrom{Backup: "r2", Store: "store", SourceName: "db", ID: "id-r2",
+		done := restoring(ns, "done", homelabv1.RestoreSource{Backup: "r2"})
+		setRestoreStatus(done, &homelabv1.RestoredFrom{Backup: "r2", Store: "store", SourceName: "db", ID: "id-r2",
 			Time: metav1.Now()}, metav1.ConditionTrue, backupv1.ReasonRestored)
 		Expect(k8s.Create(suiteCtx, s)).To(Succeed())
 
@@ -95,7 +95,7 @@ var _ = Describe("BackupSchedule retention and restores", Serial, func() {
 		Consistently(func(g Gomega) { g.Expect(names(backupsOf(g, ns))).To(ConsistOf("r1", "r3", "r4")) }).WithTimeout(quiet).Should(Succeed())
 
 		By("the restore finishes: r1 is pruned, and Ready says nothing is kept")
-		setRestoreStatus(db, &backupv1.RestoredFrom{Backup: "r1", Store: "store", SourceName: "db", ID: "id-r1", Time: metav1.Now()},
+		setRestoreStatus(db, &homelabv1.RestoredFrom{Backup: "r1", Store: "store", SourceName: "db", ID: "id-r1", Time: metav1.Now()},
 			metav1.ConditionTrue, backupv1.ReasonRestored)
 		Eventually(func(g Gomega) { g.Expect(names(backupsOf(g, ns))).To(ConsistOf("r3", "r4")) }).Should(Succeed())
 		Eventually(func(g Gomega) {
@@ -108,11 +108,11 @@ var _ = Describe("BackupSchedule retention and restores", Serial, func() {
 	It("never prunes a Backup whose store, source name and id an unfinished restore names, and prunes it after a final failure", func() {
 		ns := newNamespace("sched-restore-store")
 		s := retained(ns)
-		db := restoring(ns, "restored", backupv1.RestoreSource{Store: "store", SourceName: "db", ID: "id-r2"})
+		db := restoring(ns, "restored", homelabv1.RestoreSource{Store: "store", SourceName: "db", ID: "id-r2"})
 		// Near misses read nothing: another store, another source name, another id.
-		restoring(ns, "other-store", backupv1.RestoreSource{Store: "elsewhere", SourceName: "db", ID: "id-r1"})
-		restoring(ns, "other-source", backupv1.RestoreSource{Store: "store", SourceName: "other", ID: "id-r1"})
-		restoring(ns, "other-id", backupv1.RestoreSource{Store: "store", SourceName: "db", ID: "id-r9"})
+		restoring(ns, "other-store", homelabv1.RestoreSource{Store: "elsewhere", SourceName: "db", ID: "id-r1"})
+		restoring(ns, "other-source", homelabv1.RestoreSource{Store: "store", SourceName: "other", ID: "id-r1"})
+		restoring(ns, "other-id", homelabv1.RestoreSource{Store: "store", SourceName: "db", ID: "id-r9"})
 		Expect(k8s.Create(suiteCtx, s)).To(Succeed())
 
 		Eventually(func(g Gomega) { g.Expect(names(backupsOf(g, ns))).To(ConsistOf("r2", "r3", "r4")) }).Should(Succeed())
