@@ -142,9 +142,11 @@ func RemoveBackupAPI(ctx context.Context, c client.Client, cfg *rest.Config) {
 		crd.SetName(plural + "." + backupv1.GroupVersion.Group)
 		gomega.Expect(client.IgnoreNotFound(c.Delete(ctx, crd))).To(gomega.Succeed())
 	}
+	// The API server stops serving a deleted CRD's group once its cleanup finalizer has run; on a busy
+	// machine (make test runs packages in parallel, each with its API servers) that took over 30 s.
 	gomega.Eventually(func(g gomega.Gomega) {
 		caps, err := platform.Discover(cfg)
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		g.Expect(caps.Backups).To(gomega.BeFalse())
-	}).Should(gomega.Succeed())
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(gomega.Succeed())
 }
