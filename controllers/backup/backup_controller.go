@@ -336,7 +336,7 @@ func (r *backupReconciler) reconcileJob(ctx context.Context, s *backupScope) (ct
 		created := job.CreationTimestamp
 		s.status.StartTime = &created
 	}
-	switch jobState(job) {
+	switch jobs.Finished(job) {
 	case batchv1.JobComplete:
 		return r.completed(ctx, s)
 	case batchv1.JobFailed:
@@ -481,16 +481,6 @@ func jobFailedReason(job *batchv1.Job) string {
 	for _, c := range job.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
 			return c.Reason
-		}
-	}
-	return ""
-}
-
-// jobState is JobComplete, JobFailed, or "" while the Job runs.
-func jobState(job *batchv1.Job) batchv1.JobConditionType {
-	for _, c := range job.Status.Conditions {
-		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
-			return c.Type
 		}
 	}
 	return ""

@@ -111,7 +111,7 @@ func (r *backupReconciler) drill(ctx context.Context, s *backupScope) (ctrl.Resu
 	}
 	if job != nil {
 		r.startedAt(s, job.CreationTimestamp)
-		switch jobState(job) {
+		switch jobs.Finished(job) {
 		case batchv1.JobComplete, batchv1.JobFailed:
 			r.drillResult(ctx, s, job)
 			return ctrl.Result{RequeueAfter: drillCleanupDelay}, nil
@@ -370,7 +370,7 @@ func (r *backupReconciler) drillResult(ctx context.Context, s *backupScope, job 
 	if parsed && res.RecoverySeconds > 0 {
 		recovery = &metav1.Duration{Duration: time.Duration(res.RecoverySeconds * float64(time.Second))}
 	}
-	complete := jobState(job) == batchv1.JobComplete
+	complete := jobs.Finished(job) == batchv1.JobComplete
 	switch {
 	case parsed && complete && res.Result == backup.ResultVerified:
 		r.endDrill(s, true, backupv1.ReasonRestored, res.Message, recovery, at)

@@ -187,22 +187,16 @@ func (s *databaseScope) summarize() *homelabv1.PostgresDatabaseStatus {
 		ObservedGeneration: s.db.Generation, Conditions: *s.Conditions,
 		DatabaseName: s.name, SecretName: s.secretName, RestoredFrom: (*homelabv1.RestoredFrom)(s.restoredFrom),
 	}
-	if s.lastBackup != nil {
-		status.LastBackupTime, status.LastBackup = &s.lastBackup.Time, s.lastBackup.Name
-	}
+	status.LastBackupTime, status.LastBackup = s.lastBackup.Fields()
 	return status
 }
 
 // observeLastBackup finds the database's newest Completed Backup in the cache, for status.lastBackup
 // (docs/backup.md). Without the backup API there is none; a failed read keeps what the status shows.
 func (r *PostgresDatabaseReconciler) observeLastBackup(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
-	if !r.Capabilities.Backups {
-		s.lastBackup = nil
-		return ctrl.Result{}, nil
-	}
-	last, err := lastbackup.Find(ctx, r.Client, backupv1.SourcePostgresDatabase, s.db.Namespace, s.db.Name)
+	last, err := lastbackup.Observe(ctx, r.Client, r.Capabilities.Backups, backupv1.SourcePostgresDatabase, s.db.Namespace, s.db.Name)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("read the last backup: %w", err)
+		return ctrl.Result{}, err
 	}
 	s.lastBackup = last
 	return ctrl.Result{}, nil

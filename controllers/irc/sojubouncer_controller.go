@@ -145,18 +145,11 @@ func (r *SojuBouncerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // observeLastBackup finds the bouncer's newest Completed Backup in the cache, for status.lastBackup
 // (docs/backup.md). Without the backup API there is none; a failed read keeps what the status shows.
 func (r *SojuBouncerReconciler) observeLastBackup(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
-	if !r.Capabilities.Backups {
-		s.status.LastBackupTime, s.status.LastBackup = nil, ""
-		return ctrl.Result{}, nil
-	}
-	last, err := lastbackup.Find(ctx, r.Client, backupv1.SourceSojuBouncer, s.b.Namespace, s.b.Name)
+	last, err := lastbackup.Observe(ctx, r.Client, r.Capabilities.Backups, backupv1.SourceSojuBouncer, s.b.Namespace, s.b.Name)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("read the last backup: %w", err) // s.status still holds the live fields
+		return ctrl.Result{}, err // s.status still holds the live fields
 	}
-	s.status.LastBackupTime, s.status.LastBackup = nil, ""
-	if last != nil {
-		s.status.LastBackupTime, s.status.LastBackup = &last.Time, last.Name
-	}
+	s.status.LastBackupTime, s.status.LastBackup = last.Fields()
 	return ctrl.Result{}, nil
 }
 

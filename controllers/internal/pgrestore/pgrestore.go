@@ -161,7 +161,7 @@ func (r *Restorer) Reconcile(ctx context.Context, t *Target) (*backupv1.Restored
 		s.Fail(t.Before, backupv1.ConditionRestored, reconcile.ReasonNameConflict, fmt.Sprintf("Job %s is not this %s's", job.Name, t.GVK.Kind))
 		return nil, ctrl.Result{}, nil
 	}
-	switch JobState(job) {
+	switch jobs.Finished(job) {
 	case batchv1.JobComplete:
 		if t.Check != nil {
 			reason, msg, err := r.check(ctx, t)
@@ -177,7 +177,7 @@ func (r *Restorer) Reconcile(ctx context.Context, t *Target) (*backupv1.Restored
 		}
 		// The Job's completion is the time: a reconcile that sees the Job again before the cache has the
 		// status written now computes the same status (no second write, no second event).
-		done := src.RestoredFrom(JobCompletion(job))
+		done := src.RestoredFrom(jobs.CompletionTime(job))
 		s.Set(backupv1.ConditionRestored, metav1.ConditionTrue, backupv1.ReasonRestored, Message(done))
 		if reconcile.Changed(t.Before, backupv1.ConditionRestored, metav1.ConditionTrue, backupv1.ReasonRestored) {
 			s.Normal(EventRestored, Message(done))
@@ -312,29 +312,6 @@ func Redacted(err error, secret string) error {
 		return err
 	}
 	return fmt.Errorf("%s", strings.ReplaceAll(err.Error(), secret, "[redacted]"))
-}
-
-// JobCompletion is when the Job completed: its completionTime, else its Complete condition's transition.
-func JobCompletion(job *batchv1.Job) metav1.Time {
-	if job.Status.CompletionTime != nil {
-		return *job.Status.CompletionTime
-	}
-	for _, c := range job.Status.Conditions {
-		if c.Type == batchv1.JobComplete {
-			return c.LastTransitionTime
-		}
-	}
-	return job.CreationTimestamp
-}
-
-// JobState is the Job's final condition (Complete or Failed), or "" while it runs.
-func JobState(job *batchv1.Job) batchv1.JobConditionType {
-	for _, c := range job.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return c.Type
-		}
-	}
-	return ""
 }
 
 // Message is the Restored condition's (and event's) message of a restore that succeeded.

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/jobs"
 )
 
 func TestJobState(t *testing.T) {
@@ -34,11 +35,11 @@ func TestJobState(t *testing.T) {
 			{Type: batchv1.JobFailed, Status: corev1.ConditionFalse}}}}, "", metav1.Time{}},
 	}
 	for _, tt := range tests {
-		if got := JobState(&tt.job); got != tt.state {
-			t.Errorf("%s: JobState = %q, want %q", tt.name, got, tt.state)
+		if got := jobs.Finished(&tt.job); got != tt.state {
+			t.Errorf("%s: jobs.Finished = %q, want %q", tt.name, got, tt.state)
 		}
-		if got := JobCompletion(&tt.job); !got.Equal(&tt.done) {
-			t.Errorf("%s: JobCompletion = %v, want %v", tt.name, got, tt.done)
+		if got := jobs.CompletionTime(&tt.job); !got.Equal(&tt.done) {
+			t.Errorf("%s: jobs.CompletionTime = %v, want %v", tt.name, got, tt.done)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package lastbackup
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,6 +87,28 @@ func Relevant(kind backupv1.SourceKind) predicate.Predicate {
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+}
+
+// Observe is Find for a source kind's controller: nil without reading when the cluster does not serve
+// the backup API (served false: nothing of it is cached or watched). An error leaves to the caller what
+// its status shows.
+func Observe(ctx context.Context, r client.Reader, served bool, kind backupv1.SourceKind, namespace, name string) (*Last, error) {
+	if !served {
+		return nil, nil
+	}
+	last, err := Find(ctx, r, kind, namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("read the last backup: %w", err)
+	}
+	return last, nil
+}
+
+// Fields are what a source's status shows of l: lastBackupTime and lastBackup, nil and "" for none.
+func (l *Last) Fields() (*metav1.Time, string) {
+	if l == nil {
+		return nil, ""
+	}
+	return &l.Time, l.Name
 }
 
 // Find is the last successful backup of the object kind/name in namespace, read from r (the manager's
