@@ -24,3 +24,29 @@ func Changed(before []metav1.Condition, condType string, status metav1.Condition
 	old := meta.FindStatusCondition(before, condType)
 	return old == nil || old.Status != status || old.Reason != reason
 }
+
+// Refuse records a part refused for a reason the user fixes where the message is the news (what to fix
+// now: which policy rule, which Environments hold a deletion): the part's condition is False with reason
+// and msg, and a Warning event says so when the condition in before did not already say exactly that
+// (WarnOnce). A spec edited from one violation to another keeps the reason but gets a Warning of its own;
+// the same refusal found again is neither an event nor a write.
+func (s *Session) Refuse(before []metav1.Condition, condType, reason, msg string) {
+	s.WarnOnce(before, condType, reason, msg)
+	s.Set(condType, metav1.ConditionFalse, reason, msg)
+}
+
+// WarnOnce emits the Warning event (reason, msg) unless the condition of type condType in before (the
+// conditions as the reconcile read them) is already False with that reason and message: the one place
+// "warn only when the user has not been told this" is decided. Refuse and Fail call it; a step calls it
+// itself when the condition it sets is another one (a Ready summed up later, several parts at once).
+func (s *Session) WarnOnce(before []metav1.Condition, condType, reason, msg string) {
+	if !Said(before, condType, metav1.ConditionFalse, reason, msg) {
+		s.Warn(reason, msg)
+	}
+}
+
+// Said says whether the condition of type condType in before is status with reason and msg already.
+func Said(before []metav1.Condition, condType string, status metav1.ConditionStatus, reason, msg string) bool {
+	old := meta.FindStatusCondition(before, condType)
+	return old != nil && old.Status == status && old.Reason == reason && old.Message == msg
+}

@@ -72,3 +72,44 @@ func TestChanged(t *testing.T) {
 		}
 	}
 }
+
+func TestRefuse(t *testing.T) {
+	const part = "Ready"
+	was := func(status metav1.ConditionStatus, reason, msg string) []metav1.Condition {
+		return []metav1.Condition{{Type: part, Status: status, Reason: reason, Message: msg}}
+	}
+	tests := []struct {
+		name      string
+		before    []metav1.Condition
+		wantEvent bool
+	}{
+		{name: "first refusal", before: nil, wantEvent: true},
+		{name: "was ready", before: was(metav1.ConditionTrue, "Ready", "rule 1 broken"), wantEvent: true},
+		{name: "another reason", before: was(metav1.ConditionFalse, "Other", "rule 1 broken"), wantEvent: true},
+		// The reason stays, the message is the news: what to fix now.
+		{name: "another violation", before: was(metav1.ConditionFalse, "PolicyViolation", "rule 2 broken"), wantEvent: true},
+		{name: "the same refusal", before: was(metav1.ConditionFalse, "PolicyViolation", "rule 1 broken"), wantEvent: false},
+		{name: "another part said it", before: []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionFalse, Reason: "PolicyViolation", Message: "rule 1 broken"}}, wantEvent: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := record.NewFakeRecorder(4)
+			conds := append([]metav1.Condition(nil), tt.before...)
+			s := &Session{Owner: &ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Generation: 2}}, Conditions: &conds, Recorder: rec}
+
+			s.Refuse(tt.before, part, "PolicyViolation", "rule 1 broken")
+
+			if got := len(rec.Events); (got == 1) != tt.wantEvent || got > 1 {
+				t.Fatalf("%d events, want an event: %v", got, tt.wantEvent)
+			}
+			if tt.wantEvent {
+				if e := <-rec.Events; e != "Warning PolicyViolation rule 1 broken" {
+					t.Errorf("event %q", e)
+				}
+			}
+			if !Said(conds, part, metav1.ConditionFalse, "PolicyViolation", "rule 1 broken") {
+				t.Errorf("conditions %+v, want %s False PolicyViolation", conds, part)
+			}
+		})
+	}
+}
