@@ -1,6 +1,7 @@
 // Command fleet-agent runs on an IoT device: it registers the device (labels and inventory) in the
 // fleet's NATS JetStream buckets, sends heartbeats, and runs with podman the containers the operator's
-// iot Deployments give the device, reporting each state transition (docs/iot.md).
+// iot Deployments give the device, reporting each state transition (docs/iot.md). "fleet-agent install"
+// sets a device up for it: its user, subordinate IDs, linger, configuration file and systemd unit.
 package main
 
 import (
@@ -28,19 +29,24 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "install" {
+		os.Exit(runInstall(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	hostname, _ := os.Hostname()
-	url := flag.String("nats-url", nats.DefaultURL, "URL of the fleet's NATS server.")
-	creds := flag.String("nats-credentials-file", "", "NATS .creds file of this device, issued by 'fleet-auth device --id <device-id>'; NATS_USER and NATS_PASSWORD in the environment authenticate with a user and password instead.")
-	caFile := flag.String("nats-ca-file", "", "PEM file of the CAs that sign the NATS server's certificate; set, the connection requires TLS.")
-	certFile := flag.String("nats-cert-file", "", "PEM client certificate for a NATS server that verifies clients (with --nats-key-file).")
-	keyFile := flag.String("nats-key-file", "", "PEM key of --nats-cert-file.")
-	id := flag.String("device-id", hostname, "This device's ID: 1-128 letters, digits, '-' or '_'. Defaults to the host name.")
-	labelFlag := flag.String("labels", "", "This device's own labels, which Deployments select on: key=value pairs separated by commas. The labels a namespace policy names count only from the credentials (fleet-auth device --labels), which win a conflict.")
-	rt := bindRuntimeFlags(flag.CommandLine)
+	af := bindAgentFlags(flag.CommandLine, hostname)
+	configPath := flag.String(configFlag, "", "A configuration file of the flags above, one NAME=VALUE a line (fleet-agent install writes it); flags on the command line win.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	log := zap.New(zap.UseFlagOptions(&opts)).WithName("fleet-agent")
+	if *configPath != "" {
+		if err := loadConfig(flag.CommandLine, *configPath); err != nil {
+			log.Error(err, "--config")
+			os.Exit(2)
+		}
+		log = zap.New(zap.UseFlagOptions(&opts)).WithName("fleet-agent") // the file may set the log flags
+	}
+	url, creds, caFile, certFile, keyFile, id, labelFlag, rt := af.url, af.creds, af.caFile, af.certFile, af.keyFile, af.id, af.labels, af.rt
 
 	labels, err := parseLabels(*labelFlag)
 	if err != nil {

@@ -1,6 +1,8 @@
 // Command fleetctl is the IoT fleet's command line for people: it fetches a device's log lines and
 // events over NATS request/reply and lists a Deployment's per-device states from the fleet's JetStream
-// buckets (docs/iot.md, "fleetctl"). It reads only; what it may read is what its NATS credentials allow.
+// buckets, reading only, with what its NATS credentials allow; and it applies, deletes and reads iot
+// Deployments on the Kubernetes API server with server-side apply as its own field manager (docs/iot.md,
+// "fleetctl").
 package main
 
 import (
@@ -34,15 +36,22 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `fleetctl reads the IoT fleet through its NATS server.
+const usage = `fleetctl reads the IoT fleet through its NATS server, and applies iot Deployments.
 
-Commands:
+Kubernetes commands (--kubeconfig, --context, --namespace, --timeout):
+  apply   --name X --image I (--target-device D | --selector k=v,... | --all-devices) [--port H:C]...
+          [--env K=V]... [--service S] [--restart P] [--print [-o yaml|json]] [--delete]
+                                                           server-side apply (field manager "fleetctl")
+  delete  --name X [--ignore-not-found]                    delete a Deployment
+  get     [--name X | -A] [-o text|yaml|json]              Deployments and their status
+
+NATS commands:
   logs    --device D --namespace N --name X [--lines N]   a deployment's newest log lines on one device
   events  --device D [--namespace N --name X]             a device's recent events (of one deployment)
   states  --namespace N --deployment X [--selector k=v,...] [--state failed]
                                                            each device's state for a deployment
 
-Every command takes --nats-url, --creds, --nats-ca-file, --timeout and -o text|json.
+Every NATS command takes --nats-url, --creds, --nats-ca-file, --timeout and -o text|json.
 Run "fleetctl <command> -h" for a command's flags.
 `
 
@@ -60,6 +69,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cmd = runEvents
 	case "states":
 		cmd = runStates
+	case "apply":
+		cmd = runApply
+	case "delete":
+		cmd = runDelete
+	case "get":
+		cmd = runGet
 	case "help", "-h", "-help", "--help":
 		_, _ = fmt.Fprint(stdout, usage)
 		return exitOK

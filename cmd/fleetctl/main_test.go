@@ -65,6 +65,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		defer stopKube()
 		return m.Run()
 	}())
 }
