@@ -295,7 +295,7 @@ fleet-agent: fmt vet ## Build the IoT fleet's on-device agent into bin/fleet-age
 	CGO_ENABLED=0 go build -trimpath -o bin/fleet-agent ./cmd/fleet-agent
 
 .PHONY: fleetctl
-fleetctl: fmt vet ## Build fleetctl, the fleet's read-only command line for people (logs, events, states of devices), into bin/fleetctl.
+fleetctl: fmt vet ## Build fleetctl, the fleet's command line for people (apply, delete and get Deployments as the reference's applier did; logs, events, states of devices), into bin/fleetctl.
 	CGO_ENABLED=0 go build -trimpath -o bin/fleetctl ./cmd/fleetctl
 
 .PHONY: run
