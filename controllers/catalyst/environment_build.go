@@ -32,11 +32,12 @@ import (
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
 
-// buildReconciler makes sure the registry has each Environment's image: it asks the registry, runs a
-// Kaniko Job when the image is missing, and reports what it found in status.build and BuildReady, which
-// it alone writes (buildFieldOwner). The Environment reconciler runs it after the namespace and the Ingress,
-// with the Project and namespace they found, and the deploy after it with the image it found.
-type buildReconciler struct {
+// buildPhase is the Environment reconcile's phase that makes sure the registry has the Environment's
+// image: it asks the registry, runs a Kaniko Job when the image is missing, and sets status.build and
+// BuildReady (buildFields, buildConditions), which the Environment reconciler writes with the rest of the
+// status, once, at the end of the reconcile. It runs after the namespace and the Ingress, with the Project
+// and namespace they found; the deploy phase runs after it with the image it found.
+type buildPhase struct {
 	// Build is the operator's build settings: the builder image and the plain-http registries.
 	Build catalyst.BuildConfig
 	// Pods lists failed build pods, whose status holds the end of the build log.
@@ -46,10 +47,10 @@ type buildReconciler struct {
 	APIReader client.Reader
 }
 
-// newBuildReconciler makes the build reconciler of r, with a client for build pods' logs from the
-// manager's config when r has none.
-func newBuildReconciler(mgr ctrl.Manager, r *EnvironmentReconciler) (*buildReconciler, error) {
-	b := &buildReconciler{Build: r.Build, Pods: r.Pods, Client: r.Client, APIReader: r.APIReader}
+// newBuildPhase makes the build phase of r, with a client for build pods' logs from the manager's config
+// when r has none.
+func newBuildPhase(mgr ctrl.Manager, r *EnvironmentReconciler) (*buildPhase, error) {
+	b := &buildPhase{Build: r.Build, Pods: r.Pods, Client: r.Client, APIReader: r.APIReader}
 	if b.Pods == nil {
 		cs, err := kubernetes.NewForConfig(mgr.GetConfig())
 		if err != nil {
@@ -58,12 +59,6 @@ func newBuildReconciler(mgr ctrl.Manager, r *EnvironmentReconciler) (*buildRecon
 		b.Pods = cs.CoreV1()
 	}
 	return b, nil
-}
-
-// Reconcile runs the build step: it sets the build's part of the status (buildFields, buildConditions),
-// which the Environment reconciler writes with the rest, once, at the end of the reconcile.
-func (r *buildReconciler) Reconcile(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
-	return r.reconcileBuild(ctx, s)
 }
 
 // retryBuildChanged passes an Environment update that changes the catalyst.catalyst.dev/retry-build
@@ -82,44 +77,19 @@ var retryBuildChanged = predicate.Funcs{
 // pushes it, and the registry is asked again once the Job succeeds. s.image is set only once the
 // registry is known to have the image. A failed build is not retried until the commit or the
 // catalyst.catalyst.dev/retry-build annotation changes (status.build remembers it, after the Job is gone).
-// A Project without spec.build uses the operator's default registry (catalyst.WithDefaultBuild), which
-// the steps below see as its spec.build.
-func (r *buildReconciler) reconcileBuild(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
+// Its jobs, in order: what to build with (buildTarget), what status.build carries over (buildStatusOf),
+// an image seen before (imageFound), the registry's credentials (registryKeychain), the registry's
+// answer (askRegistry), and the build itself (build).
+func (r *buildPhase) reconcileBuild(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
 	if s.waiting(catalystv1.ConditionBuildReady) {
 		return ctrl.Result{}, nil
 	}
-	p := catalyst.WithDefaultBuild(s.project, r.Build)
-	b := p.Spec.Build
-	commit := s.env.Spec.Source.CommitSHA
-	if b == nil {
+	p := r.buildTarget(s)
+	if p == nil {
 		s.status.Build = nil
-		r.buildFailed(s, catalystv1.ReasonBuildNotConfigured, fmt.Sprintf(
-			"Project %s/%s has no spec.build and the operator no --catalyst-default-registry: there is no registry to find or push the environment's image in",
-			p.Namespace, p.Name))
 		return ctrl.Result{}, nil
 	}
-	if commit == "" {
-		s.status.Build = nil
-		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonCommitMissing,
-			"spec.source.commitSha is empty: there is no image to find or build until it is set")
-		return ctrl.Result{}, nil
-	}
-	if !catalyst.RegistryAllowed(b.Registry, r.Build.Registries) {
-		s.status.Build = nil
-		r.buildFailed(s, catalystv1.ReasonRegistryNotAllowed, fmt.Sprintf(
-			"registry %s is not one the operator may use (--catalyst-registries: %s): it is neither asked for the image nor pushed to",
-			b.Registry, strings.Join(r.Build.Registries, ", ")))
-		return ctrl.Result{}, nil
-	}
-	image := catalyst.ImageReference(p, commit)
-	retry := s.env.Annotations[catalystv1.AnnotationRetryBuild]
-	st := &catalystv1.BuildStatus{CommitSHA: commit}
-	if prev := s.env.Status.Build; prev != nil && prev.CommitSHA == commit {
-		st = prev.DeepCopy()
-	}
-	if st.Image != image {
-		st.Image, st.Digest = "", ""
-	}
+	st := buildStatusOf(s.env, p)
 	s.status.Build = st
 	defer r.deleteSupersededBuilds(ctx, s, st)
 
@@ -128,7 +98,6 @@ func (r *buildReconciler) reconcileBuild(ctx context.Context, s *environmentScop
 		r.imageFound(ctx, s, p, st, "")
 		return ctrl.Result{}, nil
 	}
-
 	kc, secrets, err := r.registryKeychain(ctx, s, p)
 	switch {
 	case err != nil:
@@ -136,8 +105,76 @@ func (r *buildReconciler) reconcileBuild(ctx context.Context, s *environmentScop
 	case kc == nil:
 		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 	}
-	// Bounded (BuildConfig.RegistryTimeout): a registry that does not answer fails this Environment
-	// alone, and frees the worker for the others.
+	digest, answer, res := r.askRegistry(ctx, s, p, kc, secrets)
+	switch answer {
+	case registryHas:
+		r.imageFound(ctx, s, p, st, digest)
+		return ctrl.Result{}, nil
+	case registryLacks:
+		return r.build(ctx, s, p, st, s.env.Annotations[catalystv1.AnnotationRetryBuild], secrets)
+	}
+	return res, nil
+}
+
+// buildTarget is the Project with the build the environment's image comes from: its spec.build, or the
+// operator's default registry when it has none (catalyst.WithDefaultBuild), which the steps after see as
+// its spec.build. nil, with BuildReady saying why, when there is nothing to find or build: no registry,
+// no commit, or a registry the operator may not use.
+func (r *buildPhase) buildTarget(s *environmentScope) *catalystv1.Project {
+	p := catalyst.WithDefaultBuild(s.project, r.Build)
+	b := p.Spec.Build
+	switch {
+	case b == nil:
+		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonBuildNotConfigured, fmt.Sprintf(
+			"Project %s/%s has no spec.build and the operator no --catalyst-default-registry: there is no registry to find or push the environment's image in",
+			p.Namespace, p.Name))
+	case s.env.Spec.Source.CommitSHA == "":
+		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonCommitMissing,
+			"spec.source.commitSha is empty: there is no image to find or build until it is set")
+	case !catalyst.RegistryAllowed(b.Registry, r.Build.Registries):
+		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonRegistryNotAllowed, fmt.Sprintf(
+			"registry %s is not one the operator may use (--catalyst-registries: %s): it is neither asked for the image nor pushed to",
+			b.Registry, strings.Join(r.Build.Registries, ", ")))
+	default:
+		return p
+	}
+	return nil
+}
+
+// buildStatusOf is status.build for the environment's commit built with p: what the status says of the
+// same commit (the Job, its attempts, a failure), without an image seen for another reference.
+func buildStatusOf(env *catalystv1.Environment, p *catalystv1.Project) *catalystv1.BuildStatus {
+	commit := env.Spec.Source.CommitSHA
+	st := &catalystv1.BuildStatus{CommitSHA: commit}
+	if prev := env.Status.Build; prev != nil && prev.CommitSHA == commit {
+		st = prev.DeepCopy()
+	}
+	if st.Image != catalyst.ImageReference(p, commit) {
+		st.Image, st.Digest = "", ""
+	}
+	return st
+}
+
+// registryAnswer is what askRegistry learnt of an image.
+type registryAnswer int
+
+const (
+	// registryUnanswered: the registry could not be asked, or refused to say; BuildReady says why.
+	registryUnanswered registryAnswer = iota
+	// registryHas: the registry has the image.
+	registryHas
+	// registryLacks: the registry does not have the image, which is then built.
+	registryLacks
+)
+
+// askRegistry asks p's registry whether it has the environment's image, with the credentials kc (whose
+// values, secrets, no message quotes), and returns its digest when it does. When the registry could not
+// be asked or refused to say, BuildReady says why and res is when to ask again. Bounded
+// (BuildConfig.RegistryTimeout): a registry that does not answer fails this Environment alone, and frees
+// the worker for the others.
+func (r *buildPhase) askRegistry(ctx context.Context, s *environmentScope, p *catalystv1.Project, kc authn.Keychain,
+	secrets []string) (digest string, answer registryAnswer, res ctrl.Result) {
+	registry, image := p.Spec.Build.Registry, catalyst.ImageReference(p, s.env.Spec.Source.CommitSHA)
 	reg := &catalyst.Registry{Insecure: r.Build.InsecureRegistries, Listed: r.Build.Registries, Timeout: r.Build.RegistryTimeout}
 	asked := time.Now()
 	digest, found, err := reg.Head(ctx, image, kc)
@@ -145,23 +182,25 @@ func (r *buildReconciler) reconcileBuild(ctx context.Context, s *environmentScop
 	switch {
 	case errors.Is(err, catalyst.ErrAddressRefused):
 		// The registry (or where it pointed) is on an address only an administrator can allow: no retry
-		// until the Project or the operator's flags change.
-		r.buildFailed(s, catalystv1.ReasonRegistryNotAllowed, fmt.Sprintf("registry %s was not asked for %s: %v", b.Registry, image, err))
-		return ctrl.Result{}, nil
+		// until the Project or the operator's flags change. The error names addresses, which may change
+		// while the refusal does not: s.Fail.
+		s.Fail(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonRegistryNotAllowed,
+			fmt.Sprintf("registry %s was not asked for %s: %v", registry, image, err))
+		return "", registryUnanswered, ctrl.Result{}
 	case errors.Is(err, catalyst.ErrUnauthorized):
-		msg := fmt.Sprintf("registry %s refused to say whether it has %s: %v; check the registry Secret (%s)", b.Registry, image,
-			catalyst.Redact(err.Error(), secrets), registrySecretSource(s.project))
-		r.buildFailed(s, catalystv1.ReasonRegistryUnauthorized, msg)
-		return ctrl.Result{RequeueAfter: r.registryRetry(s, catalystv1.ReasonRegistryUnauthorized)}, nil
+		// The registry's words may differ from one attempt to the next: s.Fail, once per refusal.
+		s.Fail(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonRegistryUnauthorized, fmt.Sprintf(
+			"registry %s refused to say whether it has %s: %v; check the registry Secret (%s)", registry, image,
+			catalyst.Redact(err.Error(), secrets), registrySecretSource(s.project)))
+		return "", registryUnanswered, ctrl.Result{RequeueAfter: r.registryRetry(s, catalystv1.ReasonRegistryUnauthorized)}
 	case err != nil:
 		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonRegistryUnreachable,
-			fmt.Sprintf("registry %s could not be asked for %s: %s", b.Registry, image, catalyst.Redact(err.Error(), secrets)))
-		return ctrl.Result{RequeueAfter: r.registryRetry(s, catalystv1.ReasonRegistryUnreachable)}, nil
+			fmt.Sprintf("registry %s could not be asked for %s: %s", registry, image, catalyst.Redact(err.Error(), secrets)))
+		return "", registryUnanswered, ctrl.Result{RequeueAfter: r.registryRetry(s, catalystv1.ReasonRegistryUnreachable)}
 	case found:
-		r.imageFound(ctx, s, p, st, digest)
-		return ctrl.Result{}, nil
+		return digest, registryHas, ctrl.Result{}
 	}
-	return r.build(ctx, s, p, st, retry, secrets)
+	return "", registryLacks, ctrl.Result{}
 }
 
 // registrySecretSource says where the registry Secret's name comes from, for messages.
@@ -175,7 +214,7 @@ func registrySecretSource(p *catalystv1.Project) string {
 // imageFound records that the registry has the image: BuildReady True, ImageExists when nothing was
 // built for it, ImagePushed (and a BuildSucceeded event, once) when a Job of the operator's pushed it.
 // An empty digest keeps the one status.build has.
-func (r *buildReconciler) imageFound(ctx context.Context, s *environmentScope, p *catalystv1.Project, st *catalystv1.BuildStatus, digest string) {
+func (r *buildPhase) imageFound(ctx context.Context, s *environmentScope, p *catalystv1.Project, st *catalystv1.BuildStatus, digest string) {
 	image := catalyst.ImageReference(p, st.CommitSHA)
 	if digest != "" {
 		st.Image, st.Digest = image, digest
@@ -186,8 +225,7 @@ func (r *buildReconciler) imageFound(ctx context.Context, s *environmentScope, p
 	if st.JobName != "" {
 		reason, msg = catalystv1.ReasonImagePushed, fmt.Sprintf("build Job %s pushed %s (%s)", st.JobName, st.Image, st.Digest)
 	}
-	if prev := meta.FindStatusCondition(s.env.Status.Conditions, catalystv1.ConditionBuildReady); reason == catalystv1.ReasonImagePushed &&
-		(prev == nil || prev.Reason != reason || prev.Message != msg) {
+	if reason == catalystv1.ReasonImagePushed && !reconcile.Said(s.before, catalystv1.ConditionBuildReady, metav1.ConditionTrue, reason, msg) {
 		// Counted once, with the event: the build Job finished and its image is in the registry.
 		job := &batchv1.Job{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: st.JobName}, job); err != nil {
@@ -205,7 +243,7 @@ func (r *buildReconciler) imageFound(ctx context.Context, s *environmentScope, p
 // Secrets), and its values, which no message may quote. A Secret missing or not a Docker config is the
 // user's to fix: the condition says so, and a nil keychain is returned (a Secret's creation wakes
 // nothing: the caller retries later).
-func (r *buildReconciler) registryKeychain(ctx context.Context, s *environmentScope, p *catalystv1.Project) (authn.Keychain, []string, error) {
+func (r *buildPhase) registryKeychain(ctx context.Context, s *environmentScope, p *catalystv1.Project) (authn.Keychain, []string, error) {
 	b := p.Spec.Build
 	if b.RegistrySecretRef == nil {
 		return authn.NewMultiKeychain(), nil, nil
@@ -216,7 +254,7 @@ func (r *buildReconciler) registryKeychain(ctx context.Context, s *environmentSc
 	err := r.APIReader.Get(ctx, key, secret)
 	switch {
 	case apierrors.IsNotFound(err):
-		r.buildFailed(s, catalystv1.ReasonSecretInvalid, fmt.Sprintf("Secret %s named by %s does not exist", key, from))
+		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonSecretInvalid, fmt.Sprintf("Secret %s named by %s does not exist", key, from))
 		return nil, nil, nil
 	case err != nil:
 		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting, "the registry Secret could not be read: "+err.Error())
@@ -225,7 +263,8 @@ func (r *buildReconciler) registryKeychain(ctx context.Context, s *environmentSc
 	secrets := catalyst.SecretValues(secret.Data)
 	kc, err := catalyst.Keychain(secret.Data)
 	if err != nil {
-		r.buildFailed(s, catalystv1.ReasonSecretInvalid, fmt.Sprintf("Secret %s named by %s: %s", key, from, catalyst.Redact(err.Error(), secrets)))
+		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonSecretInvalid,
+			fmt.Sprintf("Secret %s named by %s: %s", key, from, catalyst.Redact(err.Error(), secrets)))
 		return nil, nil, nil
 	}
 	return kc, secrets, nil
@@ -234,7 +273,7 @@ func (r *buildReconciler) registryKeychain(ctx context.Context, s *environmentSc
 // gitSecretValues are the values of the Project's spec.source.secretRef Secret, which the build Job
 // reads as environment variables: read only when a build failed, so that its report quotes none of
 // them. When it cannot be read, Redact's patterns alone stand guard.
-func (r *buildReconciler) gitSecretValues(ctx context.Context, p *catalystv1.Project) []string {
+func (r *buildPhase) gitSecretValues(ctx context.Context, p *catalystv1.Project) []string {
 	ref := p.Spec.Source.SecretRef
 	if ref == nil {
 		return nil
@@ -246,20 +285,10 @@ func (r *buildReconciler) gitSecretValues(ctx context.Context, p *catalystv1.Pro
 	return catalyst.SecretValues(secret.Data)
 }
 
-// buildFailed sets BuildReady False with a reason only the user fixes, and emits a Warning event when
-// the condition says something new (not on every reconcile of an unchanged environment).
-func (r *buildReconciler) buildFailed(s *environmentScope, reason, msg string) {
-	prev := meta.FindStatusCondition(s.env.Status.Conditions, catalystv1.ConditionBuildReady)
-	if prev == nil || prev.Reason != reason || prev.Message != msg {
-		s.Warn(reason, msg)
-	}
-	s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, reason, msg)
-}
-
 // registryRetry is when to ask the registry again, growing with how long BuildReady has had reason.
-func (r *buildReconciler) registryRetry(s *environmentScope, reason string) time.Duration {
+func (r *buildPhase) registryRetry(s *environmentScope, reason string) time.Duration {
 	var failingFor time.Duration
-	if prev := meta.FindStatusCondition(s.env.Status.Conditions, catalystv1.ConditionBuildReady); prev != nil && prev.Reason == reason {
+	if prev := meta.FindStatusCondition(s.before, catalystv1.ConditionBuildReady); prev != nil && prev.Reason == reason {
 		failingFor = time.Since(prev.LastTransitionTime.Time)
 	}
 	return catalyst.RegistryRetry(failingFor)

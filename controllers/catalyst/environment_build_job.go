@@ -27,12 +27,12 @@ import (
 // build runs, follows and reports the build Job of the commit, for an image the registry lacks. p is the
 // Project with its build (WithDefaultBuild); secrets are the registry Secret's values, kept out of what
 // a failure reports.
-func (r *buildReconciler) build(ctx context.Context, s *environmentScope, p *catalystv1.Project, st *catalystv1.BuildStatus,
+func (r *buildPhase) build(ctx context.Context, s *environmentScope, p *catalystv1.Project, st *catalystv1.BuildStatus,
 	retry string, secrets []string) (ctrl.Result, error) {
 	if st.Failure != "" && st.Retry == retry {
 		// Redacted when it was recorded; again, for one recorded by an older operator.
 		st.Failure = catalyst.Redact(st.Failure, secrets)
-		r.buildFailed(s, catalystv1.ReasonBuildFailed, st.Failure+fmt.Sprintf(
+		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonBuildFailed, st.Failure+fmt.Sprintf(
 			"; set annotation %s to a new value, or a new spec.source.commitSha, to build again", catalystv1.AnnotationRetryBuild))
 		return ctrl.Result{}, nil
 	}
@@ -53,7 +53,7 @@ func (r *buildReconciler) build(ctx context.Context, s *environmentScope, p *cat
 		return ctrl.Result{}, fmt.Errorf("read build job %s/%s: %w", ns, name, err)
 	case !ownBuild(job, s.env):
 		msg := fmt.Sprintf("Job %s/%s, the name of the build of %s, was not made by the operator for this Environment; it is left untouched", ns, name, image)
-		r.buildFailed(s, catalystv1.ReasonNameConflict, msg)
+		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonNameConflict, msg)
 		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 	}
 	// The Job knows its rank: the status read may be older than the write that counted it.
@@ -65,13 +65,16 @@ func (r *buildReconciler) build(ctx context.Context, s *environmentScope, p *cat
 	case catalyst.JobSucceeded:
 		msg := fmt.Sprintf("build Job %s/%s succeeded, yet registry %s does not have %s; is the Job pushing elsewhere?",
 			ns, name, p.Spec.Build.Registry, image)
-		r.buildFailed(s, catalystv1.ReasonImageMissingAfterBuild, msg)
+		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonImageMissingAfterBuild, msg)
 		return ctrl.Result{RequeueAfter: r.registryRetry(s, catalystv1.ReasonImageMissingAfterBuild)}, nil
 	case catalyst.JobFailed:
 		// The Job's message and its log may quote what the build saw: no credential goes on.
 		secrets = append(secrets, r.gitSecretValues(ctx, p)...)
 		failure := catalyst.Redact(catalyst.Failure(ns+"/"+name, reason, message), secrets)
 		st.Failure = failure
+		// Not s.Refuse: the event quotes the end of the build log, which the condition does not hold, and
+		// is counted with the failure; status.build.failure, which outlives the Job, says whether the
+		// user was told of this one.
 		if known != failure {
 			instruments.BuildFinished(false, buildDuration(job))
 			s.Warn(catalystv1.ReasonBuildFailed,
@@ -90,18 +93,18 @@ func (r *buildReconciler) build(ctx context.Context, s *environmentScope, p *cat
 // holds what the Job needs besides its Secrets: the NetworkPolicy that fences build pods and, with a Git
 // CA bundle, the ConfigMap carrying it. A create request, not an apply: the Job is never changed after,
 // and a Job of that name made meanwhile by anyone makes the request fail instead of being taken over.
-func (r *buildReconciler) startBuild(ctx context.Context, s *environmentScope, p *catalystv1.Project, st *catalystv1.BuildStatus,
+func (r *buildPhase) startBuild(ctx context.Context, s *environmentScope, p *catalystv1.Project, st *catalystv1.BuildStatus,
 	name, image, retry string) (ctrl.Result, error) {
 	commit := st.CommitSHA
 	if !catalyst.FullCommit(commit) {
-		r.buildFailed(s, catalystv1.ReasonCommitAbbreviated, fmt.Sprintf(
+		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonCommitAbbreviated, fmt.Sprintf(
 			"registry %s does not have %s, and spec.source.commitSha %s is abbreviated: the builder checks out only a whole commit id (40 or 64 hexadecimal digits)",
 			p.Spec.Build.Registry, image, commit))
 		return ctrl.Result{}, nil
 	}
 	if allowed := r.Build.GitAllowed; allowed != nil {
 		if err := allowed(p.Spec.Source.RepositoryURL); err != nil {
-			r.buildFailed(s, catalystv1.ReasonGitHostNotAllowed, fmt.Sprintf(
+			s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonGitHostNotAllowed, fmt.Sprintf(
 				"registry %s does not have %s, and it is not built: %v", p.Spec.Build.Registry, image, err))
 			return ctrl.Result{}, nil
 		}
@@ -120,7 +123,7 @@ func (r *buildReconciler) startBuild(ctx context.Context, s *environmentScope, p
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	case err != nil && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)) && errors.As(err, &status):
 		msg := fmt.Sprintf("the API server refused build Job %s/%s: %s", job.Namespace, name, status.Status().Message)
-		r.buildFailed(s, catalystv1.ReasonApplyFailed, msg)
+		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonApplyFailed, msg)
 		return ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil
 	case err != nil:
 		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonApplyFailed, err.Error())
@@ -139,7 +142,7 @@ func (r *buildReconciler) startBuild(ctx context.Context, s *environmentScope, p
 // to the ports of every Project of the namespace: one policy, the same whichever Environment sends it)
 // and, with a Git CA bundle, its ConfigMap. Neither is applied over an object of the same name the
 // operator did not make (NameConflict).
-func (r *buildReconciler) applyBuildChildren(ctx context.Context, s *environmentScope, ns string) (bool, ctrl.Result, error) {
+func (r *buildPhase) applyBuildChildren(ctx context.Context, s *environmentScope, ns string) (bool, ctrl.Result, error) {
 	var projects catalystv1.ProjectList
 	if err := r.Client.List(ctx, &projects, client.InNamespace(ns)); err != nil {
 		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting, "the namespace's Projects could not be listed: "+err.Error())
@@ -185,7 +188,7 @@ func ownBuild(job *batchv1.Job, env *catalystv1.Environment) bool {
 // the log). Only Jobs the operator made for this Environment are considered. The Job of the current
 // commit and retry annotation is kept even when status.build does not name it yet (a status write the
 // cache has not seen when the image appears).
-func (r *buildReconciler) deleteSupersededBuilds(ctx context.Context, s *environmentScope, st *catalystv1.BuildStatus) {
+func (r *buildPhase) deleteSupersededBuilds(ctx context.Context, s *environmentScope, st *catalystv1.BuildStatus) {
 	current := catalyst.BuildJobName(s.env, st.CommitSHA, s.env.Annotations[catalystv1.AnnotationRetryBuild])
 	var jobs batchv1.JobList
 	if err := r.Client.List(ctx, &jobs, client.InNamespace(s.project.Namespace),
@@ -218,7 +221,7 @@ func (r *buildReconciler) deleteSupersededBuilds(ctx context.Context, s *environ
 // 2 KiB of a failed container's log, more than the event's 1 KiB holds). Reading it from the pod's status
 // needs only pods list, not pods/log. Empty when there is no pod left (or, as in envtest, never was one)
 // or the container has not ended.
-func (r *buildReconciler) buildLog(ctx context.Context, ns, job string) string {
+func (r *buildPhase) buildLog(ctx context.Context, ns, job string) string {
 	if r.Pods == nil {
 		return ""
 	}

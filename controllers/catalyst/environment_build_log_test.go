@@ -31,7 +31,7 @@ var _ = Describe("a failed build's log", func() {
 			_, err = clientset.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 			Expect(err).NotTo(HaveOccurred())
 		}
-		r := &buildReconciler{Pods: clientset.CoreV1()}
+		r := &buildPhase{Pods: clientset.CoreV1()}
 		Expect(r.buildLog(ctx, ns, "j")).To(BeEmpty()) // no pod
 		pod("first", time.Now(), "error building image: step 1\n")
 		Expect(r.buildLog(ctx, ns, "j")).To(Equal("error building image: step 1\n"))

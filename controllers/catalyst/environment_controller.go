@@ -32,9 +32,10 @@ import (
 )
 
 // EnvironmentReconciler gives each Environment a namespace of its own, locked down with a quota, limits and
-// a network policy, and an https Ingress; and deletes the namespace with the Environment. It then runs the
-// build (buildReconciler) and the deploy (deployReconciler), each of which writes its own part of the
-// status, and sums up every part in Ready and the phase.
+// a network policy, and an https Ingress; and deletes the namespace with the Environment. Its reconcile
+// then runs two more phases as steps, the build (buildPhase: the image) and the deploy (deployPhase: the
+// application), each setting its own part of the status, sums up every part in Ready and the phase, and
+// writes the status once.
 type EnvironmentReconciler struct {
 	// Defaults are what an environment gets when its Project says nothing.
 	Defaults catalyst.Defaults
@@ -61,9 +62,10 @@ type EnvironmentReconciler struct {
 	applier   *apply.Applier
 	finalizer reconcile.Finalizer
 	// status writes the whole status, the build's and the deploy's parts included, once per reconcile.
-	status  *reconcile.StatusWriter
-	builds  *buildReconciler
-	deploys *deployReconciler
+	status *reconcile.StatusWriter
+	// build and deploy are the reconcile's last two phases, with what they keep across reconciles.
+	build  *buildPhase
+	deploy *deployPhase
 	// policies keeps the admission policies of the environment namespaces (environment_tenant.go).
 	policies *admissionPolicies
 	// announced remembers, per Environment, the UID, generation and URL its last Ready event was for: a
@@ -90,7 +92,7 @@ type EnvironmentReconciler struct {
 // Project, or deletes the namespace of a deleted Environment.
 func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	env := &catalystv1.Environment{}
-	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, env, r.status.Forget, r.deploys.deploy.forget,
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, env, r.status.Forget, r.deploy.forget,
 		func(k types.NamespacedName) { r.announced.Delete(k) }, func(k types.NamespacedName) { r.expiries.Delete(k) }); !found {
 		return ctrl.Result{}, err
 	}
@@ -102,16 +104,16 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
-	s := r.newScope(env)
-	// The build and the deploy set their parts of the status; Finish writes it once, after the summary,
-	// so Ready and the parts it sums up are written together.
+	s := r.newEnvironmentScope(env)
+	// The build and the deploy phases set their parts of the status; Finish writes it once, after the
+	// summary, so Ready and the parts it sums up are written together.
 	return reconcile.Finish(ctx, r.status, s, s.summarize,
 		r.reconcileExpiry,
 		r.reconcileProject,
 		r.reconcileNamespace,
 		r.reconcileIngress,
-		r.builds.Reconcile,
-		r.deploys.Reconcile,
+		r.build.reconcileBuild,
+		r.deploy.reconcileDeploy,
 	)
 }
 
@@ -121,11 +123,11 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: catalystv1.Finalizer}
 	r.status = newStatusWriter(r.Client)
-	builds, err := newBuildReconciler(mgr, r)
-	if err != nil {
+	var err error
+	if r.build, err = newBuildPhase(mgr, r); err != nil {
 		return err
 	}
-	r.builds, r.deploys = builds, newDeployReconciler(mgr, r)
+	r.deploy = newDeployPhase(mgr, r)
 	if r.policies, err = newAdmissionPolicies(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}); err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func (r *EnvironmentReconciler) finalize(ctx context.Context, env *catalystv1.En
 	if !r.finalizer.Has(env) {
 		return ctrl.Result{}, nil
 	}
-	s := r.newScope(env)
+	s := r.newEnvironmentScope(env)
 	owned, err := r.ownedNamespaces(ctx, env)
 	if err != nil {
 		return ctrl.Result{}, err

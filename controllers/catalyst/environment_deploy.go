@@ -76,11 +76,13 @@ type DeployConfig struct {
 	AllowRemoteBases bool
 }
 
-// deployReconciler deploys each Environment's application once the build found its image: a Helm
-// release, or manifests or a kustomization applied as the tenant and pruned. It reports in
-// status.deployment and DeploymentReady, which it alone writes (deployFieldOwner). The Environment
-// reconciler runs it last, with the namespace, the Project and the image the steps before found.
-type deployReconciler struct {
+// deployPhase is the Environment reconcile's last phase: once the build phase found the image, it deploys
+// the Environment's application, a Helm release, or manifests or a kustomization applied as the tenant and
+// pruned. It sets status.deployment and DeploymentReady (deployFields, deployConditions), which the
+// Environment reconciler writes with the rest of the status, once, at the end of the reconcile. It keeps,
+// across reconciles, the fetcher, the cluster's kinds, and the last rendered objects of each environment,
+// with which drift is repaired without fetching or rendering again.
+type deployPhase struct {
 	// Defaults are the operator's defaults: the ClusterIssuers a deploy may name.
 	Defaults catalyst.Defaults
 	// Deploy is the operator's deploy settings: git CAs, the checkout cache, Helm's history.
@@ -89,19 +91,6 @@ type deployReconciler struct {
 	Client    client.Client
 	APIReader client.Reader
 
-	deploy *deployer
-}
-
-// Reconcile runs the deploy step: it sets the deploy's part of the status (deployFields,
-// deployConditions), which the Environment reconciler writes with the rest, once, at the end of the
-// reconcile.
-func (r *deployReconciler) Reconcile(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
-	return r.reconcileDeploy(ctx, s)
-}
-
-// deployer is the deploy reconciler's state: the fetcher, the cluster's kinds, and the last rendered
-// objects of each environment, with which drift is repaired without fetching or rendering again.
-type deployer struct {
 	fetcher    *source.Fetcher
 	restConfig *rest.Config
 	mapper     meta.RESTMapper
@@ -122,33 +111,34 @@ type rendered struct {
 }
 
 // remembered is the environment's last rendered deploy when it was rendered from digest.
-func (d *deployer) remembered(env *catalystv1.Environment, digest string) *rendered {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if r, ok := d.rendered[client.ObjectKeyFromObject(env)]; ok && r.uid == env.UID && r.digest == digest {
-		return r
+func (r *deployPhase) remembered(env *catalystv1.Environment, digest string) *rendered {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rd, ok := r.rendered[client.ObjectKeyFromObject(env)]; ok && rd.uid == env.UID && rd.digest == digest {
+		return rd
 	}
 	return nil
 }
 
-func (d *deployer) remember(env *catalystv1.Environment, r *rendered) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.rendered == nil {
-		d.rendered = map[types.NamespacedName]*rendered{}
+// remember keeps rd as the environment's last rendered deploy.
+func (r *deployPhase) remember(env *catalystv1.Environment, rd *rendered) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rendered == nil {
+		r.rendered = map[types.NamespacedName]*rendered{}
 	}
-	r.uid = env.UID
-	d.rendered[client.ObjectKeyFromObject(env)] = r
+	rd.uid = env.UID
+	r.rendered[client.ObjectKeyFromObject(env)] = rd
 }
 
 // forget drops a deleted Environment's rendered objects.
-func (d *deployer) forget(key types.NamespacedName) {
-	if d == nil {
+func (r *deployPhase) forget(key types.NamespacedName) {
+	if r == nil {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.rendered, key)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.rendered, key)
 }
 
 // watchedKinds are the kinds of deployed objects the reconciler watches (by the operator's label): a
@@ -160,24 +150,23 @@ var watchedKinds = []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, 
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch
 
-// newDeployReconciler makes the deploy reconciler of r and its state.
-func newDeployReconciler(mgr ctrl.Manager, r *EnvironmentReconciler) *deployReconciler {
-	d := &deployReconciler{Defaults: r.Defaults, Deploy: r.Deploy, Client: r.Client, APIReader: r.APIReader,
-		deploy: &deployer{
-			fetcher: &source.Fetcher{Dir: r.Deploy.CacheDir, MaxEntries: r.Deploy.CacheEntries, CABundle: r.Deploy.GitCABundle,
-				Hosts: r.Deploy.GitHosts, MaxCacheBytes: r.Deploy.CacheBytes},
-			restConfig: mgr.GetConfig(),
-			mapper:     mgr.GetRESTMapper(),
-			maxHistory: r.Deploy.HelmMaxHistory,
-		}}
-	if d.deploy.maxHistory <= 0 {
-		d.deploy.maxHistory = DefaultHelmMaxHistory
+// newDeployPhase makes the deploy phase of r.
+func newDeployPhase(mgr ctrl.Manager, r *EnvironmentReconciler) *deployPhase {
+	d := &deployPhase{Defaults: r.Defaults, Deploy: r.Deploy, Client: r.Client, APIReader: r.APIReader,
+		fetcher: &source.Fetcher{Dir: r.Deploy.CacheDir, MaxEntries: r.Deploy.CacheEntries, CABundle: r.Deploy.GitCABundle,
+			Hosts: r.Deploy.GitHosts, MaxCacheBytes: r.Deploy.CacheBytes},
+		restConfig: mgr.GetConfig(),
+		mapper:     mgr.GetRESTMapper(),
+		maxHistory: r.Deploy.HelmMaxHistory,
+	}
+	if d.maxHistory <= 0 {
+		d.maxHistory = DefaultHelmMaxHistory
 	}
 	renders := r.Deploy.MaxConcurrentRenders
 	if renders <= 0 {
 		renders = DefaultConcurrentRenders
 	}
-	d.deploy.renders = make(chan struct{}, renders)
+	d.renders = make(chan struct{}, renders)
 	return d
 }
 
@@ -204,7 +193,7 @@ func deployCacheRules() []manager.CacheRule {
 // the registry: a Helm release, or manifests or a kustomization applied with server-side apply and
 // pruned. While what the deploy is made of is unchanged (status.deployment.digest) nothing is fetched,
 // rendered or written; drift in the deployed objects is repaired from the objects rendered last.
-func (r *deployReconciler) reconcileDeploy(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
+func (r *deployPhase) reconcileDeploy(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
 	switch {
 	case s.waiting(catalystv1.ConditionDeploymentReady):
 		return ctrl.Result{}, nil
@@ -232,7 +221,7 @@ func (r *deployReconciler) reconcileDeploy(ctx context.Context, s *environmentSc
 			s.Set(c.Type, c.Status, c.Reason, c.Message)
 			return ctrl.Result{}, nil
 		}
-		rd := r.deploy.remembered(s.env, in.digest)
+		rd := r.remembered(s.env, in.digest)
 		if rd == nil {
 			// The operator restarted: render again (reads only) to know what to keep in place.
 			if rd = r.render(ctx, s, in, false); rd == nil {

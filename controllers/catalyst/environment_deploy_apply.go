@@ -28,7 +28,7 @@ import (
 // the API server refuses (RBAC, admission, quota, validation) refuses the commit before anything of it is
 // written, so a commit is applied whole or not at all. Should a real apply still fail midway (the cluster
 // changed in between), the inventory keeps every object applied so far, so a later commit prunes them.
-func (r *deployReconciler) deployObjects(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered, st *catalystv1.DeploymentStatus) (ctrl.Result, error) {
+func (r *deployPhase) deployObjects(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered, st *catalystv1.DeploymentStatus) (ctrl.Result, error) {
 	objs := rd.objs
 	if _, ok, res, err := r.applyObjects(ctx, s, objs, true); !ok {
 		return res, err
@@ -45,7 +45,7 @@ func (r *deployReconciler) deployObjects(ctx context.Context, s *environmentScop
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.deploy.remember(s.env, rd)
+	r.remember(s.env, rd)
 	if changed.written > 0 || pruned > 0 {
 		s.Normalf(catalystv1.EventDeployed, "Deployed commit %s (%s %s): %d objects applied, %d changed, %d pruned",
 			shortCommit(in.req.Commit), in.typ, in.Path, len(objs), changed.written, pruned)
@@ -93,7 +93,7 @@ type applyCount struct {
 // untouched), or with dryRun only asks the API server whether it would accept each. ok is false when one
 // was refused or failed: the condition says which and why, in the kit's classification with the deploy's
 // wording of a refusal.
-func (r *deployReconciler) applyObjects(ctx context.Context, s *environmentScope, objs []*unstructured.Unstructured, dryRun bool) (applyCount, bool, ctrl.Result, error) {
+func (r *deployPhase) applyObjects(ctx context.Context, s *environmentScope, objs []*unstructured.Unstructured, dryRun bool) (applyCount, bool, ctrl.Result, error) {
 	var n applyCount
 	opts := apply.Options{Writer: s.tenant, DryRun: dryRun, Live: func(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
 		return r.readLive(ctx, s, gvk, key)
@@ -134,7 +134,7 @@ func refusalMessage(o *unstructured.Unstructured, ns string, dryRun bool, err er
 // an object it lacks is read from the API server, to not take over someone else's), any other kind from
 // the API server as the tenant, so that no informer is started for a kind a repository happens to hold
 // and the operator needs no read access of its own to the kinds a repository may hold.
-func (r *deployReconciler) readLive(ctx context.Context, s *environmentScope, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
+func (r *deployPhase) readLive(ctx context.Context, s *environmentScope, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
 	if typed := watchedObject(gvk, r.Client.Scheme()); typed != nil {
 		err := r.Client.Get(ctx, key, typed)
 		if err == nil {
@@ -181,7 +181,7 @@ func apiGVK(obj client.Object, scheme *runtime.Scheme) (schema.GroupVersionKind,
 // prune deletes, as the tenant, the objects of the previous inventory the new one does not hold, when they
 // still carry the operator's labels for this environment (an object someone else made, or took over by
 // removing the labels, is left alone). "Already gone" is success.
-func (r *deployReconciler) prune(ctx context.Context, s *environmentScope, before, now []catalystv1.DeployedObject) (int, error) {
+func (r *deployPhase) prune(ctx context.Context, s *environmentScope, before, now []catalystv1.DeployedObject) (int, error) {
 	key := func(o catalystv1.DeployedObject) string { return o.Group + "/" + o.Kind + "/" + o.Name }
 	keep := map[string]bool{}
 	for _, o := range now {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
@@ -39,16 +38,16 @@ func ReleaseName(env string) string {
 // process (render.HelmAction), bounded like a render and in one of its slots: Helm renders the chart
 // again there, with lookup answering and .Release.IsUpgrade set, and its template engine cannot be
 // interrupted, so a chart that loops or allocates only there is killed, not run in the operator.
-func (r *deployReconciler) deployHelm(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered, st *catalystv1.DeploymentStatus) (ctrl.Result, error) {
+func (r *deployPhase) deployHelm(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered, st *catalystv1.DeploymentStatus) (ctrl.Result, error) {
 	name := ReleaseName(in.Release)
 	st.Release, st.Inventory = name, nil
-	creds, err := render.CredentialsOf(tenantConfig(r.deploy.restConfig, in.Namespace))
+	creds, err := render.CredentialsOf(tenantConfig(r.restConfig, in.Namespace))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	policy := r.policy(in)
 	req := render.HelmRequest{Chart: rd.chart.Raw, Input: in.Input, Release: name, Namespace: in.Namespace, Config: creds,
-		Host: policy.Host, ClusterIssuers: policy.ClusterIssuers, MaxHistory: r.deploy.maxHistory,
+		Host: policy.Host, ClusterIssuers: policy.ClusterIssuers, MaxHistory: r.maxHistory,
 		ReleaseBytes: maxReleaseBytes, ReleasesBytes: maxReleasesBytes, HelmTimeout: helmTimeout}
 	res, err := r.helmAction(ctx, req)
 	if err != nil {
@@ -62,10 +61,11 @@ func (r *deployReconciler) deployHelm(ctx context.Context, s *environmentScope, 
 		if errors.Is(err, render.ErrTimedOut) && strings.Contains(err.Error(), "rendering the chart") || errors.Is(err, render.ErrOutOfMemory) {
 			reason = catalystv1.ReasonRenderFailed
 		}
-		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, reason, msg)
-		s.Warn(reason, msg)
+		s.Refuse(s.before, catalystv1.ConditionDeploymentReady, reason, msg)
 		return ctrl.Result{}, nil
 	}
+	// An action the operator took (a pending revision marked failed, a release rolled back) is told once
+	// by the action itself, not by a condition: a plain Warning.
 	if res.Recovered > 0 {
 		s.Warnf(catalystv1.ReasonHelmFailed, "Helm release %s revision %d was left pending by a stopped action; marked failed", name, res.Recovered)
 	}
@@ -74,8 +74,7 @@ func (r *deployReconciler) deployHelm(ctx context.Context, s *environmentScope, 
 		// A release record of the namespace (which the tenant can write) is a decompression bomb, or
 		// far beyond what Helm writes: nothing is deployed until it is gone.
 		msg := fmt.Sprintf("Helm release %s cannot be read: %s; delete the Secret to deploy again", name, res.Error)
-		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonHelmFailed, msg)
-		s.Warn(catalystv1.ReasonHelmFailed, msg)
+		s.Refuse(s.before, catalystv1.ConditionDeploymentReady, catalystv1.ReasonHelmFailed, msg)
 		return ctrl.Result{}, nil
 	case render.HelmReadFailed:
 		return ctrl.Result{}, errors.New(res.Error)
@@ -99,12 +98,11 @@ func (r *deployReconciler) deployHelm(ctx context.Context, s *environmentScope, 
 		} else if res.Impersonation {
 			instruments.Refused(instruments.RefusalImpersonation)
 		}
-		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, reason, msg)
-		s.Warn(reason, msg)
+		s.Refuse(s.before, catalystv1.ConditionDeploymentReady, reason, msg)
 		return ctrl.Result{}, nil
 	}
 	st.Revision, st.Objects = int32(res.Revision), int32(len(rd.objs))
-	r.deploy.remember(s.env, rd)
+	r.remember(s.env, rd)
 	s.Normalf(catalystv1.EventDeployed, "Deployed commit %s as Helm release %s revision %d",
 		shortCommit(in.req.Commit), name, res.Revision)
 	return r.reportReady(ctx, s, rd.objs)
@@ -113,10 +111,10 @@ func (r *deployReconciler) deployHelm(ctx context.Context, s *environmentScope, 
 // helmAction runs req in a child process (render.HelmAction) within the render limits, in one of the
 // renders' slots (DeployConfig.MaxConcurrentRenders): the Helm actions and renders together stay within
 // the operator's memory limit (docs/catalyst.md, Budgets).
-func (r *deployReconciler) helmAction(ctx context.Context, req render.HelmRequest) (*render.HelmResult, error) {
+func (r *deployPhase) helmAction(ctx context.Context, req render.HelmRequest) (*render.HelmResult, error) {
 	select {
-	case r.deploy.renders <- struct{}{}:
-		defer func() { <-r.deploy.renders }()
+	case r.renders <- struct{}{}:
+		defer func() { <-r.renders }()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,7 +22,7 @@ import (
 // keepDeployed keeps an unchanged deploy in place: manifest and kustomize objects that drifted are
 // applied again as the tenant (nothing is written when none did), and a Helm release whose objects went
 // missing is upgraded again with the same chart and values.
-func (r *deployReconciler) keepDeployed(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered) (ctrl.Result, error) {
+func (r *deployPhase) keepDeployed(ctx context.Context, s *environmentScope, in *deployInput, rd *rendered) (ctrl.Result, error) {
 	objs := rd.objs
 	if in.typ == catalystv1.DeploymentHelm {
 		for _, o := range objs {
@@ -47,7 +46,7 @@ func (r *deployReconciler) keepDeployed(ctx context.Context, s *environmentScope
 		s.Normalf(reconcile.EventUpdated, "Restored %d deployed objects of commit %s that had drifted",
 			n.written, shortCommit(in.req.Commit))
 	}
-	r.deploy.remember(s.env, rd)
+	r.remember(s.env, rd)
 	return r.reportReady(ctx, s, objs)
 }
 
@@ -55,7 +54,7 @@ func (r *deployReconciler) keepDeployed(ctx context.Context, s *environmentScope
 // has rolled out its current spec, every replica ready and available (kstatus Current, through
 // reconcile.DeploymentReady and StatefulSetReady); ReplicaFailure, naming the workload and quoting the API server,
 // when a workload's pods are refused (Pod Security, quota), which no amount of waiting fixes.
-func (r *deployReconciler) reportReady(ctx context.Context, s *environmentScope, objs []*unstructured.Unstructured) (ctrl.Result, error) {
+func (r *deployPhase) reportReady(ctx context.Context, s *environmentScope, objs []*unstructured.Unstructured) (ctrl.Result, error) {
 	var waiting, refused []string
 	workloads := 0
 	for _, o := range objs {
@@ -98,11 +97,9 @@ func (r *deployReconciler) reportReady(ctx context.Context, s *environmentScope,
 	switch {
 	case len(refused) > 0:
 		slices.Sort(refused)
-		msg := fmt.Sprintf("commit %s deployed; the cluster refuses the pods of %s", commit, strings.Join(refused, "; "))
-		if c := meta.FindStatusCondition(s.env.Status.Conditions, catalystv1.ConditionDeploymentReady); c == nil || c.Message != msg {
-			s.Warn(catalystv1.ReasonReplicaFailure, msg)
-		}
-		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonReplicaFailure, msg)
+		// The message is the news (which workloads, refused why), so it is s.Refuse, not s.Fail.
+		s.Refuse(s.before, catalystv1.ConditionDeploymentReady, catalystv1.ReasonReplicaFailure,
+			fmt.Sprintf("commit %s deployed; the cluster refuses the pods of %s", commit, strings.Join(refused, "; ")))
 		return poll, nil
 	case len(waiting) > 0:
 		slices.Sort(waiting)
@@ -117,7 +114,7 @@ func (r *deployReconciler) reportReady(ctx context.Context, s *environmentScope,
 
 // readTyped reads a workload from the cache, or as the tenant from the API server when the cache lacks it
 // (Helm's objects carry Helm's managed-by label, not the operator's).
-func (r *deployReconciler) readTyped(ctx context.Context, s *environmentScope, key client.ObjectKey, obj client.Object) error {
+func (r *deployPhase) readTyped(ctx context.Context, s *environmentScope, key client.ObjectKey, obj client.Object) error {
 	err := r.Client.Get(ctx, key, obj)
 	if apierrors.IsNotFound(err) {
 		err = s.tenant.Get(ctx, key, obj)

@@ -53,10 +53,10 @@ func renderType(t catalystv1.DeploymentType) render.Type {
 // (render.Isolated; DeployConfig.Render), at most DeployConfig.MaxConcurrentRenders at once, so that
 // the renders together stay within the operator's memory limit (docs/catalyst.md, Budgets). A render
 // that overruns is killed, not left running.
-func (r *deployReconciler) renderIsolated(ctx context.Context, dir string, in *deployInput) ([]*unstructured.Unstructured, *chart.Chart, error) {
+func (r *deployPhase) renderIsolated(ctx context.Context, dir string, in *deployInput) ([]*unstructured.Unstructured, *chart.Chart, error) {
 	select {
-	case r.deploy.renders <- struct{}{}:
-		defer func() { <-r.deploy.renders }()
+	case r.renders <- struct{}{}:
+		defer func() { <-r.renders }()
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
 	}
@@ -69,7 +69,7 @@ func (r *deployReconciler) renderIsolated(ctx context.Context, dir string, in *d
 
 // deployInput gathers what the deploy is made of; nil (with the condition set) when the git
 // credentials cannot be read.
-func (r *deployReconciler) deployInput(ctx context.Context, s *environmentScope) (*deployInput, error) {
+func (r *deployPhase) deployInput(ctx context.Context, s *environmentScope) (*deployInput, error) {
 	p := s.project
 	commit := s.env.Spec.Source.CommitSHA
 	branch := s.env.Spec.Source.Branch
@@ -82,8 +82,7 @@ func (r *deployReconciler) deployInput(ctx context.Context, s *environmentScope)
 		if err != nil {
 			var user *userError
 			if errors.As(err, &user) {
-				s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, catalystv1.ReasonSecretInvalid, user.msg)
-				s.Warn(catalystv1.ReasonSecretInvalid, user.msg)
+				s.Refuse(s.before, catalystv1.ConditionDeploymentReady, catalystv1.ReasonSecretInvalid, user.msg)
 				return nil, nil
 			}
 			return nil, err
@@ -141,7 +140,7 @@ type userError struct{ msg string }
 func (e *userError) Error() string { return e.msg }
 
 // gitAuth reads the Project's git credentials Secret: token, or username and password.
-func (r *deployReconciler) gitAuth(ctx context.Context, ns, name string) (*source.Auth, error) {
+func (r *deployPhase) gitAuth(ctx context.Context, ns, name string) (*source.Auth, error) {
 	sec := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sec); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -160,18 +159,24 @@ func (r *deployReconciler) gitAuth(ctx context.Context, ns, name string) (*sourc
 
 // render fetches the commit and renders the deploy, refusing what leaves the namespace. It returns nil
 // when it could not (the condition says why); report says whether failures are also reported with
-// events (a first attempt) or only as conditions.
-func (r *deployReconciler) render(ctx context.Context, s *environmentScope, in *deployInput, report bool) *rendered {
+// events (a first attempt) or only as conditions. A fetch retried every fetchRetry warns once per
+// failure (s.Fail: the error's text may change from one attempt to the next); a render failure is
+// reported once per message (s.Refuse: it says what to fix in the repository).
+func (r *deployPhase) render(ctx context.Context, s *environmentScope, in *deployInput, report bool) *rendered {
 	fail := func(reason, msg string) {
-		s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, reason, msg)
-		if report {
-			s.Warn(reason, msg)
+		switch {
+		case !report:
+			s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, reason, msg)
+		case reason == catalystv1.ReasonFetchFailed:
+			s.Fail(s.before, catalystv1.ConditionDeploymentReady, reason, msg)
+		default:
+			s.Refuse(s.before, catalystv1.ConditionDeploymentReady, reason, msg)
 		}
 	}
 	var objs []*unstructured.Unstructured
 	var ch *chart.Chart
 	var renderErr error
-	err := r.deploy.fetcher.With(ctx, in.req, func(c source.Checkout) error {
+	err := r.fetcher.With(ctx, in.req, func(c source.Checkout) error {
 		in.req.Commit = c.Commit
 		objs, ch, renderErr = r.renderIsolated(ctx, c.Dir, in)
 		return nil
@@ -209,7 +214,7 @@ func (r *deployReconciler) render(ctx context.Context, s *environmentScope, in *
 
 // policy is what a deploy of in may hold (render.Policy): the environment's namespace, names under its
 // host, and the ClusterIssuers the operator allows.
-func (r *deployReconciler) policy(in *deployInput) render.Policy {
+func (r *deployPhase) policy(in *deployInput) render.Policy {
 	issuers := append([]string{}, r.Defaults.AllowedClusterIssuers...)
 	if r.Defaults.Issuer.Name != "" && (r.Defaults.Issuer.Kind == "" || r.Defaults.Issuer.Kind == "ClusterIssuer") {
 		issuers = append(issuers, r.Defaults.Issuer.Name)
@@ -218,8 +223,8 @@ func (r *deployReconciler) policy(in *deployInput) render.Policy {
 }
 
 // scope asks the cluster whether a kind is namespaced.
-func (r *deployReconciler) scope(gvk schema.GroupVersionKind) (bool, error) {
-	m, err := r.deploy.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+func (r *deployPhase) scope(gvk schema.GroupVersionKind) (bool, error) {
+	m, err := r.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return false, err
 	}

@@ -120,7 +120,7 @@ func TestRenderIsolated(t *testing.T) {
 	}
 	in := &deployInput{typ: catalystv1.DeploymentHelm}
 	in.Path, in.Namespace, in.Release = ".", "ns", "r"
-	r := &deployReconciler{Deploy: DeployConfig{Render: render.Limits{Timeout: 500 * time.Millisecond}}, deploy: &deployer{renders: make(chan struct{}, 1)}}
+	r := &deployPhase{Deploy: DeployConfig{Render: render.Limits{Timeout: 500 * time.Millisecond}}, renders: make(chan struct{}, 1)}
 	if _, _, err := r.renderIsolated(context.Background(), write(true), in); err == nil || !strings.Contains(err.Error(), "took longer than 500ms") {
 		t.Errorf("a looping chart: err = %v, want the render timed out", err)
 	}

@@ -3,8 +3,6 @@ package catalyst
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,14 +20,9 @@ func projectNotAllowedMessage(key client.ObjectKey, envNamespace string) string 
 // projectNotAllowed holds an environment whose Project, in another namespace, does not allow it: nothing
 // is built, deployed or applied with that Project (s.project stays nil, so every later step waits), and
 // a namespace the environment already has is kept as it is (summarize keeps status.namespace). A user
-// mistake: a condition, a Warning event when the condition says something new, and no retry (the
+// mistake: a condition, a Warning event when the condition says something new (s.Refuse), and no retry (the
 // Project's change of its list wakes the environment).
 func projectNotAllowed(s *environmentScope, key client.ObjectKey) (ctrl.Result, error) {
-	msg := projectNotAllowedMessage(key, s.env.Namespace)
-	prev := meta.FindStatusCondition(s.env.Status.Conditions, catalystv1.ConditionNamespaceReady)
-	if prev == nil || prev.Reason != catalystv1.ReasonProjectNotAllowed || prev.Message != msg {
-		s.Warn(catalystv1.ReasonProjectNotAllowed, msg)
-	}
-	s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionFalse, catalystv1.ReasonProjectNotAllowed, msg)
+	s.Refuse(s.before, catalystv1.ConditionNamespaceReady, catalystv1.ReasonProjectNotAllowed, projectNotAllowedMessage(key, s.env.Namespace))
 	return ctrl.Result{}, nil
 }

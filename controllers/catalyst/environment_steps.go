@@ -3,13 +3,11 @@ package catalyst
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,65 +19,8 @@ import (
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
-// environmentScope carries one reconcile's working state from step to step.
-type environmentScope struct {
-	*reconcile.Session
-	env    *catalystv1.Environment
-	status *catalystv1.EnvironmentStatus
-	parts  catalyst.Parts
-
-	// settings are the Project's choices over the defaults; valid once project is set.
-	settings catalyst.Settings
-	// project is the environment's Project, nil when it was not found or is being deleted.
-	project *catalystv1.Project
-	// namespace is the environment's namespace once it is the environment's and locked down.
-	namespace string
-	// image is the environment's image, <registry>/<repository>:<commit SHA>, set only once the registry
-	// is known to have it; imageDigest is its manifest's digest. Later steps deploy only when it is set.
-	image       string
-	imageDigest string
-	// expired is set by the expiry step once it deleted the environment: nothing more is made for it.
-	expired bool
-	// announced is the reconciler's memory of the Ready events it sent (announceReady).
-	announced *sync.Map
-	// tenant is a client acting as the tenant ServiceAccount of the namespace: what deploys, reads back and
-	// prunes a repository's objects. Set by the deploy step once the namespace is ready.
-	tenant client.Client
-}
-
-func (r *EnvironmentReconciler) newScope(env *catalystv1.Environment) *environmentScope {
-	status := env.Status.DeepCopy()
-	return &environmentScope{
-		Session: &reconcile.Session{Owner: env, Conditions: &status.Conditions, Client: r.Client,
-			Applier: r.applier, Recorder: r.Recorder},
-		env: env, status: status, parts: catalyst.PartsOf(env), announced: &r.announced,
-	}
-}
-
-// waiting sets condType False (Waiting) while the Project or the namespace a part needs is not there yet,
-// and says whether it did: the Ingress, the build and the deploy each wait for both.
-func (s *environmentScope) waiting(condType string) bool {
-	switch {
-	case s.project == nil:
-		s.Set(condType, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the Project")
-	case s.namespace == "":
-		s.Set(condType, metav1.ConditionFalse, catalystv1.ReasonWaiting, "waiting for the namespace")
-	default:
-		return false
-	}
-	return true
-}
-
-// namespaceName is the namespace the environment has (status.namespace) or gets (derived from its parts).
-func (s *environmentScope) namespaceName() string {
-	if s.env.Status.Namespace != "" {
-		return s.env.Status.Namespace
-	}
-	return s.parts.Namespace()
-}
-
 // reconcileProject finds the environment's Project. A missing one is a user mistake: a condition and a
-// Warning event, and the reconciler waits for the Project to appear (its creation wakes it).
+// Warning event (once: s.Refuse), and the reconciler waits for the Project to appear (its creation wakes it).
 func (r *EnvironmentReconciler) reconcileProject(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
 	if s.expired {
 		return ctrl.Result{}, nil
@@ -92,9 +33,8 @@ func (r *EnvironmentReconciler) reconcileProject(ctx context.Context, s *environ
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		msg := fmt.Sprintf("Project %s named by spec.projectRef does not exist in namespace %s", key.Name, key.Namespace)
-		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionFalse, catalystv1.ReasonProjectNotFound, msg)
-		s.Warn(catalystv1.ReasonProjectNotFound, msg)
+		s.Refuse(s.before, catalystv1.ConditionNamespaceReady, catalystv1.ReasonProjectNotFound,
+			fmt.Sprintf("Project %s named by spec.projectRef does not exist in namespace %s", key.Name, key.Namespace))
 		return ctrl.Result{}, nil
 	case err != nil:
 		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting, "the Project could not be read: "+err.Error())
@@ -106,11 +46,8 @@ func (r *EnvironmentReconciler) reconcileProject(ctx context.Context, s *environ
 	}
 	if err := catalyst.CheckProject(p, r.Defaults); err != nil {
 		// The administrator's limits: nothing is made for a Project beyond them, not even the namespace.
-		msg := fmt.Sprintf("Project %s/%s asks for more than the operator allows: %v", p.Namespace, p.Name, err)
-		if c := meta.FindStatusCondition(s.env.Status.Conditions, catalystv1.ConditionNamespaceReady); c == nil || c.Message != msg {
-			s.Warn(catalystv1.ReasonProjectLimitExceeded, msg)
-		}
-		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionFalse, catalystv1.ReasonProjectLimitExceeded, msg)
+		s.Refuse(s.before, catalystv1.ConditionNamespaceReady, catalystv1.ReasonProjectLimitExceeded,
+			fmt.Sprintf("Project %s/%s asks for more than the operator allows: %v", p.Namespace, p.Name, err))
 		return ctrl.Result{}, nil
 	}
 	s.project = p
@@ -120,17 +57,17 @@ func (r *EnvironmentReconciler) reconcileProject(ctx context.Context, s *environ
 
 // reconcileNamespace makes the environment's namespace and locks it down. A namespace of that name that
 // the operator did not make for this very Environment is never adopted, labelled or deleted: the
-// environment reports NamespaceConflict and is tried again after reconcile.ConflictRetry (the namespace in
-// the way is not the operator's, so its deletion sends no event the operator sees).
+// environment reports NamespaceConflict (with a Warning event the first time: s.Refuse) and is tried again
+// after reconcile.ConflictRetry (the namespace in the way is not the operator's, so its deletion sends no
+// event the operator sees).
 func (r *EnvironmentReconciler) reconcileNamespace(ctx context.Context, s *environmentScope) (ctrl.Result, error) {
 	if s.project == nil {
 		return ctrl.Result{}, nil
 	}
 	name := s.namespaceName()
 	conflict := func(why string) (ctrl.Result, error) {
-		msg := fmt.Sprintf("namespace %s %s; it is left untouched", name, why)
-		s.Set(catalystv1.ConditionNamespaceReady, metav1.ConditionFalse, catalystv1.ReasonNamespaceConflict, msg)
-		s.Warn(catalystv1.ReasonNamespaceConflict, msg)
+		s.Refuse(s.before, catalystv1.ConditionNamespaceReady, catalystv1.ReasonNamespaceConflict,
+			fmt.Sprintf("namespace %s %s; it is left untouched", name, why))
 		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 	}
 	if catalyst.Reserved(name) {

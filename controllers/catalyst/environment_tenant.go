@@ -44,8 +44,8 @@ func tenantConfig(base *rest.Config, ns string) *rest.Config {
 // tenantClient is a direct (uncached) client acting as the tenant of namespace ns. client-go shares the
 // underlying TLS transport among configs that differ only in impersonation, so making one per deploy
 // opens no new connections.
-func (r *deployReconciler) tenantClient(ns string) (client.Client, error) {
-	c, err := client.New(tenantConfig(r.deploy.restConfig, ns), client.Options{Scheme: r.Client.Scheme(), Mapper: r.deploy.mapper})
+func (r *deployPhase) tenantClient(ns string) (client.Client, error) {
+	c, err := client.New(tenantConfig(r.restConfig, ns), client.Options{Scheme: r.Client.Scheme(), Mapper: r.mapper})
 	if err != nil {
 		return nil, fmt.Errorf("client for the tenant of namespace %s: %w", ns, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -72,14 +71,13 @@ func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.finalizer.Ensure(ctx, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	status := p.Status.DeepCopy()
-	s := &reconcile.Session{Owner: p, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder}
+	s := r.newProjectScope(p, envs.Items)
 	// A Project has no parts of its own: Ready is True and says how many Environments refer to it.
 	return reconcile.Finish(ctx, r.status, s, func() *catalystv1.ProjectStatus {
-		status.ObservedGeneration = p.Generation
-		status.Environments = int32(len(envs.Items))
-		s.Summarize(nil, catalystv1.ReasonReady, fmt.Sprintf("%d environment(s) refer to the project", len(envs.Items)))
-		return status
+		s.status.ObservedGeneration = p.Generation
+		s.status.Environments = int32(len(s.envs))
+		s.Summarize(nil, catalystv1.ReasonReady, fmt.Sprintf("%d environment(s) refer to the project", len(s.envs)))
+		return s.status
 	})
 }
 
@@ -111,40 +109,28 @@ func (r *ProjectReconciler) finalize(ctx context.Context, p *catalystv1.Project,
 		r.status.Forget(client.ObjectKeyFromObject(p))
 		return ctrl.Result{}, nil
 	}
-	status := p.Status.DeepCopy()
-	s := &deletionScope{
-		Session: &reconcile.Session{Owner: p, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
-		envs:    envs,
-	}
+	s := r.newProjectScope(p, envs)
 	return reconcile.Finish(ctx, r.status, s, func() *catalystv1.ProjectStatus {
-		msg := fmt.Sprintf("the Project is being deleted: waiting for %d environment(s) to be gone", len(envs))
+		msg := fmt.Sprintf("the Project is being deleted: waiting for %d environment(s) to be gone", len(s.envs))
 		if len(s.protected) > 0 {
 			msg += fmt.Sprintf("; protected from deletion, deleted only once they carry the annotation %s: \"true\": %s",
 				catalystv1.AnnotationAllowDeletion, strings.Join(s.protected, ", "))
-			// Not s.Fail: the reason stays Deleting while the message is the news (which Environments hold
-			// the Project, and how many are left), so the Warning comes again whenever the message changes.
-			if prev := meta.FindStatusCondition(p.Status.Conditions, catalystv1.ConditionReady); prev == nil || prev.Message != msg {
+			// Not s.Fail nor s.WarnOnce: the condition's reason stays Deleting while the event's is
+			// EnvironmentsProtected, and the message is the news (which Environments hold the Project, and
+			// how many are left), so the Warning comes again whenever Ready's message changes.
+			if !reconcile.Said(s.before, catalystv1.ConditionReady, metav1.ConditionFalse, catalystv1.ReasonDeleting, msg) {
 				s.Warn(catalystv1.EventEnvironmentsProtected, msg)
 			}
 		}
-		status.Environments = int32(len(envs))
+		s.status.Environments = int32(len(s.envs))
 		s.Set(catalystv1.ConditionReady, metav1.ConditionFalse, catalystv1.ReasonDeleting, msg)
-		return status
+		return s.status
 	}, r.deleteEnvironments)
-}
-
-// deletionScope is one reconcile of a deleted Project that still has Environments.
-type deletionScope struct {
-	*reconcile.Session
-	// envs are the Project's Environments, to delete and wait for.
-	envs []catalystv1.Environment
-	// protected are the namespace/names of those protected from deletion, which the Project waits for.
-	protected []string
 }
 
 // deleteEnvironments deletes the Project's Environments that are not already going, except those
 // protected from deletion, which it lists.
-func (r *ProjectReconciler) deleteEnvironments(ctx context.Context, s *deletionScope) (ctrl.Result, error) {
+func (r *ProjectReconciler) deleteEnvironments(ctx context.Context, s *projectScope) (ctrl.Result, error) {
 	var deleted []string
 	var errs []error
 	for i := range s.envs {
