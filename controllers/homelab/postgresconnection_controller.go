@@ -135,11 +135,11 @@ func (r *PostgresConnectionReconciler) reconcileServer(ctx context.Context, s *p
 }
 
 // connectFailure is the condition reason for a failed login, and how soon to try again: an unreachable
-// server soon, a refused login (which a Secret change retries at once) later. It is the PostgresDatabase
-// provisioner's mapping (postgres.Provisioner.LoginFailure), so a connection and its databases name a
-// failed login alike.
+// server soon, a refused login (which a Secret change retries at once) later. It is the mapping the
+// PostgresDatabase provisioner uses (newDatabaseProvisioner: the same retry and the same ServerError for
+// any other refusal), so a connection and its databases name a failed login alike.
 func connectFailure(err error) (string, time.Duration) {
-	return newDatabaseProvisioner(0).LoginFailure(err)
+	return postgres.LoginFailureOf(err, PostgresUnreachableRetry, homelabv1.ReasonServerError)
 }
 
 // readConnectionSecret reads a connection's Secret from the API server and its settings.
