@@ -241,6 +241,9 @@ func run(log logr.Logger, o *operatorFlags, watched map[string]cache.Config, gro
 	if err := opmetrics.RegisterBackups(ctrlmetrics.Registry, mgr.GetClient(), mgr.Elected()); err != nil {
 		return fmt.Errorf("register backup metrics: %w", err)
 	}
+	if err := iotctrl.RegisterMetrics(ctrlmetrics.Registry); err != nil {
+		return fmt.Errorf("register fleet metrics: %w", err)
+	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
