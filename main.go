@@ -119,7 +119,10 @@ func groupsFromFlags(workers int, watched []string, ircFlags *ircctrl.Flags, iot
 	if err != nil {
 		return nil, err
 	}
-	homelabOpts := homelabFlags.Options(workers)
+	homelabOpts, err := homelabFlags.Options(workers)
+	if err != nil {
+		return nil, err
+	}
 	// A restore Job is a backup Job's pod: the same operator image, pg_restore in the image pg_dump runs in.
 	homelabOpts.OperatorImage, homelabOpts.RestorePostgresImage = backupOpts.OperatorImage, backupOpts.PostgresImage
 	homelabOpts.PodNamespace, homelabOpts.PodName = backupOpts.PodNamespace, backupOpts.PodName
@@ -237,6 +240,9 @@ func run(log logr.Logger, o *operatorFlags, watched map[string]cache.Config, gro
 	}
 	if err := opmetrics.RegisterBackups(ctrlmetrics.Registry, mgr.GetClient(), mgr.Elected()); err != nil {
 		return fmt.Errorf("register backup metrics: %w", err)
+	}
+	if err := iotctrl.RegisterMetrics(ctrlmetrics.Registry); err != nil {
+		return fmt.Errorf("register fleet metrics: %w", err)
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

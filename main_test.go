@@ -1,12 +1,21 @@
 package main
 
 import (
+	"flag"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
+
+	backupctrl "github.com/platform-operator/platform-operator/controllers/backup"
+	catalystctrl "github.com/platform-operator/platform-operator/controllers/catalyst"
+	homelabctrl "github.com/platform-operator/platform-operator/controllers/homelab"
+	iotctrl "github.com/platform-operator/platform-operator/controllers/iot"
+	ircctrl "github.com/platform-operator/platform-operator/controllers/irc"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
 )
 
 func TestShareRateLimit(t *testing.T) {
@@ -47,5 +56,28 @@ func TestWatchNamespaces(t *testing.T) {
 		if _, ok := got[ns]; !ok {
 			t.Errorf("namespace %q missing from %v", ns, got)
 		}
+	}
+}
+
+// A malformed --homelab-domain-policy stops the operator while the flags are read, as every group's
+// malformed flag does: groupsFromFlags runs before any API server is contacted (none exists here).
+func TestGroupsFromFlagsRefusesBadDomainPolicy(t *testing.T) {
+	groups := func(args ...string) ([]manager.Group, error) {
+		fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+		ircFlags, iotFlags := ircctrl.BindFlags(fs), iotctrl.BindFlags(fs)
+		homelabFlags, catalystFlags := homelabctrl.BindFlags(fs), catalystctrl.BindFlags(fs)
+		backupFlags := backupctrl.BindFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return groupsFromFlags(1, nil, ircFlags, iotFlags, homelabFlags, catalystFlags, backupFlags)
+	}
+	if _, err := groups("--homelab-domain-policy=team-a"); err == nil || !strings.Contains(err.Error(), "--homelab-domain-policy") {
+		t.Errorf("groupsFromFlags with a malformed domain policy: %v, want an error naming the flag", err)
+	}
+	// Control: the same flags with a well-formed policy give every group.
+	got, err := groups("--homelab-domain-policy=team-a=example.com")
+	if err != nil || len(got) != 5 {
+		t.Errorf("groupsFromFlags with a well-formed domain policy: %d groups, %v; want 5, nil", len(got), err)
 	}
 }

@@ -162,19 +162,6 @@ func authentikForSecret(_ context.Context, o client.Object) []ctrl.Request {
 // +kubebuilder:rbac:groups=networking.istio.io,resources=virtualservices,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// authentikScope is one AuthentikServer reconcile's working state.
-type authentikScope struct {
-	*reconcile.Session
-	server *homelabv1.AuthentikServer
-	status *homelabv1.AuthentikServerStatus
-	// What the dependencies give, once Ready.
-	hostname, gateway, databaseSecret, redisSecret string
-	// waiting is false once every dependency is Ready.
-	waiting bool
-	// secretReady is true once the generated Secret holds every key.
-	secretReady bool
-}
-
 // Reconcile checks the dependencies, then makes authentik's parts.
 func (r *AuthentikServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	a := &homelabv1.AuthentikServer{}
@@ -184,17 +171,12 @@ func (r *AuthentikServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if !a.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // owner references hand every child to the garbage collector
 	}
-	status := a.Status.DeepCopy()
-	s := &authentikScope{
-		Session: &reconcile.Session{Owner: a, Conditions: &status.Conditions, Client: r.Client,
-			Applier: r.applier, Recorder: r.Recorder},
-		server: a, status: status,
-	}
+	s := r.newAuthentikServerScope(a)
 	return reconcile.Finish(ctx, r.status, s, func() *homelabv1.AuthentikServerStatus {
-		status.ObservedGeneration = a.Generation
+		s.status.ObservedGeneration = a.Generation
 		s.Summarize(append(append([]string{}, authentikDependencies...), authentikParts...),
-			homelabv1.ReasonReady, "authentik is running at "+status.URL)
-		return status
+			homelabv1.ReasonReady, "authentik is running at "+s.status.URL)
+		return s.status
 	},
 		r.reconcileDomainDependency, r.reconcileDatabaseDependency, r.reconcileRedisDependency,
 		r.reconcileGeneratedSecret, r.reconcileDeployments, r.reconcileService, r.reconcileRoute)
@@ -203,7 +185,7 @@ func (r *AuthentikServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 // reconcileGeneratedSecret makes the Secret with authentik's secret key and bootstrap credentials once,
 // and afterwards only adds a key that is missing: a value, once made, never changes (authentik signs
 // sessions with the secret key, and the bootstrap password is the admin's until they change it).
-func (r *AuthentikServerReconciler) reconcileGeneratedSecret(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+func (r *AuthentikServerReconciler) reconcileGeneratedSecret(ctx context.Context, s *authentikServerScope) (ctrl.Result, error) {
 	if s.hold(homelabv1.ConditionGeneratedSecret) {
 		s.secretReady = false
 		return ctrl.Result{}, nil
@@ -230,8 +212,7 @@ func (r *AuthentikServerReconciler) reconcileGeneratedSecret(ctx context.Context
 		return ctrl.Result{}, fmt.Errorf("read Secret %s: %w", name, err)
 	case !metav1.IsControlledBy(&live, s.server):
 		msg := fmt.Sprintf("Secret %s already exists and was not made for this AuthentikServer; it is left untouched", name)
-		s.Set(homelabv1.ConditionGeneratedSecret, metav1.ConditionFalse, homelabv1.ReasonNameConflict, msg)
-		s.Warn(homelabv1.ReasonNameConflict, msg)
+		s.Refuse(s.before, homelabv1.ConditionGeneratedSecret, homelabv1.ReasonNameConflict, msg)
 		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 	default:
 		missing, err := authentik.Generate(live.Data, rand.Reader)
@@ -265,7 +246,7 @@ func (r *AuthentikServerReconciler) reconcileGeneratedSecret(ctx context.Context
 }
 
 // reconcileDeployments applies the server and the worker.
-func (r *AuthentikServerReconciler) reconcileDeployments(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+func (r *AuthentikServerReconciler) reconcileDeployments(ctx context.Context, s *authentikServerScope) (ctrl.Result, error) {
 	held := s.hold(homelabv1.ConditionServerDeployment)
 	held = s.hold(homelabv1.ConditionWorkerDeployment) || held
 	if held {
@@ -305,7 +286,7 @@ func (r *AuthentikServerReconciler) reconcileDeployments(ctx context.Context, s 
 }
 
 // reconcileService applies the Service in front of the server.
-func (r *AuthentikServerReconciler) reconcileService(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+func (r *AuthentikServerReconciler) reconcileService(ctx context.Context, s *authentikServerScope) (ctrl.Result, error) {
 	if s.hold(homelabv1.ConditionService) {
 		return ctrl.Result{}, nil
 	}
@@ -319,7 +300,7 @@ func (r *AuthentikServerReconciler) reconcileService(ctx context.Context, s *aut
 }
 
 // reconcileRoute serves authentik.<domain hostname> through the Domain's Gateway.
-func (r *AuthentikServerReconciler) reconcileRoute(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+func (r *AuthentikServerReconciler) reconcileRoute(ctx context.Context, s *authentikServerScope) (ctrl.Result, error) {
 	if !r.Capabilities.Istio {
 		s.MissingAPI(homelabv1.ConditionRoute, "an AuthentikServer is served through an Istio VirtualService (networking.istio.io/v1), which this cluster does not serve; install Istio, then restart the operator")
 		return ctrl.Result{}, nil

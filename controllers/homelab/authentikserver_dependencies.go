@@ -29,21 +29,21 @@ func dependencyReady(conds []metav1.Condition, generation int64) (bool, string) 
 }
 
 // missing records a dependency that does not exist.
-func (s *authentikScope) missing(condType, kind string, key types.NamespacedName, field string) {
+func (s *authentikServerScope) missing(condType, kind string, key types.NamespacedName, field string) {
 	s.waiting = true
 	msg := fmt.Sprintf("%s %s named by spec.%s does not exist; authentik waits for it", kind, key, field)
-	s.Fail(*s.Conditions, condType, homelabv1.ReasonMissingDependency, msg)
+	s.Fail(s.before, condType, homelabv1.ReasonMissingDependency, msg)
 }
 
 // notReady records a dependency that exists but is not Ready.
-func (s *authentikScope) notReady(condType, kind string, key types.NamespacedName, why string) {
+func (s *authentikServerScope) notReady(condType, kind string, key types.NamespacedName, why string) {
 	s.waiting = true
 	s.Set(condType, metav1.ConditionFalse, homelabv1.ReasonWaitingForDependency,
 		fmt.Sprintf("%s %s: %s; authentik waits for it", kind, key, why))
 }
 
 // sameNamespace refuses a database or redis reference to another namespace: the pods read its Secret.
-func (s *authentikScope) sameNamespace(condType, field string, key types.NamespacedName) bool {
+func (s *authentikServerScope) sameNamespace(condType, field string, key types.NamespacedName) bool {
 	if key.Namespace == s.server.Namespace {
 		return true
 	}
@@ -52,13 +52,13 @@ func (s *authentikScope) sameNamespace(condType, field string, key types.Namespa
 }
 
 // notAllowed records a dependency the AuthentikServer may not use, with a Warning event when it is new.
-func (s *authentikScope) notAllowed(condType, msg string) {
+func (s *authentikServerScope) notAllowed(condType, msg string) {
 	s.waiting = true
-	s.Fail(*s.Conditions, condType, homelabv1.ReasonDependencyNotAllowed, msg)
+	s.Fail(s.before, condType, homelabv1.ReasonDependencyNotAllowed, msg)
 }
 
 // reconcileDomainDependency waits for the Domain: Ready, with a Gateway to attach the route to.
-func (r *AuthentikServerReconciler) reconcileDomainDependency(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+func (r *AuthentikServerReconciler) reconcileDomainDependency(ctx context.Context, s *authentikServerScope) (ctrl.Result, error) {
 	key := dependencyKey(s.server.Spec.Domain, s.server.Namespace)
 	var d homelabv1.Domain
 	err := r.Client.Get(ctx, key, &d)
@@ -88,7 +88,7 @@ func (r *AuthentikServerReconciler) reconcileDomainDependency(ctx context.Contex
 }
 
 // reconcileDatabaseDependency waits for the PostgresDatabase: Ready, with its Secret.
-func (r *AuthentikServerReconciler) reconcileDatabaseDependency(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+func (r *AuthentikServerReconciler) reconcileDatabaseDependency(ctx context.Context, s *authentikServerScope) (ctrl.Result, error) {
 	key := dependencyKey(s.server.Spec.Database, s.server.Namespace)
 	if !s.sameNamespace(homelabv1.ConditionDatabase, "database", key) {
 		return ctrl.Result{}, nil
@@ -115,7 +115,7 @@ func (r *AuthentikServerReconciler) reconcileDatabaseDependency(ctx context.Cont
 }
 
 // reconcileRedisDependency waits for the RedisConnection: Ready (its server answers PING).
-func (r *AuthentikServerReconciler) reconcileRedisDependency(ctx context.Context, s *authentikScope) (ctrl.Result, error) {
+func (r *AuthentikServerReconciler) reconcileRedisDependency(ctx context.Context, s *authentikServerScope) (ctrl.Result, error) {
 	key := dependencyKey(s.server.Spec.Redis, s.server.Namespace)
 	if !s.sameNamespace(homelabv1.ConditionRedis, "redis", key) {
 		return ctrl.Result{}, nil
@@ -139,7 +139,7 @@ func (r *AuthentikServerReconciler) reconcileRedisDependency(ctx context.Context
 
 // hold marks a part as waiting for the dependencies, or returns false when they are all Ready. What runs
 // already is kept: a dependency that stops being Ready for a moment does not tear authentik down.
-func (s *authentikScope) hold(condType string) bool {
+func (s *authentikServerScope) hold(condType string) bool {
 	if !s.waiting {
 		return false
 	}

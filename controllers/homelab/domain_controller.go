@@ -7,7 +7,6 @@ import (
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -154,13 +153,6 @@ func domainForChild(_ context.Context, o client.Object) []ctrl.Request {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// domainScope is one Domain reconcile's working state.
-type domainScope struct {
-	*reconcile.Session
-	domain *homelabv1.Domain
-	status *homelabv1.DomainStatus
-}
-
 // Reconcile applies the Domain's Certificate and Gateway, or cleans them up when it is deleted.
 func (r *DomainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	d := &homelabv1.Domain{}
@@ -168,7 +160,7 @@ func (r *DomainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	if !d.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, r.newScope(d))
+		return ctrl.Result{}, r.finalize(ctx, r.newDomainScope(d))
 	}
 	// The finalizer goes on before anything is made in the gateway namespace, and only when something can
 	// be: a cluster without cert-manager and Istio gets no object there, so nothing to clean up.
@@ -178,7 +170,7 @@ func (r *DomainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 	}
 
-	s := r.newScope(d)
+	s := r.newDomainScope(d)
 	reason, msg, err := r.claim(ctx, d)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -197,16 +189,6 @@ func (r *DomainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		s.status.ObservedGeneration = d.Generation
 		return s.status
 	}, steps...)
-}
-
-// newScope starts one reconcile of d, on a copy of its status.
-func (r *DomainReconciler) newScope(d *homelabv1.Domain) *domainScope {
-	status := d.Status.DeepCopy()
-	return &domainScope{
-		Session: &reconcile.Session{Owner: d, Conditions: &status.Conditions, Client: r.Client,
-			Applier: r.applier, Recorder: r.Recorder},
-		domain: d, status: status,
-	}
 }
 
 // claim decides whether the Domain may have its hostname, as the webhook does on creation, and again on
@@ -235,12 +217,11 @@ func (r *DomainReconciler) claim(ctx context.Context, d *homelabv1.Domain) (stri
 }
 
 // refuse records a Domain that may not have its hostname: every part and Ready say why, a Warning event
-// tells the user once, and whatever the Domain made before (it may have been the owner, or allowed, until
-// now) is removed, so that the name is served only by its owner's certificate.
+// tells the user once per refusal (WarnOnce on Ready: the message names the rule or the owner, so a new
+// one is news), and whatever the Domain made before (it may have been the owner, or allowed, until now)
+// is removed, so that the name is served only by its owner's certificate.
 func (r *DomainReconciler) refuse(ctx context.Context, s *domainScope, reason, msg string) error {
-	if c := meta.FindStatusCondition(*s.Conditions, homelabv1.ConditionReady); c == nil || c.Reason != reason || c.Message != msg {
-		s.Warn(reason, msg)
-	}
+	s.WarnOnce(s.before, homelabv1.ConditionReady, reason, msg)
 	for _, t := range domainParts {
 		s.Set(t, metav1.ConditionFalse, reason, msg)
 	}
@@ -300,7 +281,9 @@ func (r *DomainReconciler) reconcileGateway(ctx context.Context, s *domainScope)
 
 // notOurs refuses to apply over an object of desired's name in the gateway namespace that the operator
 // made for another Domain (the apply path already refuses objects the operator did not make): the
-// gateway namespace is shared by the Domains of every namespace. ok is false when the part must wait.
+// gateway namespace is shared by the Domains of every namespace. ok is false when the part must wait; the
+// Warning goes out once per holder (Refuse: the message names the Domain that holds the name), not on
+// every ConflictRetry.
 func (r *DomainReconciler) notOurs(ctx context.Context, s *domainScope, live, desired client.Object, condType string) (ctrl.Result, bool, error) {
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), live)
 	if apierrors.IsNotFound(err) {
@@ -314,8 +297,7 @@ func (r *DomainReconciler) notOurs(ctx context.Context, s *domainScope, live, de
 		msg := fmt.Sprintf("%s %s/%s already exists for Domain %s/%s; it is left untouched",
 			desired.GetObjectKind().GroupVersionKind().Kind, desired.GetNamespace(), desired.GetName(),
 			l[domain.NamespaceLabel], l[domain.NameLabel])
-		s.Set(condType, metav1.ConditionFalse, homelabv1.ReasonNameConflict, msg)
-		s.Warn(homelabv1.ReasonNameConflict, msg)
+		s.Refuse(s.before, condType, homelabv1.ReasonNameConflict, msg)
 		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, false, nil
 	}
 	return ctrl.Result{}, true, nil

@@ -28,7 +28,7 @@ const (
 )
 
 func init() {
-	suiteOptionHooks = append(suiteOptionHooks, func(o *Options) { o.DomainPolicy = testDomainPolicy })
+	suiteOptionHooks = append(suiteOptionHooks, func(o *Options) { o.DomainPolicy = mustParseDomainPolicy(testDomainPolicy) })
 }
 
 // ensureNamespace creates the namespace name once.

@@ -23,8 +23,13 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 
 // Options are the group's options from the parsed flags and the image OLM sets
 // (RELATED_IMAGE_AUTHENTIK), with workers objects of each kind reconciled at once. The domain policy is
-// parsed when the group is set up (the Domain row and setupWebhooks), as it always was.
-func (f *Flags) Options(workers int) Options {
+// parsed here, once, so a malformed one stops the operator before it contacts the API server (its
+// error names the flag and the entry).
+func (f *Flags) Options(workers int) (Options, error) {
+	policy, err := ParseDomainPolicy(*f.domainPolicy)
+	if err != nil {
+		return Options{}, err
+	}
 	return Options{MaxConcurrentReconciles: workers, GatewayNamespace: *f.gatewayNamespace,
-		AuthentikImage: os.Getenv("RELATED_IMAGE_AUTHENTIK"), DomainPolicy: *f.domainPolicy}
+		AuthentikImage: os.Getenv("RELATED_IMAGE_AUTHENTIK"), DomainPolicy: policy}, nil
 }

@@ -26,9 +26,10 @@ type Options struct {
 	GatewaySelector map[string]string
 	// AuthentikImage is the image of AuthentikServers' pods; authentik.DefaultImage when empty.
 	AuthentikImage string
-	// DomainPolicy is --homelab-domain-policy (ParseDomainPolicy): which namespaces may claim which
-	// hostnames with which ClusterIssuers. Empty allows no Domain at all.
-	DomainPolicy string
+	// DomainPolicy is --homelab-domain-policy, parsed (flags.go, before the API server is contacted):
+	// which namespaces may claim which hostnames with which ClusterIssuers. The zero policy allows no
+	// Domain at all.
+	DomainPolicy DomainPolicy
 	// PostgresCleanupTimeout bounds how long a deleted PostgresDatabase waits for its database to be
 	// dropped; postgres.DefaultCleanupTimeout when zero.
 	PostgresCleanupTimeout time.Duration
@@ -54,12 +55,8 @@ func Group(opts Options) manager.Group {
 			return (&AuthentikServerReconciler{MaxConcurrentReconciles: workers, Capabilities: caps, Image: opts.AuthentikImage}).SetupWithManager(mgr)
 		}},
 		manager.Controller{Name: "Domain", Cache: domainCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
-			policy, err := ParseDomainPolicy(opts.DomainPolicy)
-			if err != nil {
-				return err
-			}
 			return (&DomainReconciler{MaxConcurrentReconciles: workers, Capabilities: caps, GatewayNamespace: opts.GatewayNamespace,
-				GatewaySelector: opts.GatewaySelector, Policy: policy}).SetupWithManager(mgr)
+				GatewaySelector: opts.GatewaySelector, Policy: opts.DomainPolicy}).SetupWithManager(mgr)
 		}},
 		// PostgresDatabase's Secret watch uses the index PostgresConnection's setup registers: keep this order.
 		manager.Controller{Name: "PostgresConnection", Cache: postgresCacheRules, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
@@ -90,12 +87,8 @@ func postgresDatabaseCache(caps platform.Capabilities) []manager.CacheRule {
 // read through the manager's cache and the Domain hostname index DomainReconciler.SetupWithManager
 // registers.
 func setupWebhooks(mgr ctrl.Manager, opts Options) error {
-	policy, err := ParseDomainPolicy(opts.DomainPolicy)
-	if err != nil {
-		return err
-	}
 	if err := ctrl.NewWebhookManagedBy(mgr).For(&homelabv1.Domain{}).
-		WithValidator(admit.Typed(&DomainValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Policy: policy})).Complete(); err != nil {
+		WithValidator(admit.Typed(&DomainValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Policy: opts.DomainPolicy})).Complete(); err != nil {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr).For(&homelabv1.AuthentikServer{}).

@@ -33,6 +33,10 @@ func TestConnectFailure(t *testing.T) {
 		if reason != tt.wantReason || retry != tt.wantRetry {
 			t.Errorf("%s: connectFailure = %s, %s; want %s, %s", tt.name, reason, retry, tt.wantReason, tt.wantRetry)
 		}
+		// A connection and its databases name a failed login alike.
+		if dbReason, dbRetry := newDatabaseProvisioner(0).LoginFailure(tt.err); dbReason != reason || dbRetry != retry {
+			t.Errorf("%s: the PostgresDatabase provisioner maps it to %s, %s; the connection to %s, %s", tt.name, dbReason, dbRetry, reason, retry)
+		}
 	}
 }
 

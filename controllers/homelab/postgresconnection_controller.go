@@ -72,36 +72,19 @@ func (r *PostgresConnectionReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if !c.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // nothing of a connection lives outside the object
 	}
-	conds := append([]metav1.Condition(nil), c.Status.Conditions...)
-	s := &connectionScope{
-		Session: &reconcile.Session{Owner: c, Conditions: &conds, Client: r.Client, Recorder: r.Recorder},
-		conn:    c, before: c.Status.Conditions, version: c.Status.ServerVersion,
-	}
+	s := r.newPostgresConnectionScope(c)
 	return reconcile.Finish(ctx, r.status, s, func() *homelabv1.PostgresConnectionStatus {
 		ready := s.Summarize([]string{homelabv1.ConditionSecret, homelabv1.ConditionServer},
 			homelabv1.ReasonReady, "the operator logs in with CREATEROLE and CREATEDB")
 		if ready.Status == metav1.ConditionTrue && reconcile.Changed(s.before, homelabv1.ConditionReady, ready.Status, ready.Reason) {
 			s.Normal(homelabv1.ReasonConnected, "Logged in to "+s.address+" with the privileges the operator needs")
 		}
-		return &homelabv1.PostgresConnectionStatus{ObservedGeneration: c.Generation, Conditions: conds, ServerVersion: s.version}
+		return &homelabv1.PostgresConnectionStatus{ObservedGeneration: c.Generation, Conditions: *s.Conditions, ServerVersion: s.version}
 	}, r.reconcileSecret, r.reconcileServer)
 }
 
-// connectionScope is one reconcile of one PostgresConnection.
-type connectionScope struct {
-	*reconcile.Session
-	conn *homelabv1.PostgresConnection
-	// before are the conditions as the reconcile found them: events go out when one changes.
-	before []metav1.Condition
-	// settings are the Secret's, once read.
-	settings *postgres.Settings
-	// address is host:port, for messages.
-	address string
-	version string
-}
-
 // reconcileSecret reads the Secret the spec names and its settings.
-func (r *PostgresConnectionReconciler) reconcileSecret(ctx context.Context, s *connectionScope) (ctrl.Result, error) {
+func (r *PostgresConnectionReconciler) reconcileSecret(ctx context.Context, s *postgresConnectionScope) (ctrl.Result, error) {
 	settings, err := readConnectionSecret(ctx, r.APIReader, s.conn)
 	var secretErr *postgres.SecretError
 	switch {
@@ -123,7 +106,7 @@ func (r *PostgresConnectionReconciler) reconcileSecret(ctx context.Context, s *c
 }
 
 // reconcileServer logs in and checks the login's privileges.
-func (r *PostgresConnectionReconciler) reconcileServer(ctx context.Context, s *connectionScope) (ctrl.Result, error) {
+func (r *PostgresConnectionReconciler) reconcileServer(ctx context.Context, s *postgresConnectionScope) (ctrl.Result, error) {
 	if s.settings == nil {
 		s.Set(homelabv1.ConditionServer, metav1.ConditionUnknown, homelabv1.ReasonWaitingForDependency, "waiting for a usable Secret")
 		return ctrl.Result{}, nil
@@ -152,11 +135,11 @@ func (r *PostgresConnectionReconciler) reconcileServer(ctx context.Context, s *c
 }
 
 // connectFailure is the condition reason for a failed login, and how soon to try again: an unreachable
-// server soon, a refused login (which a Secret change retries at once) later. It is the PostgresDatabase
-// provisioner's mapping (postgres.Provisioner.LoginFailure), so a connection and its databases name a
-// failed login alike.
+// server soon, a refused login (which a Secret change retries at once) later. It is the mapping the
+// PostgresDatabase provisioner uses (newDatabaseProvisioner: the same retry and the same ServerError for
+// any other refusal), so a connection and its databases name a failed login alike.
 func connectFailure(err error) (string, time.Duration) {
-	return newDatabaseProvisioner(0).LoginFailure(err)
+	return postgres.LoginFailureOf(err, PostgresUnreachableRetry, homelabv1.ReasonServerError)
 }
 
 // readConnectionSecret reads a connection's Secret from the API server and its settings.

@@ -112,7 +112,7 @@ func (r *PostgresDatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, db, r.status.Forget); !found {
 		return ctrl.Result{}, err
 	}
-	s := r.newScope(db)
+	s := r.newPostgresDatabaseScope(db)
 	if !db.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
@@ -127,55 +127,13 @@ func (r *PostgresDatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	return res, err
 }
 
-// databaseScope is one reconcile of one PostgresDatabase.
-type databaseScope struct {
-	*reconcile.Session
-	db     *homelabv1.PostgresDatabase
-	before []metav1.Condition
-	name   string
-	owner  postgres.Owner
-
-	// conn and settings are the connection's, once it is Ready and allowed.
-	conn     *homelabv1.PostgresConnection
-	settings *postgres.Settings
-	// password is the role's password once the database step made sure the role has it.
-	password    string
-	rotation    string
-	newPassword bool
-	secretLive  *corev1.Secret
-	secretName  string
-	// restoredFrom is the restore that succeeded (spec.restore), this reconcile or before.
-	restoredFrom *backupv1.RestoredFrom
-	// lastBackup is the newest Completed Backup of the database: as the status shows it until
-	// observeLastBackup reads it (a deleted database keeps it), nil when there is none.
-	lastBackup *lastbackup.Last
-}
-
-func (r *PostgresDatabaseReconciler) newScope(db *homelabv1.PostgresDatabase) *databaseScope {
-	conds := append([]metav1.Condition(nil), db.Status.Conditions...)
-	name := db.Spec.DatabaseName
-	if name == "" {
-		name = postgres.Name(db.Namespace, db.Name)
-	}
-	s := &databaseScope{
-		Session: &reconcile.Session{Owner: db, Conditions: &conds, Client: r.Client, Applier: r.applier, Recorder: r.Recorder},
-		db:      db, before: db.Status.Conditions, name: name,
-		owner:    postgres.Owner{Kind: "PostgresDatabase", Namespace: db.Namespace, Name: db.Name, UID: string(db.UID)},
-		rotation: db.Annotations[homelabv1.AnnotationRotatePassword],
-	}
-	if t := db.Status.LastBackupTime; t != nil {
-		s.lastBackup = &lastbackup.Last{Name: db.Status.LastBackup, Time: *t}
-	}
-	return s
-}
-
 // wait records a part that waits for an earlier one, without an event.
-func (s *databaseScope) wait(condType, msg string) {
+func (s *postgresDatabaseScope) wait(condType, msg string) {
 	s.Set(condType, metav1.ConditionUnknown, homelabv1.ReasonWaitingForDependency, msg)
 }
 
 // summarize is the status this reconcile found.
-func (s *databaseScope) summarize() *homelabv1.PostgresDatabaseStatus {
+func (s *postgresDatabaseScope) summarize() *homelabv1.PostgresDatabaseStatus {
 	parts := postgresDatabaseParts
 	if s.db.Spec.Restore != nil {
 		parts = []string{homelabv1.ConditionCleanup, homelabv1.ConditionConnection, homelabv1.ConditionDatabase,
@@ -193,7 +151,7 @@ func (s *databaseScope) summarize() *homelabv1.PostgresDatabaseStatus {
 
 // observeLastBackup finds the database's newest Completed Backup in the cache, for status.lastBackup
 // (docs/backup.md). Without the backup API there is none; a failed read keeps what the status shows.
-func (r *PostgresDatabaseReconciler) observeLastBackup(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
+func (r *PostgresDatabaseReconciler) observeLastBackup(ctx context.Context, s *postgresDatabaseScope) (ctrl.Result, error) {
 	last, err := lastbackup.Observe(ctx, r.Client, r.Capabilities.Backups, backupv1.SourcePostgresDatabase, s.db.Namespace, s.db.Name)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -243,7 +201,7 @@ func (r *PostgresDatabaseReconciler) resolveConnection(ctx context.Context, db *
 }
 
 // reconcileConnection finds the connection the database lives on.
-func (r *PostgresDatabaseReconciler) reconcileConnection(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
+func (r *PostgresDatabaseReconciler) reconcileConnection(ctx context.Context, s *postgresDatabaseScope) (ctrl.Result, error) {
 	conn, settings, reason, msg, err := r.resolveConnection(ctx, s.db)
 	if err != nil {
 		s.wait(homelabv1.ConditionConnection, "the connection could not be read: "+err.Error())
@@ -268,7 +226,7 @@ func (r *PostgresDatabaseReconciler) reconcileConnection(ctx context.Context, s 
 
 // reconcileDatabase decides the password (the Secret's, or a new one when there is none or a rotation is
 // asked for) and makes the server hold the role and database.
-func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
+func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *postgresDatabaseScope) (ctrl.Result, error) {
 	if s.settings == nil {
 		s.wait(homelabv1.ConditionDatabase, "waiting for the connection")
 		return ctrl.Result{}, nil
@@ -322,7 +280,7 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *d
 }
 
 // reconcileSecret writes the role's credentials to the Secret <name>-postgres.
-func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
+func (r *PostgresDatabaseReconciler) reconcileSecret(ctx context.Context, s *postgresDatabaseScope) (ctrl.Result, error) {
 	if s.db.Spec.Restore != nil && s.restoredFrom == nil {
 		// Handed to the workload only once restored: an application must never see the empty database.
 		s.wait(homelabv1.ConditionCredentials, "waiting for the restore")

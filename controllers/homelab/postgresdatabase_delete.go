@@ -31,7 +31,7 @@ func newDatabaseProvisioner(cleanupTimeout time.Duration) *postgres.Provisioner 
 // or Options.PostgresCleanupTimeout) after the deletion: then the database and role are left on the
 // server with a CleanupAbandoned Warning event, and the object goes, so neither it nor the deletion of its
 // namespace waits forever. The Secret goes with the object (owner reference).
-func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *databaseScope) (ctrl.Result, error) {
+func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *postgresDatabaseScope) (ctrl.Result, error) {
 	db := s.db
 	if !r.finalizer.Has(db) {
 		return ctrl.Result{}, nil

@@ -92,15 +92,6 @@ func (r *RedisConnectionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// redisScope is one RedisConnection reconcile's working state.
-type redisScope struct {
-	*reconcile.Session
-	conn     *homelabv1.RedisConnection
-	status   *homelabv1.RedisConnectionStatus
-	previous []metav1.Condition
-	settings *redis.Settings
-}
-
 // Reconcile reads the Secret, asks the server for PING and records the answer.
 func (r *RedisConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	conn := &homelabv1.RedisConnection{}
@@ -110,28 +101,22 @@ func (r *RedisConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if !conn.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // nothing of ours to undo: the operator made nothing
 	}
-	status := conn.Status.DeepCopy()
-	s := &redisScope{
-		Session:  &reconcile.Session{Owner: conn, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
-		conn:     conn,
-		status:   status,
-		previous: conn.Status.Conditions,
-	}
+	s := r.newRedisConnectionScope(conn)
 	return reconcile.Finish(ctx, r.status, s, func() *homelabv1.RedisConnectionStatus {
-		status.ObservedGeneration = conn.Generation
+		s.status.ObservedGeneration = conn.Generation
 		s.Summarize(redisConnectionParts, homelabv1.ReasonReady, "the server answers PING")
-		return status
+		return s.status
 	}, r.reconcileSecret, r.reconcileServer)
 }
 
 // reconcileSecret reads host, port, user and password from the user's Secret.
-func (r *RedisConnectionReconciler) reconcileSecret(ctx context.Context, s *redisScope) (ctrl.Result, error) {
+func (r *RedisConnectionReconciler) reconcileSecret(ctx context.Context, s *redisConnectionScope) (ctrl.Result, error) {
 	name := s.conn.Spec.Secret
 	var secret corev1.Secret
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.conn.Namespace, Name: name}, &secret)
 	if apierrors.IsNotFound(err) {
 		msg := fmt.Sprintf("Secret %q named by spec.secret does not exist in namespace %q", name, s.conn.Namespace)
-		s.Fail(s.previous, homelabv1.ConditionSecret, homelabv1.ReasonSecretNotFound, msg)
+		s.Fail(s.before, homelabv1.ConditionSecret, homelabv1.ReasonSecretNotFound, msg)
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
@@ -140,7 +125,7 @@ func (r *RedisConnectionReconciler) reconcileSecret(ctx context.Context, s *redi
 	}
 	settings, err := redis.FromSecret(secret.Data)
 	if err != nil {
-		s.Fail(s.previous, homelabv1.ConditionSecret, homelabv1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %q: %v", name, err))
+		s.Fail(s.before, homelabv1.ConditionSecret, homelabv1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %q: %v", name, err))
 		return ctrl.Result{}, nil
 	}
 	s.settings = &settings
@@ -151,7 +136,7 @@ func (r *RedisConnectionReconciler) reconcileSecret(ctx context.Context, s *redi
 
 // reconcileServer asks the server for PING. A server that is down is asked again soon, one that refused
 // the credentials later; both are Warning events once, when the condition turns.
-func (r *RedisConnectionReconciler) reconcileServer(ctx context.Context, s *redisScope) (ctrl.Result, error) {
+func (r *RedisConnectionReconciler) reconcileServer(ctx context.Context, s *redisConnectionScope) (ctrl.Result, error) {
 	if s.settings == nil {
 		s.Drop(homelabv1.ConditionServer)
 		s.status.Address = ""
@@ -161,20 +146,20 @@ func (r *RedisConnectionReconciler) reconcileServer(ctx context.Context, s *redi
 	addr := s.settings.Address()
 	switch outcome {
 	case redis.OK:
-		if reconcile.Changed(s.previous, homelabv1.ConditionServer, metav1.ConditionTrue, homelabv1.ReasonConnected) {
+		if reconcile.Changed(s.before, homelabv1.ConditionServer, metav1.ConditionTrue, homelabv1.ReasonConnected) {
 			s.Normalf(homelabv1.ReasonConnected, "Redis at %s answers PING", addr)
 		}
 		s.Set(homelabv1.ConditionServer, metav1.ConditionTrue, homelabv1.ReasonConnected, fmt.Sprintf("Redis at %s answers PING", addr))
 		return ctrl.Result{RequeueAfter: redisHealthyRecheck}, nil
 	case redis.AuthenticationFailed:
-		s.Fail(s.previous, homelabv1.ConditionServer, homelabv1.ReasonAuthenticationFailed,
+		s.Fail(s.before, homelabv1.ConditionServer, homelabv1.ReasonAuthenticationFailed,
 			fmt.Sprintf("Redis at %s refused the Secret's credentials: %v", addr, err))
 		return ctrl.Result{RequeueAfter: redisRefusedRecheck}, nil
 	case redis.Unreachable:
-		s.Fail(s.previous, homelabv1.ConditionServer, homelabv1.ReasonUnreachable, fmt.Sprintf("Redis at %s: %v", addr, err))
+		s.Fail(s.before, homelabv1.ConditionServer, homelabv1.ReasonUnreachable, fmt.Sprintf("Redis at %s: %v", addr, err))
 		return ctrl.Result{RequeueAfter: redisUnreachableRecheck}, nil
 	default:
-		s.Fail(s.previous, homelabv1.ConditionServer, homelabv1.ReasonServerError, fmt.Sprintf("Redis at %s: %v", addr, err))
+		s.Fail(s.before, homelabv1.ConditionServer, homelabv1.ReasonServerError, fmt.Sprintf("Redis at %s: %v", addr, err))
 		return ctrl.Result{RequeueAfter: redisUnreachableRecheck}, nil
 	}
 }

@@ -122,7 +122,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 
-	s := r.newScope(d, st)
+	s := r.newDeploymentScope(d, st)
 	status := func() *iotv1.DeploymentStatus {
 		if s.counting {
 			return &d.Status // no status from half a count: the live one, which writes nothing
@@ -131,12 +131,6 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	res, err = reconcile.Finish(ctx, r.status, s, status, r.reconcileDesiredState)
 	return reconcile.Soonest(res, s.requeue), err
-}
-
-// session is a reconcile session about d alone, for the events of a Deployment outside a reconcile's
-// steps (its deletion, the fleet's bad input).
-func (r *DeploymentReconciler) session(d *iotv1.Deployment) *reconcile.Session {
-	return &reconcile.Session{Owner: d, Conditions: &d.Status.Conditions, Client: r.Client, Recorder: r.Recorder}
 }
 
 // finalize purges a deleted Deployment's desired state and state records from NATS, then lets it go.

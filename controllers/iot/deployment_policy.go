@@ -298,7 +298,7 @@ func (p ImagePolicy) Check(image string) string {
 // or withdrawn (devices keep what they were given, as with spec.paused; deleting the Deployment withdraws
 // it), Progressing and Ready say PolicyViolation, and a Warning event says why once per message.
 func (r *DeploymentReconciler) refusePolicy(ctx context.Context, d *iotv1.Deployment, st *store.Store, msgs []string) (ctrl.Result, error) {
-	s := r.newScope(d, st)
+	s := r.newDeploymentScope(d, st)
 	return reconcile.Finish(ctx, r.status, s, func() *iotv1.DeploymentStatus {
 		s.setPaused()
 		s.status.ObservedGeneration = d.Generation
@@ -308,18 +308,14 @@ func (r *DeploymentReconciler) refusePolicy(ctx context.Context, d *iotv1.Deploy
 
 // refused is the one step of a Deployment outside the policy: Progressing and Ready False with msg, and
 // Available Unknown when nothing was ever published.
-func refused(msg string) reconcile.Step[*scope] {
-	return func(_ context.Context, s *scope) (ctrl.Result, error) {
-		// Not s.Fail: a Deployment edited from one violation to another keeps the reason, and the new
-		// message (what to fix now) is worth a Warning of its own.
-		before := s.d.Status.Conditions
-		if reconcile.Changed(before, iotv1.ConditionReady, metav1.ConditionFalse, iotv1.ReasonPolicyViolation) ||
-			meta.FindStatusCondition(before, iotv1.ConditionReady).Message != msg {
-			s.Warn(iotv1.ReasonPolicyViolation, msg)
-		}
+func refused(msg string) reconcile.Step[*deploymentScope] {
+	return func(_ context.Context, s *deploymentScope) (ctrl.Result, error) {
+		// WarnOnce (Refuse's rule), not Fail's: a Deployment edited from one violation to another keeps
+		// the reason, and the new message (what to fix now) is worth a Warning of its own.
+		s.WarnOnce(s.before, iotv1.ConditionReady, iotv1.ReasonPolicyViolation, msg)
 		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonPolicyViolation, msg)
 		s.Set(iotv1.ConditionReady, metav1.ConditionFalse, iotv1.ReasonPolicyViolation, msg)
-		if c := meta.FindStatusCondition(before, iotv1.ConditionAvailable); c == nil {
+		if c := meta.FindStatusCondition(s.before, iotv1.ConditionAvailable); c == nil {
 			s.Set(iotv1.ConditionAvailable, metav1.ConditionUnknown, iotv1.ReasonPolicyViolation, "nothing was published for this Deployment")
 		}
 		return ctrl.Result{}, nil

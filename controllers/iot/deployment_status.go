@@ -10,42 +10,11 @@ import (
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet"
-	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
-// scope carries one reconcile's working state from step to step.
-type scope struct {
-	*reconcile.Session
-	d      *iotv1.Deployment
-	key    fleet.DeploymentKey
-	status *iotv1.DeploymentStatus
-	store  *store.Store
-
-	natsMissing     bool
-	natsError       string
-	invalidSelector string
-	snapshot        fleet.Snapshot
-	progress        fleet.Progress
-	hold            fleet.Hold
-	stale           int
-	// oldest is the oldest "at" of the state records folded since the Deployment's last status.
-	oldest   time.Time
-	counting bool
-	requeue  ctrl.Result
-}
-
-func (r *DeploymentReconciler) newScope(d *iotv1.Deployment, st *store.Store) *scope {
-	status := d.Status.DeepCopy()
-	return &scope{
-		Session: &reconcile.Session{Owner: d, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
-		d:       d, key: fleet.DeploymentKey{Namespace: d.Namespace, Name: d.Name}, status: status, store: st,
-		oldest: r.counters.TakeOldest(fleet.DeploymentKey{Namespace: d.Namespace, Name: d.Name}),
-	}
-}
-
 // summarize computes the status from what the step found, at time now.
-func (s *scope) summarize(now time.Time) *iotv1.DeploymentStatus {
+func (s *deploymentScope) summarize(now time.Time) *iotv1.DeploymentStatus {
 	st := s.status
 	gen := s.d.Generation
 	if s.natsMissing {
@@ -80,7 +49,7 @@ func (s *scope) summarize(now time.Time) *iotv1.DeploymentStatus {
 	return st
 }
 
-func (s *scope) setPaused() {
+func (s *deploymentScope) setPaused() {
 	if s.d.Spec.Paused {
 		s.Set(iotv1.ConditionPaused, metav1.ConditionTrue, iotv1.ReasonPaused, "spec.paused holds the rollout; devices keep what they were given")
 		return
@@ -88,12 +57,17 @@ func (s *scope) setPaused() {
 	s.Set(iotv1.ConditionPaused, metav1.ConditionFalse, iotv1.ReasonResumed, "the rollout is not paused")
 }
 
-func (s *scope) setProgressing(now time.Time) {
+// invalidSelectorMessage is Progressing's message for a target selector that does not parse.
+func (s *deploymentScope) invalidSelectorMessage() string {
+	return "spec.targetSelector: " + s.invalidSelector
+}
+
+func (s *deploymentScope) setProgressing(now time.Time) {
 	a := s.status.Aggregate
 	p := s.progress
 	switch {
 	case s.invalidSelector != "":
-		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonInvalidSelector, "spec.targetSelector: "+s.invalidSelector)
+		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonInvalidSelector, s.invalidSelectorMessage())
 	case s.natsError != "":
 		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonNATSUnavailable, "NATS: "+s.natsError)
 	case s.d.Spec.Paused:
@@ -118,7 +92,7 @@ func (s *scope) setProgressing(now time.Time) {
 
 // deadlineExceeded says whether the rollout went without progress for longer than its deadline, and
 // otherwise asks for a reconcile when it would.
-func (s *scope) deadlineExceeded(now time.Time) bool {
+func (s *deploymentScope) deadlineExceeded(now time.Time) bool {
 	secs := s.d.Spec.Rollout.ProgressDeadlineSeconds
 	if secs <= 0 || s.status.LastProgressTime == nil || s.progress.Matched == 0 {
 		return false
@@ -131,7 +105,7 @@ func (s *scope) deadlineExceeded(now time.Time) bool {
 	return false
 }
 
-func (s *scope) setAvailable() {
+func (s *deploymentScope) setAvailable() {
 	a := s.status.Aggregate
 	switch {
 	case s.invalidSelector != "" || s.natsError != "":
@@ -158,7 +132,7 @@ func (s *scope) setAvailable() {
 // setReady sums the rollout up. It is not the kit's Summarize (Ready when every part is True): an iot
 // Deployment is Ready only once its rollout is complete, and a rollout under way is Progressing True and
 // may be Available True while Ready stays False, with Progressing's reason and message alone.
-func (s *scope) setReady() {
+func (s *deploymentScope) setReady() {
 	prog := meta.FindStatusCondition(s.status.Conditions, iotv1.ConditionProgressing)
 	avail := meta.FindStatusCondition(s.status.Conditions, iotv1.ConditionAvailable)
 	if prog != nil && prog.Reason == iotv1.ReasonRolloutComplete && !s.d.Spec.Paused {

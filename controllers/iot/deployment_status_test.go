@@ -21,33 +21,33 @@ func TestSummarize(t *testing.T) {
 	type want struct{ ready, progressing, available string }
 	tests := []struct {
 		name  string
-		setup func(*scope)
+		setup func(*deploymentScope)
 		want  want
 	}{
-		{"no NATS configured", func(s *scope) { s.natsMissing = true },
+		{"no NATS configured", func(s *deploymentScope) { s.natsMissing = true },
 			want{iotv1.ReasonNATSNotConfigured, iotv1.ReasonNATSNotConfigured, iotv1.ReasonNATSNotConfigured}},
-		{"NATS unreachable", func(s *scope) { s.natsError = "connecting" },
+		{"NATS unreachable", func(s *deploymentScope) { s.natsError = "connecting" },
 			want{iotv1.ReasonNATSUnavailable, iotv1.ReasonNATSUnavailable, iotv1.ReasonNATSUnavailable}},
-		{"invalid selector", func(s *scope) { s.invalidSelector = "bad operator" },
+		{"invalid selector", func(s *deploymentScope) { s.invalidSelector = "bad operator" },
 			want{iotv1.ReasonInvalidSelector, iotv1.ReasonInvalidSelector, iotv1.ReasonInvalidSelector}},
-		{"no devices", func(*scope) {}, want{iotv1.ReasonNoDevices, iotv1.ReasonRollingOut, iotv1.ReasonNoDevices}},
-		{"rolling out", func(s *scope) {
+		{"no devices", func(*deploymentScope) {}, want{iotv1.ReasonNoDevices, iotv1.ReasonRollingOut, iotv1.ReasonNoDevices}},
+		{"rolling out", func(s *deploymentScope) {
 			s.snapshot, s.progress = counts(1, 0), fleet.Progress{Matched: 3, Published: 3, Succeeded: 1}
 		}, want{iotv1.ReasonRollingOut, iotv1.ReasonRollingOut, iotv1.ReasonDevicesRunning}},
-		{"waiting for a batch", func(s *scope) {
+		{"waiting for a batch", func(s *deploymentScope) {
 			s.snapshot, s.progress, s.hold = counts(0, 0), fleet.Progress{Matched: 3, Published: 1}, fleet.HoldBatch
 		}, want{iotv1.ReasonNoneRunning, iotv1.ReasonWaitingForBatch, iotv1.ReasonNoneRunning}},
-		{"too many failures", func(s *scope) {
+		{"too many failures", func(s *deploymentScope) {
 			s.snapshot, s.progress, s.hold = counts(1, 1), fleet.Progress{Matched: 3, Published: 2}, fleet.HoldFailures
 		}, want{iotv1.ReasonTooManyFailures, iotv1.ReasonTooManyFailures, iotv1.ReasonTooManyFailures}},
-		{"complete", func(s *scope) {
+		{"complete", func(s *deploymentScope) {
 			s.snapshot, s.progress = counts(3, 0), fleet.Progress{Matched: 3, Published: 3}
 		}, want{iotv1.ReasonReady, iotv1.ReasonRolloutComplete, iotv1.ReasonDevicesRunning}},
-		{"paused", func(s *scope) {
+		{"paused", func(s *deploymentScope) {
 			s.d.Spec.Paused = true
 			s.snapshot, s.progress = counts(3, 0), fleet.Progress{Matched: 3, Published: 3}
 		}, want{iotv1.ReasonPaused, iotv1.ReasonPaused, iotv1.ReasonDevicesRunning}},
-		{"past the progress deadline", func(s *scope) {
+		{"past the progress deadline", func(s *deploymentScope) {
 			s.d.Status.ObservedGeneration = 1
 			s.d.Status.PublishedDevices = 3
 			s.d.Status.Aggregate.Succeeded = 1
@@ -61,7 +61,7 @@ func TestSummarize(t *testing.T) {
 			d.Generation = 1
 			d.Spec.Rollout.ProgressDeadlineSeconds = 600
 			r := &DeploymentReconciler{Recorder: record.NewFakeRecorder(10)}
-			s := r.newScope(d, nil)
+			s := r.newDeploymentScope(d, nil)
 			tt.setup(s)
 			s.status = d.Status.DeepCopy()
 			s.Conditions = &s.status.Conditions

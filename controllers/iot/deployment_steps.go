@@ -15,6 +15,7 @@ import (
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // natsRetry is how soon a Deployment is tried again after NATS failed a request.
@@ -22,7 +23,7 @@ const natsRetry = 5 * time.Second
 
 // reconcileDesiredState selects the devices, withdraws the Deployment from devices it no longer
 // selects, and gives the current generation to as many selected devices as the rollout allows now.
-func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *deploymentScope) (ctrl.Result, error) {
 	st := s.store
 	if st == nil && r.NATS == nil {
 		s.natsMissing = true
@@ -35,7 +36,11 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *sco
 	sel, err := metav1.LabelSelectorAsSelector(&s.d.Spec.TargetSelector)
 	if err != nil {
 		s.invalidSelector = err.Error()
-		s.Warn(iotv1.ReasonInvalidSelector, err.Error())
+		// Progressing says it (setProgressing); the Warning goes out once per selector error, not on
+		// every wake-up the fleet's changes cause.
+		if !reconcile.Said(s.before, iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonInvalidSelector, s.invalidSelectorMessage()) {
+			s.Warn(iotv1.ReasonInvalidSelector, err.Error())
+		}
 		return ctrl.Result{}, nil
 	}
 
@@ -78,7 +83,7 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *sco
 // publish is the reconcile's pass over the devices: it withdraws the Deployment from devices no longer
 // selected, and gives the current generation to as many selected devices as the rollout allows now. It
 // returns how many selected devices have the current generation. What it reads lives only for this pass.
-func (r *DeploymentReconciler) publish(ctx context.Context, s *scope, st *store.Store, sel labels.Selector) (int, error) {
+func (r *DeploymentReconciler) publish(ctx context.Context, s *deploymentScope, st *store.Store, sel labels.Selector) (int, error) {
 	var matched []string
 	trusted := r.Policy.Fleet.TrustedKeys(s.key.Namespace)
 	if err := st.EachDevice(ctx, func(d *fleet.DeviceInfo) {
@@ -202,7 +207,7 @@ func (p *plans) forget(k fleet.DeploymentKey) {
 }
 
 // natsFailed records a NATS failure: Progressing says so, and the error requeues the Deployment.
-func (s *scope) natsFailed(err error) (ctrl.Result, error) {
+func (s *deploymentScope) natsFailed(err error) (ctrl.Result, error) {
 	s.natsError = err.Error()
 	return ctrl.Result{RequeueAfter: natsRetry}, fmt.Errorf("nats: %w", err)
 }

@@ -42,13 +42,15 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 // Options are the group's options from the parsed flags, NATS_USER and NATS_PASSWORD, with workers
 // Deployments reconciled at once.
 func (f *Flags) Options(workers int) (Options, error) {
+	// The parsers' errors name their flag already (nspolicy's "--FLAG entry ...", ParseRegistries'
+	// "--FLAG: ..."): wrapped again, the flag was named twice.
 	fleetPolicy, err := ParseFleetPolicy(*f.fleetPolicy)
 	if err != nil {
-		return Options{}, fmt.Errorf("--%s: %w", FlagFleetPolicy, err)
+		return Options{}, err
 	}
 	registries, err := ParseRegistries(*f.registries)
 	if err != nil {
-		return Options{}, fmt.Errorf("--%s: %w", FlagAllowedRegistries, err)
+		return Options{}, err
 	}
 	var creds *auth.Verifier
 	if *f.accountJWT != "" {

@@ -8,31 +8,26 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
+	"github.com/platform-operator/platform-operator/internal/kit/metrics/instruments"
 )
 
-// The fleet's metrics (docs/metrics.md, "Fleet"), on controller-runtime's registry. Label values are
-// bounded: a Deployment's namespace and name, or fixed sets.
+// The fleet's metrics (docs/metrics.md, "Fleet"), declared with the kit's instruments (the operator's
+// Namespace, the same constructors as every other group's counters and histograms) and registered by
+// RegisterMetrics, which main.go calls beside opmetrics.Register. Label values are bounded: a
+// Deployment's namespace and name, or fixed sets.
 var (
-	rejectedRecords = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "platform_operator_fleet_rejected_records_total",
-		Help: "Device records the operator refused (they moved no count), by bucket and reason.",
-	}, []string{"bucket", "reason"})
-	recounts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "platform_operator_fleet_recounts_total",
-		Help: "Counts of the fleet's buckets from scratch (the phase counters and the device index), by cause.",
-	}, []string{"cause"})
-	aggregationLag = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "platform_operator_fleet_aggregation_lag_seconds",
-		Help:    "Time from a device's state record (its at, by the device's clock) to the status that first shows it; the oldest record of each status write.",
-		Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
-	})
+	rejectedRecords = instruments.Counter("fleet_rejected_records_total", []string{"bucket", "reason"},
+		"Device records the operator refused (they moved no count), by bucket and reason.")
+	recounts = instruments.Counter("fleet_recounts_total", []string{"cause"},
+		"Counts of the fleet's buckets from scratch (the phase counters and the device index), by cause.")
+	aggregationLag = instruments.Histogram("fleet_aggregation_lag_seconds", []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300}, nil,
+		"Time from a device's state record (its at, by the device's clock) to the status that first shows it; the oldest record of each status write.")
 	natsConnected = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "platform_operator_fleet_nats_connected",
+		Namespace: instruments.Namespace, Name: "fleet_nats_connected",
 		Help: "1 while the operator is connected to the fleet's NATS server.",
 	}, func() float64 {
 		if st := fleetConn.Load(); st != nil && st.Conn() != nil && st.Conn().IsConnected() {
@@ -41,12 +36,12 @@ var (
 		return 0
 	})
 	fleetGauges = &deploymentCollector{
-		devices: prometheus.NewDesc("platform_operator_fleet_devices",
+		devices: prometheus.NewDesc(instruments.Namespace+"_fleet_devices",
 			"Selected devices of each iot Deployment by state for its current generation (running, failed, pending), from its status.",
 			[]string{"namespace", "deployment", "state"}, nil),
-		matched: prometheus.NewDesc("platform_operator_fleet_matched_devices",
+		matched: prometheus.NewDesc(instruments.Namespace+"_fleet_matched_devices",
 			"Registered devices each iot Deployment's selector selects, from its status.", []string{"namespace", "deployment"}, nil),
-		stale: prometheus.NewDesc("platform_operator_fleet_stale_devices",
+		stale: prometheus.NewDesc(instruments.Namespace+"_fleet_stale_devices",
 			"Selected devices of each iot Deployment whose heartbeat lapsed, from its status.", []string{"namespace", "deployment"}, nil),
 	}
 
@@ -54,9 +49,10 @@ var (
 	fleetConn atomic.Pointer[store.Store]
 )
 
-func init() {
-	metrics.Registry.MustRegister(rejectedRecords, recounts, aggregationLag, natsConnected, fleetGauges)
-	// Every label combination from the start, so that alerts and dashboards find the series at zero.
+// RegisterMetrics registers the fleet's metrics with reg (the operator: controller-runtime's registry,
+// as opmetrics.Register does the kit's), the counters with every label combination at zero, so that
+// alerts and dashboards find the series from the start, as instruments.Collectors does for its own.
+func RegisterMetrics(reg prometheus.Registerer) error {
 	for _, b := range []string{fleet.RecordsDevices, fleet.RecordsState, fleet.RecordsHeartbeats} {
 		for _, r := range fleet.RejectReasons {
 			rejectedRecords.WithLabelValues(b, r)
@@ -65,6 +61,13 @@ func init() {
 	for _, c := range store.RecountCauses {
 		recounts.WithLabelValues(c)
 	}
+	aggregationLag.WithLabelValues()
+	for _, c := range []prometheus.Collector{rejectedRecords, recounts, aggregationLag, natsConnected, fleetGauges} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deploymentCollector computes the per-Deployment gauges at scrape time from the Deployments' status in
@@ -115,7 +118,7 @@ func observeLag(now, oldest time.Time) {
 		return
 	}
 	if lag := now.Sub(oldest); lag >= 0 && lag <= time.Hour {
-		aggregationLag.Observe(lag.Seconds())
+		aggregationLag.WithLabelValues().Observe(lag.Seconds())
 	}
 }
 

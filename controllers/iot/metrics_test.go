@@ -9,19 +9,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/kit/scheme"
 )
 
-// gather is every fleet metric family on controller-runtime's registry, by name.
+// fleetRegistry holds the fleet's metrics as RegisterMetrics registers them.
+var fleetRegistry = func() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	if err := RegisterMetrics(reg); err != nil {
+		panic(err)
+	}
+	return reg
+}()
+
+// gather is every fleet metric family on fleetRegistry, by name.
 func gather(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	mfs, err := metrics.Registry.Gather()
+	mfs, err := fleetRegistry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestNATSPasswordNeverShown(t *testing.T) {
 
 	d := fleettest.Deployment("ns", "web", "x", "img:1")
 	d.Generation = 1
-	s := r.newScope(d, nil)
+	s := r.newDeploymentScope(d, nil)
 	if _, err := r.reconcileDesiredState(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}

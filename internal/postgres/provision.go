@@ -114,15 +114,24 @@ func (r Result) Ready() bool { return r.Reason == "" }
 func where(s Settings) string { return fmt.Sprintf("%s:%d", s.Host, s.Port) }
 
 // LoginFailure is the condition reason of a failed admin login, and how soon to try again: an
-// unreachable server soon, a refused login (which a change of its Secret retries at once) later.
+// unreachable server soon, a refused login (which a change of its Secret retries at once) later. It is
+// the provisioner's LoginFailureOf.
 func (p *Provisioner) LoginFailure(err error) (string, time.Duration) {
+	return LoginFailureOf(err, p.UnreachableRetry, p.LoginErrorReason)
+}
+
+// LoginFailureOf maps a failed login to its condition reason and how soon to try again:
+// ReasonAuthenticationFailed after retry.Refused, ReasonUnreachable after unreachableRetry, otherReason
+// (the caller's word for any other refusal) after retry.Refused. Callers that are not a Provisioner (a
+// PostgresConnection's login check) map their login errors with it, alike.
+func LoginFailureOf(err error, unreachableRetry time.Duration, otherReason string) (string, time.Duration) {
 	switch Classify(err) {
 	case FailureAuthentication:
 		return ReasonAuthenticationFailed, retry.Refused
 	case FailureUnreachable:
-		return ReasonUnreachable, p.UnreachableRetry
+		return ReasonUnreachable, unreachableRetry
 	default:
-		return p.LoginErrorReason, retry.Refused
+		return otherReason, retry.Refused
 	}
 }
 

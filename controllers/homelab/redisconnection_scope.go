@@ -1,0 +1,29 @@
+package homelab
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
+	"github.com/platform-operator/platform-operator/internal/homelab/redis"
+	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
+)
+
+// redisConnectionScope is one RedisConnection reconcile's working state.
+type redisConnectionScope struct {
+	*reconcile.Session
+	conn   *homelabv1.RedisConnection
+	status *homelabv1.RedisConnectionStatus
+	// before are the conditions as the reconcile read them: a Warning goes out only when they did not
+	// say it already.
+	before   []metav1.Condition
+	settings *redis.Settings
+}
+
+// newRedisConnectionScope starts one reconcile of conn, on a copy of its status.
+func (r *RedisConnectionReconciler) newRedisConnectionScope(conn *homelabv1.RedisConnection) *redisConnectionScope {
+	status := conn.Status.DeepCopy()
+	return &redisConnectionScope{
+		Session: &reconcile.Session{Owner: conn, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
+		conn:    conn, status: status, before: conn.Status.Conditions,
+	}
+}
