@@ -102,7 +102,7 @@ func (r *ErgoNetworkReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, nil
 	}
 
-	s := r.newScope(n)
+	s := r.newErgoNetworkScope(n)
 	return reconcile.Finish(ctx, r.status, s, s.summarize,
 		r.reconcileOperCredentials,
 		r.reconcileStorage,

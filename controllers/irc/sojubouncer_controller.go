@@ -84,9 +84,8 @@ type SojuBouncerReconciler struct {
 	// group's --backup-postgres-image).
 	PostgresImage string
 
-	applier       *apply.Applier
-	secretApplier *apply.Applier
-	status        *reconcile.StatusWriter
+	applier *apply.Applier
+	status  *reconcile.StatusWriter
 	// db makes and drops the bouncers' databases.
 	db *postgres.Provisioner
 	// finalizer holds a bouncer until its database is dropped or let go.
@@ -117,10 +116,10 @@ type SojuBouncerReconciler struct {
 // deleted one, and records what it found.
 func (r *SojuBouncerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := &ircv1.SojuBouncer{}
-	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, b, r.applier.Forget, r.secretApplier.Forget, r.status.Forget); !found {
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, b, r.applier.Forget, r.status.Forget); !found {
 		return ctrl.Result{}, err
 	}
-	s := r.newScope(b)
+	s := r.newSojuBouncerScope(b)
 	if !b.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
@@ -144,7 +143,7 @@ func (r *SojuBouncerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 // observeLastBackup finds the bouncer's newest Completed Backup in the cache, for status.lastBackup
 // (docs/backup.md). Without the backup API there is none; a failed read keeps what the status shows.
-func (r *SojuBouncerReconciler) observeLastBackup(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+func (r *SojuBouncerReconciler) observeLastBackup(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
 	last, err := lastbackup.Observe(ctx, r.Client, r.Capabilities.Backups, backupv1.SourceSojuBouncer, s.b.Namespace, s.b.Name)
 	if err != nil {
 		return ctrl.Result{}, err // s.status still holds the live fields
@@ -157,9 +156,6 @@ func (r *SojuBouncerReconciler) observeLastBackup(ctx context.Context, s *sojuSc
 func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
-	// The database Secret is read from the API server: a typed read through the cache would start an
-	// informer holding every Secret's data.
-	r.secretApplier = &apply.Applier{Client: apply.ReadThrough{Client: r.Client, Reader: r.APIReader}, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
 	r.db = newSojuProvisioner(r.CleanupTimeout)
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: ircv1.SojuDatabaseFinalizer}
 	r.restorer = &pgrestore.Restorer{Client: r.Client, APIReader: r.APIReader, Applier: r.applier, PostgresImage: r.PostgresImage,
