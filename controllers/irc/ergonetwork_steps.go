@@ -100,20 +100,26 @@ func (r *ErgoNetworkReconciler) reconcileStorage(ctx context.Context, s *ergoNet
 		s.Normalf(ircv1.ReasonClaimAdopted,
 			"Took up PersistentVolumeClaim %s, kept from an earlier network of this name: ergo starts on its datastore", desired.Name)
 	}
-	msg := fmt.Sprintf("PersistentVolumeClaim %s requests %s", desired.Name, desired.Spec.Resources.Requests.Storage())
+	// desired now holds the live claim (see apply.Applier.Apply): a new one is Pending.
+	reportClaim(s, desired, notes)
+	return ctrl.Result{}, nil
+}
+
+// reportClaim sets StorageReady from the live claim and the notes on what it did not take. A spec change
+// the claim cannot take is a Warning when the condition that carries it is news: the same refusal found
+// again by the next reconcile (any child's event, the resync) is not another one.
+func reportClaim(s *ergoNetworkScope, claim *corev1.PersistentVolumeClaim, notes []claimNote) {
+	msg := fmt.Sprintf("PersistentVolumeClaim %s requests %s", claim.Name, claim.Spec.Resources.Requests.Storage())
 	if s.net.Spec.Storage.ReclaimPolicy == ircv1.ReclaimRetain {
 		msg += "; kept when the network is deleted (reclaimPolicy Retain)"
 	}
 	for _, n := range notes {
 		msg += "; " + n.text
 	}
-	// desired now holds the live claim (see apply.Applier.Apply): a new one is Pending.
-	status, reason := claimState(desired.Status.Phase)
+	status, reason := claimState(claim.Status.Phase)
 	if reason != ircv1.ReasonApplied {
-		msg = fmt.Sprintf("PersistentVolumeClaim %s is %s: %s", desired.Name, phaseOrPending(desired.Status.Phase), msg)
+		msg = fmt.Sprintf("PersistentVolumeClaim %s is %s: %s", claim.Name, phaseOrPending(claim.Status.Phase), msg)
 	}
-	// A spec change the claim cannot take is a Warning when the condition that carries it is news: the
-	// same refusal found again by the next reconcile (any child's event, the resync) is not another one.
 	if !reconcile.Said(s.before, ircv1.ConditionStorage, status, reason, msg) {
 		for _, n := range notes {
 			if n.warning != "" {
@@ -122,7 +128,6 @@ func (r *ErgoNetworkReconciler) reconcileStorage(ctx context.Context, s *ergoNet
 		}
 	}
 	s.Set(ircv1.ConditionStorage, status, reason, msg)
-	return ctrl.Result{}, nil
 }
 
 // claimNote is a spec change the existing claim does not take (yet), as StorageReady's message tells it;
