@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	routev1 "github.com/openshift/api/route/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -176,31 +172,15 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Status writes change neither generation nor annotations; the release annotation does, and a
 		// deletion bumps the generation.
 		For(&ircv1.SojuBouncer{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Service{}).
-		// A restore's Job.
-		Owns(&batchv1.Job{}).
 		// Only Secret metadata is cached: a change bumps resourceVersion, which is all we need to know.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bouncersForSecret)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
-	if r.Capabilities.CertManager {
-		b = b.Owns(&cmv1.Certificate{})
-	}
-	if r.Capabilities.Routes {
-		b = b.Owns(&routev1.Route{})
-	}
 	if r.Capabilities.PodMonitors {
 		b = b.Owns(&monitoring.PodMonitor{})
 	}
-	if r.Capabilities.Backups {
-		// The Backups and stores a restore waits for, and the bouncer's own Backups for its last backup.
-		b = b.Watches(&backupv1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.bouncersRestoringIn)).
-			Watches(&backupv1.BackupStore{}, handler.EnqueueRequestsFromMapFunc(r.bouncersRestoringIn))
-		var err error
-		if b, err = lastbackup.Watch(mgr, b, backupv1.SourceSojuBouncer); err != nil {
-			return err
-		}
+	b, err := watchShared(mgr, b, r.Capabilities, backupv1.SourceSojuBouncer, r.bouncersRestoringIn)
+	if err != nil {
+		return err
 	}
 	return b.Complete(opmetrics.Instrument(opmetrics.SojuBouncer, mgr.GetClient(), r))
 }
