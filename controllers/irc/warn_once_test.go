@@ -59,14 +59,15 @@ func cachedCondition(ctx context.Context, ns, name, t, reason, text string) {
 	}).Should(Succeed())
 }
 
-// reconcileAgain runs the reconciler on the network times times, as children's events and the resync do:
-// each one finds the same state.
-func reconcileAgain(ctx context.Context, ns, name string, times int) {
+// noRepeat reconciles the network three more times, as children's events and the resync do, each finding
+// the same state, and checks that the Warnings count counts stay at want.
+func noRepeat(ctx context.Context, ns, name string, count func() int32, want int32) {
 	GinkgoHelper()
-	for range times {
+	for range 3 {
 		_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
 		Expect(err).NotTo(HaveOccurred())
 	}
+	Consistently(count).WithTimeout(2*time.Second).Should(Equal(want), "the same failure found again must not be warned about again")
 }
 
 // The same failure found again, by any later reconcile, is no new Warning; a different one is. Each spec
@@ -85,9 +86,7 @@ var _ = Describe("ErgoNetwork warnings", func() {
 		cachedCondition(ctx, ns, "once", ircv1.ConditionOperCredentials, ircv1.ReasonSecretNotFound, "")
 		notFound := warningCount(ctx, ns, "once", ircv1.ReasonSecretNotFound)
 		Eventually(notFound).Should(BeNumerically(">=", 1))
-		seen := notFound()
-		reconcileAgain(ctx, ns, "once", 3)
-		Consistently(notFound).WithTimeout(2*time.Second).Should(Equal(seen), "the same missing Secret must not be warned about again")
+		noRepeat(ctx, ns, "once", notFound, notFound())
 
 		By("a different mistake under the same reason: a new Warning (the message is what to fix)")
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "once-oper"},
@@ -97,15 +96,13 @@ var _ = Describe("ErgoNetwork warnings", func() {
 		invalid := warningCount(ctx, ns, "once", ircv1.ReasonInvalidHash)
 		Eventually(invalid).Should(BeNumerically(">=", 1))
 		first := invalid()
-		reconcileAgain(ctx, ns, "once", 3)
-		Consistently(invalid).WithTimeout(2 * time.Second).Should(Equal(first))
+		noRepeat(ctx, ns, "once", invalid, first)
 
 		secret.Data[ircv1.DefaultOperSecretKey] = append(ergotest.OperHash("pw"), '\n')
 		Expect(k8s.Update(ctx, secret)).To(Succeed())
 		cachedCondition(ctx, ns, "once", ircv1.ConditionOperCredentials, ircv1.ReasonInvalidHash, "trailing whitespace")
 		Eventually(invalid).Should(Equal(first+1), "a changed message under the same reason is news")
-		reconcileAgain(ctx, ns, "once", 3)
-		Consistently(invalid).WithTimeout(2 * time.Second).Should(Equal(first + 1))
+		noRepeat(ctx, ns, "once", invalid, first+1)
 	})
 
 	It("warns once about a size the claim cannot shrink to, and again when the size asked for changes", func() {
@@ -118,14 +115,12 @@ var _ = Describe("ErgoNetwork warnings", func() {
 		shrink := warningCount(ctx, ns, "shrink", ircv1.ReasonStorageShrink)
 		Eventually(shrink).Should(BeNumerically(">=", 1))
 		seen := shrink()
-		reconcileAgain(ctx, ns, "shrink", 3)
-		Consistently(shrink).WithTimeout(2*time.Second).Should(Equal(seen), "the same refused shrink must not be warned about again")
+		noRepeat(ctx, ns, "shrink", shrink, seen)
 
 		By("another size the claim cannot shrink to: a new Warning")
 		update(ctx, ns, "shrink", func(n *ircv1.ErgoNetwork) { n.Spec.Storage.Size = ptr.To(resource.MustParse("256Mi")) })
 		cachedCondition(ctx, ns, "shrink", ircv1.ConditionStorage, ircv1.ReasonClaimPending, "256Mi ignored")
 		Eventually(shrink).Should(Equal(seen+1), "a different refused size is news")
-		reconcileAgain(ctx, ns, "shrink", 3)
-		Consistently(shrink).WithTimeout(2 * time.Second).Should(Equal(seen + 1))
+		noRepeat(ctx, ns, "shrink", shrink, seen+1)
 	})
 })
