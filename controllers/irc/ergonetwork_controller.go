@@ -7,7 +7,6 @@ import (
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	routev1 "github.com/openshift/api/route/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,7 +23,6 @@ import (
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/irc/ergo"
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
-	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
@@ -102,7 +100,7 @@ func (r *ErgoNetworkReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, nil
 	}
 
-	s := r.newScope(n)
+	s := r.newErgoNetworkScope(n)
 	return reconcile.Finish(ctx, r.status, s, s.summarize,
 		r.reconcileOperCredentials,
 		r.reconcileStorage,
@@ -146,30 +144,14 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("ergonetwork").
 		// Our own status writes do not change the generation, so they do not wake us up again.
 		For(&ircv1.ErgoNetwork{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Service{}).
-		// A restore's Job.
-		Owns(&batchv1.Job{}).
 		// A retained claim has no owner reference: claims map back to their network by label.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(networkForClaim)).
 		// Only Secret metadata is cached: a change bumps resourceVersion, which is all we need to know.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.networksForSecret)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
-	if r.Capabilities.CertManager {
-		b = b.Owns(&cmv1.Certificate{})
-	}
-	if r.Capabilities.Routes {
-		b = b.Owns(&routev1.Route{})
-	}
-	if r.Capabilities.Backups {
-		// The Backups and stores a restore waits for, and the network's own Backups for its last backup.
-		b = b.Watches(&backupv1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.restoresInNamespace)).
-			Watches(&backupv1.BackupStore{}, handler.EnqueueRequestsFromMapFunc(r.restoresInNamespace))
-		var err error
-		if b, err = lastbackup.Watch(mgr, b, backupv1.SourceErgoNetwork); err != nil {
-			return err
-		}
+	b, err := watchShared(mgr, b, r.Capabilities, backupv1.SourceErgoNetwork, r.restoresInNamespace)
+	if err != nil {
+		return err
 	}
 	return b.Complete(opmetrics.Instrument(opmetrics.ErgoNetwork, mgr.GetClient(), r))
 }

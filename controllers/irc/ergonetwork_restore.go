@@ -50,9 +50,8 @@ func ergoRestorePending(n *ircv1.ErgoNetwork) bool {
 // artifact's checksum matched and buntdb opened it, and never over a datastore already there. On success
 // status.restoredFrom is set (and reconcileDeployment starts ergo); on failure Restored is False with the
 // program's last words and nothing is retried.
-func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Result, error) {
-	n := s.net
-	before := n.Status.Conditions
+func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *ergoNetworkScope) (ctrl.Result, error) {
+	n, before := s.net, s.before
 	if n.Spec.Restore == nil {
 		s.Drop(backupv1.ConditionRestored)
 		return ctrl.Result{}, nil
@@ -148,7 +147,7 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *scope) 
 }
 
 // startRestore applies the restore's store file and Job, once the operator knows its own image.
-func (r *ErgoNetworkReconciler) startRestore(ctx context.Context, s *scope, src *restoresource.Source) (ctrl.Result, error) {
+func (r *ErgoNetworkReconciler) startRestore(ctx context.Context, s *ergoNetworkScope, src *restoresource.Source) (ctrl.Result, error) {
 	operatorImage := r.own.Get(ctx)
 	if operatorImage == "" {
 		s.Set(backupv1.ConditionRestored, metav1.ConditionFalse, backupv1.ReasonOperatorImageUnknown,
@@ -181,7 +180,7 @@ func (r *ErgoNetworkReconciler) startRestore(ctx context.Context, s *scope, src 
 
 // observeLastBackup finds the network's newest Completed Backup in the cache, for status.lastBackup
 // (docs/backup.md). Without the backup API there is none; a failed read keeps what the status shows.
-func (r *ErgoNetworkReconciler) observeLastBackup(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *ErgoNetworkReconciler) observeLastBackup(ctx context.Context, s *ergoNetworkScope) (ctrl.Result, error) {
 	last, err := lastbackup.Observe(ctx, r.Client, r.Capabilities.Backups, backupv1.SourceErgoNetwork, s.net.Namespace, s.net.Name)
 	if err != nil {
 		return ctrl.Result{}, err // s.status still holds the live fields

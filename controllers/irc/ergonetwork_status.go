@@ -3,7 +3,6 @@ package irc
 import (
 	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
-	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
 // partConditions are the per-part condition types in the order Ready reports them.
@@ -20,33 +19,8 @@ var partConditions = []string{
 	ircv1.ConditionRoute,
 }
 
-// scope carries one reconcile's working state from step to step.
-type scope struct {
-	*reconcile.Session
-	net    *ircv1.ErgoNetwork
-	status *ircv1.ErgoNetworkStatus
-
-	// operHash is the bcrypt hash from the user's Secret; nil when the network has no oper.
-	operHash []byte
-	// operUsable is false when the network asks for an oper whose hash could not be read: config and
-	// Deployment are then held as they are rather than rolled to a network without its oper.
-	operUsable bool
-	// configPrefix is the config digest's state after the ircd.yaml the ConfigMap holds
-	// (ergo.ConfigDigestPrefix), once the config step ran.
-	configPrefix []byte
-}
-
-func (r *ErgoNetworkReconciler) newScope(n *ircv1.ErgoNetwork) *scope {
-	status := n.Status.DeepCopy()
-	return &scope{
-		Session: &reconcile.Session{Owner: n, Conditions: &status.Conditions, Client: r.Client,
-			Applier: r.applier, Recorder: r.Recorder},
-		net: n, status: status, operUsable: true,
-	}
-}
-
 // summarize fills the Ready condition and observedGeneration from what the steps found.
-func (s *scope) summarize() *ircv1.ErgoNetworkStatus {
+func (s *ergoNetworkScope) summarize() *ircv1.ErgoNetworkStatus {
 	s.status.ObservedGeneration = s.net.Generation
 	s.status.NetworkName = s.net.Spec.EffectiveNetworkName()
 	s.Summarize(readyOrder(s.net), ircv1.ReasonReady, "the network is running")

@@ -18,7 +18,7 @@ import (
 func TestReadyOrder(t *testing.T) {
 	n := &ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
 	r := &ErgoNetworkReconciler{}
-	s := r.newScope(n)
+	s := r.newErgoNetworkScope(n)
 	s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonDeploymentPending, "no pod")
 	s.Set(ircv1.ConditionCertificate, metav1.ConditionFalse, ircv1.ReasonCertificatePending, "not issued")
 	st := s.summarize()
@@ -94,7 +94,7 @@ func TestReadyOrderWithRestore(t *testing.T) {
 	if i < 0 || j != i+1 || len(order) != len(partConditions)+1 {
 		t.Errorf("order %v, want Restored just before DeploymentAvailable", order)
 	}
-	s := (&ErgoNetworkReconciler{}).newScope(n)
+	s := (&ErgoNetworkReconciler{}).newErgoNetworkScope(n)
 	s.Set(backupv1.ConditionRestored, metav1.ConditionFalse, backupv1.ReasonRestoring, "Job x is restoring")
 	s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting, "held")
 	st := s.summarize()

@@ -23,7 +23,7 @@ import (
 // reconcileOperCredentials reads the oper password hash from the user's Secret. The Secret is the user's:
 // it is read from the API server when its resourceVersion changes (readSecretKey), never changed or
 // owned; only the hash is kept, in memory, and it never reaches a log, an event or the status.
-func (r *ErgoNetworkReconciler) reconcileOperCredentials(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *ErgoNetworkReconciler) reconcileOperCredentials(ctx context.Context, s *ergoNetworkScope) (ctrl.Result, error) {
 	ref := s.net.Spec.OperCredentials
 	if ref == nil {
 		s.Drop(ircv1.ConditionOperCredentials)
@@ -33,10 +33,12 @@ func (r *ErgoNetworkReconciler) reconcileOperCredentials(ctx context.Context, s 
 	if key == "" {
 		key = ircv1.DefaultOperSecretKey
 	}
+	// The messages carry no changing detail, only what to fix: a Warning goes out when reason or message
+	// is new (Refuse), so a Secret fixed from one mistake to another is told again and the same mistake
+	// found by the next reconcile (any child's event, the resync) is not.
 	fail := func(reason, msg string) (ctrl.Result, error) {
 		s.operUsable = false
-		s.Set(ircv1.ConditionOperCredentials, metav1.ConditionFalse, reason, msg)
-		s.Warn(reason, msg)
+		s.Refuse(s.before, ircv1.ConditionOperCredentials, reason, msg)
 		return ctrl.Result{}, nil
 	}
 
@@ -77,17 +79,17 @@ func checkBcryptHash(v []byte) string {
 // the user's accounts and history, so a reconcile never shrinks, recreates or deletes it. A claim kept
 // from an earlier network of the same name (reclaimPolicy Retain) is taken up again; one an earlier
 // network still controls is left alone until the garbage collector has dealt with it (NameConflict).
-func (r *ErgoNetworkReconciler) reconcileStorage(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *ErgoNetworkReconciler) reconcileStorage(ctx context.Context, s *ergoNetworkScope) (ctrl.Result, error) {
 	desired := ergo.PVC(s.net)
 	var live corev1.PersistentVolumeClaim
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), &live)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("read claim: %w", err)
 	}
-	var notes []string
+	var notes []claimNote
 	adopting := false
 	if err == nil {
-		notes = keepImmutableClaimFields(s, desired, &live)
+		notes = keepImmutableClaimFields(desired, &live)
 		// A claim without a controller that was not kept for this very network was kept for an earlier one.
 		adopting = metav1.GetControllerOf(&live) == nil && live.Annotations[ergo.RetainedForAnnotation] != string(s.net.UID)
 	}
@@ -98,20 +100,40 @@ func (r *ErgoNetworkReconciler) reconcileStorage(ctx context.Context, s *scope) 
 		s.Normalf(ircv1.ReasonClaimAdopted,
 			"Took up PersistentVolumeClaim %s, kept from an earlier network of this name: ergo starts on its datastore", desired.Name)
 	}
-	msg := fmt.Sprintf("PersistentVolumeClaim %s requests %s", desired.Name, desired.Spec.Resources.Requests.Storage())
+	// desired now holds the live claim (see apply.Applier.Apply): a new one is Pending.
+	reportClaim(s, desired, notes)
+	return ctrl.Result{}, nil
+}
+
+// reportClaim sets StorageReady from the live claim and the notes on what it did not take. A spec change
+// the claim cannot take is a Warning when the condition that carries it is news: the same refusal found
+// again by the next reconcile (any child's event, the resync) is not another one.
+func reportClaim(s *ergoNetworkScope, claim *corev1.PersistentVolumeClaim, notes []claimNote) {
+	msg := fmt.Sprintf("PersistentVolumeClaim %s requests %s", claim.Name, claim.Spec.Resources.Requests.Storage())
 	if s.net.Spec.Storage.ReclaimPolicy == ircv1.ReclaimRetain {
 		msg += "; kept when the network is deleted (reclaimPolicy Retain)"
 	}
 	for _, n := range notes {
-		msg += "; " + n
+		msg += "; " + n.text
 	}
-	// desired now holds the live claim (see apply.Applier.Apply): a new one is Pending.
-	status, reason := claimState(desired.Status.Phase)
+	status, reason := claimState(claim.Status.Phase)
 	if reason != ircv1.ReasonApplied {
-		msg = fmt.Sprintf("PersistentVolumeClaim %s is %s: %s", desired.Name, phaseOrPending(desired.Status.Phase), msg)
+		msg = fmt.Sprintf("PersistentVolumeClaim %s is %s: %s", claim.Name, phaseOrPending(claim.Status.Phase), msg)
+	}
+	if !reconcile.Said(s.before, ircv1.ConditionStorage, status, reason, msg) {
+		for _, n := range notes {
+			if n.warning != "" {
+				s.Warn(n.warning, n.text)
+			}
+		}
 	}
 	s.Set(ircv1.ConditionStorage, status, reason, msg)
-	return ctrl.Result{}, nil
+}
+
+// claimNote is a spec change the existing claim does not take (yet), as StorageReady's message tells it;
+// warning is the reason of the Warning event it is worth, "" for one that only has to wait.
+type claimNote struct {
+	text, warning string
 }
 
 // claimState is StorageReady's status and reason for a claim in phase: only a bound claim holds ergo's
@@ -136,104 +158,143 @@ func phaseOrPending(p corev1.PersistentVolumeClaimPhase) corev1.PersistentVolume
 
 // keepImmutableClaimFields makes desired carry what the existing claim cannot change: its storage class,
 // and a size no smaller than it has. It returns notes on spec changes that were not applied.
-func keepImmutableClaimFields(s *scope, desired, live *corev1.PersistentVolumeClaim) []string {
-	var notes []string
+func keepImmutableClaimFields(desired, live *corev1.PersistentVolumeClaim) []claimNote {
+	var notes []claimNote
 	if desired.Spec.StorageClassName != nil && live.Spec.StorageClassName != nil &&
 		*desired.Spec.StorageClassName != *live.Spec.StorageClassName {
-		note := fmt.Sprintf("spec.storage.storageClassName %q ignored: the claim exists with class %q, which cannot change", *desired.Spec.StorageClassName, *live.Spec.StorageClassName)
-		s.Warn(ircv1.ReasonStorageClassImmutable, note)
+		notes = append(notes, claimNote{warning: ircv1.ReasonStorageClassImmutable,
+			text: fmt.Sprintf("spec.storage.storageClassName %q ignored: the claim exists with class %q, which cannot change", *desired.Spec.StorageClassName, *live.Spec.StorageClassName)})
 		desired.Spec.StorageClassName = live.Spec.StorageClassName
-		notes = append(notes, note)
 	}
 	want, have := desired.Spec.Resources.Requests.Storage(), live.Spec.Resources.Requests.Storage()
 	switch cmp := want.Cmp(*have); {
 	case cmp < 0:
-		note := fmt.Sprintf("spec.storage.size %s ignored: the claim already has %s and volumes cannot shrink", want, have)
-		s.Warn(ircv1.ReasonStorageShrink, note)
+		notes = append(notes, claimNote{warning: ircv1.ReasonStorageShrink,
+			text: fmt.Sprintf("spec.storage.size %s ignored: the claim already has %s and volumes cannot shrink", want, have)})
 		desired.Spec.Resources.Requests[corev1.ResourceStorage] = have.DeepCopy()
-		notes = append(notes, note)
 	case cmp > 0 && live.Status.Phase != corev1.ClaimBound:
 		// Kubernetes only lets a bound claim grow; the claim's binding wakes us up again.
 		desired.Spec.Resources.Requests[corev1.ResourceStorage] = have.DeepCopy()
-		notes = append(notes, fmt.Sprintf("spec.storage.size %s is applied once the claim is bound", want))
+		notes = append(notes, claimNote{text: fmt.Sprintf("spec.storage.size %s is applied once the claim is bound", want)})
 	}
 	return notes
 }
 
 // reconcileCertificate asks cert-manager for the network's certificate.
-func (r *ErgoNetworkReconciler) reconcileCertificate(ctx context.Context, s *scope) (ctrl.Result, error) {
-	return applyCertificate(ctx, s.Session, r.Capabilities.CertManager, ergo.Certificate(s.net), ergo.CertificateName(s.net))
+func (r *ErgoNetworkReconciler) reconcileCertificate(ctx context.Context, s *ergoNetworkScope) (ctrl.Result, error) {
+	return applyCertificate(ctx, s.Session, s.before, r.Capabilities.CertManager, ergo.Certificate(s.net), ergo.CertificateName(s.net))
 }
 
 // reconcileConfig renders ircd.yaml into the network's ConfigMap. Rendering (and reading the YAML back to
 // check it) was most of an unchanged network's reconcile, so it happens only when the config may have
-// changed:
-//   - while the network's generation holds, the reconciler remembers what it applied (configMemo);
-//   - after a restart, the ConfigMap's annotations say which config it holds (ergo.ConfigSource, a digest
-//     of the config's JSON form, far cheaper than rendering it) and the config digest's state after it.
+// changed. The step tries, cheapest first:
+//   - rememberedConfig: while the network's generation holds, what the reconciler applied (configMemo);
+//   - annotatedConfig: after a restart, the ConfigMap's annotations, which say which config it holds
+//     (ergo.ConfigSource, a digest of the config's JSON form, far cheaper than rendering it) and the config
+//     digest's state after it;
+//   - renderConfig: render, then leave a ConfigMap from before config sources as it is while it holds the
+//     config (legacyConfig), or apply (applyConfig).
 //
-// Either way the applier must know the ConfigMap unchanged since (apply.Applier.Known: its own write,
-// or, after a restart, no writer but the operator); any doubt renders and applies as before.
-func (r *ErgoNetworkReconciler) reconcileConfig(ctx context.Context, s *scope) (ctrl.Result, error) {
+// The first two trust the ConfigMap only while the applier knows it unchanged since (apply.Applier.Known:
+// its own write, or, after a restart, no writer but the operator); any doubt renders and applies.
+func (r *ErgoNetworkReconciler) reconcileConfig(ctx context.Context, s *ergoNetworkScope) (ctrl.Result, error) {
 	if !s.operUsable {
 		s.Set(ircv1.ConditionConfig, metav1.ConditionFalse, ircv1.ReasonWaiting,
 			"held until the oper credentials are usable; the running config is kept")
 		return ctrl.Result{}, nil
 	}
-	withOper := s.operHash != nil
-	netKey := client.ObjectKeyFromObject(s.net)
-	done := func(prefix []byte, digest string) (ctrl.Result, error) {
-		s.configPrefix = prefix
-		if digest != "" {
-			r.secrets.setConfig(netKey, configMemo{uid: s.net.UID, generation: s.net.Generation, withOper: withOper, digest: digest, prefix: prefix})
-		}
-		s.Set(ircv1.ConditionConfig, metav1.ConditionTrue, ircv1.ReasonApplied,
-			fmt.Sprintf("ircd.yaml rendered into ConfigMap %s", ergo.ConfigMapName(s.net)))
-		return ctrl.Result{}, nil
+	live, err := r.liveConfigMap(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-
-	live := &corev1.ConfigMap{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.net.Namespace, Name: ergo.ConfigMapName(s.net)}, live)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("read ConfigMap: %w", err)
+	if prefix, ok := r.rememberedConfig(s, live); ok {
+		return configHeld(s, prefix)
 	}
-	cached := err == nil
-	live.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	if m, ok := r.secrets.config(netKey); ok && cached && m.matches(s.net, withOper) && r.applier.Known(s.net, live, m.digest) {
-		return done(m.prefix, "")
-	}
-	cfg := ergo.BuildConfig(s.net, withOper)
+	cfg := ergo.BuildConfig(s.net, s.operHash != nil)
 	source, err := ergo.ConfigSource(cfg)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if prefix := ergo.ConfigStateOf(live.Annotations); cached && prefix != nil && live.Annotations[ergo.ConfigSourceAnnotation] == source {
-		if digest := live.Annotations[apply.DigestAnnotation]; r.applier.Known(s.net, live, digest) {
-			return done(prefix, digest)
-		}
+	if prefix, digest, ok := r.annotatedConfig(s, live, source); ok {
+		return r.configApplied(s, prefix, digest)
 	}
+	return r.renderConfig(ctx, s, live, cfg, source)
+}
 
+// liveConfigMap is the network's ConfigMap as the cache holds it (slim: its annotations, not its
+// ircd.yaml), nil when there is none yet.
+func (r *ErgoNetworkReconciler) liveConfigMap(ctx context.Context, s *ergoNetworkScope) (*corev1.ConfigMap, error) {
+	live := &corev1.ConfigMap{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.net.Namespace, Name: ergo.ConfigMapName(s.net)}, live)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read ConfigMap: %w", err)
+	}
+	live.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	return live, nil
+}
+
+// rememberedConfig is the digest state of the config this reconciler applied for the network's current
+// generation and oper (configMemo), when the ConfigMap is still the one it applied.
+func (r *ErgoNetworkReconciler) rememberedConfig(s *ergoNetworkScope, live *corev1.ConfigMap) ([]byte, bool) {
+	m, ok := r.secrets.config(client.ObjectKeyFromObject(s.net))
+	if !ok || live == nil || !m.matches(s.net, s.operHash != nil) || !r.applier.Known(s.net, live, m.digest) {
+		return nil, false
+	}
+	return m.prefix, true
+}
+
+// annotatedConfig is the digest state and applied digest the ConfigMap's annotations record, when they say
+// it holds the config of source and no one but the operator wrote it since.
+func (r *ErgoNetworkReconciler) annotatedConfig(s *ergoNetworkScope, live *corev1.ConfigMap, source string) ([]byte, string, bool) {
+	if live == nil || live.Annotations[ergo.ConfigSourceAnnotation] != source {
+		return nil, "", false
+	}
+	prefix := ergo.ConfigStateOf(live.Annotations)
+	digest := live.Annotations[apply.DigestAnnotation]
+	if prefix == nil || !r.applier.Known(s.net, live, digest) {
+		return nil, "", false
+	}
+	return prefix, digest, true
+}
+
+// renderConfig renders ircd.yaml from cfg and makes the ConfigMap hold it.
+func (r *ErgoNetworkReconciler) renderConfig(ctx context.Context, s *ergoNetworkScope, live *corev1.ConfigMap, cfg *ergo.Config, source string) (ctrl.Result, error) {
 	rendered, err := ergo.RenderConfig(cfg)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("render ircd.yaml: %w", err)
 	}
 	if r.observeRender != nil {
-		r.observeRender(netKey)
+		r.observeRender(client.ObjectKeyFromObject(s.net))
 	}
 	prefix := ergo.ConfigDigestPrefix(rendered)
 	plain := ergo.ConfigMap(s.net, rendered)
-	if cached && live.Annotations[ergo.ConfigSourceAnnotation] == "" {
-		// Made by a version before config sources: left as it is while it holds the config (checked as
-		// Apply would, without a write), so that an upgrade writes nothing; the next config change
-		// annotates it. An error here (a conflict) is Apply's to report, below.
-		if same, err := r.applier.Holds(ctx, s.net, plain); err == nil && same {
-			return done(prefix, plain.Annotations[apply.DigestAnnotation])
-		}
+	if digest, ok := r.legacyConfig(ctx, s, live, plain); ok {
+		return r.configApplied(s, prefix, digest)
 	}
-	desired := ergo.WithConfigSource(plain, source, rendered)
-	// A rollout is an ircd.yaml other than the one the ConfigMap holds (or a first one) written: the pod
-	// template's digest follows it, so ergo's pod rolls.
-	rollout := !cached || !bytes.Equal(ergo.ConfigStateOf(live.Annotations), prefix)
+	return r.applyConfig(ctx, s, live, ergo.WithConfigSource(plain, source, rendered), prefix)
+}
+
+// legacyConfig is the applied digest of a ConfigMap made by a version before config sources, when it holds
+// plain as it is (checked as Apply would, without a write): it is left so, so that an upgrade writes
+// nothing, and the next config change annotates it. An error here (a conflict) is Apply's to report.
+func (r *ErgoNetworkReconciler) legacyConfig(ctx context.Context, s *ergoNetworkScope, live, plain *corev1.ConfigMap) (string, bool) {
+	if live == nil || live.Annotations[ergo.ConfigSourceAnnotation] != "" {
+		return "", false
+	}
+	if same, err := r.applier.Holds(ctx, s.net, plain); err != nil || !same {
+		return "", false
+	}
+	return plain.Annotations[apply.DigestAnnotation], true
+}
+
+// applyConfig applies desired, the ConfigMap holding the ircd.yaml whose digest state is prefix. A rollout
+// is an ircd.yaml other than the one the ConfigMap holds (or a first one) written: the pod template's digest
+// follows it, so ergo's pod rolls.
+func (r *ErgoNetworkReconciler) applyConfig(ctx context.Context, s *ergoNetworkScope, live, desired *corev1.ConfigMap, prefix []byte) (ctrl.Result, error) {
+	rollout := live == nil || !bytes.Equal(ergo.ConfigStateOf(live.Annotations), prefix)
 	ok, res, err := s.Apply(ctx, desired, ircv1.ConditionConfig)
 	if rollout {
 		instruments.ErgoConfigRolledOut(ok)
@@ -242,14 +303,34 @@ func (r *ErgoNetworkReconciler) reconcileConfig(ctx context.Context, s *scope) (
 		return res, err
 	}
 	// desired is now the live ConfigMap, carrying the digest applied or verified.
-	return done(prefix, desired.Annotations[apply.DigestAnnotation])
+	return r.configApplied(s, prefix, desired.Annotations[apply.DigestAnnotation])
+}
+
+// configApplied records that the ConfigMap holds the ircd.yaml whose digest state is prefix, with applied
+// digest digest: the Deployment step rolls the pod on it, and the reconciler remembers it for the network's
+// generation (rememberedConfig). A legacy ConfigMap that keeps its digest under the old key has none here,
+// and is not remembered: the applier could not know it by it.
+func (r *ErgoNetworkReconciler) configApplied(s *ergoNetworkScope, prefix []byte, digest string) (ctrl.Result, error) {
+	if digest != "" {
+		r.secrets.setConfig(client.ObjectKeyFromObject(s.net), configMemo{uid: s.net.UID, generation: s.net.Generation,
+			withOper: s.operHash != nil, digest: digest, prefix: prefix})
+	}
+	return configHeld(s, prefix)
+}
+
+// configHeld sets Config: the ConfigMap holds the ircd.yaml whose digest state is prefix.
+func configHeld(s *ergoNetworkScope, prefix []byte) (ctrl.Result, error) {
+	s.configPrefix = prefix
+	s.Set(ircv1.ConditionConfig, metav1.ConditionTrue, ircv1.ReasonApplied,
+		fmt.Sprintf("ircd.yaml rendered into ConfigMap %s", ergo.ConfigMapName(s.net)))
+	return ctrl.Result{}, nil
 }
 
 // reconcileDeployment runs ergo. The pod template carries a digest of the config and oper hash, so a
 // change of either rolls the pod and nothing else does. The image is the operator's, except that a network
 // running an ergo whose datastore the operator's would refuse keeps its own until it allows the upgrade
 // (ergo.ChooseImage, reported in ImageCurrent).
-func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *ergoNetworkScope) (ctrl.Result, error) {
 	if s.configPrefix == nil {
 		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting,
 			"held until the config is rendered; the running Deployment is kept")
@@ -289,7 +370,7 @@ func (r *ErgoNetworkReconciler) reconcileDeployment(ctx context.Context, s *scop
 
 // liveDeployment is the network's Deployment as the cache holds it (slim: its pod template keeps the
 // legacy digest annotation and the ergo container's image, nothing else), nil when there is none yet.
-func (r *ErgoNetworkReconciler) liveDeployment(ctx context.Context, s *scope) (*appsv1.Deployment, error) {
+func (r *ErgoNetworkReconciler) liveDeployment(ctx context.Context, s *ergoNetworkScope) (*appsv1.Deployment, error) {
 	var live appsv1.Deployment
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.net.Namespace, Name: ergo.DeploymentName(s.net)}, &live)
 	if apierrors.IsNotFound(err) {
@@ -306,13 +387,13 @@ func (r *ErgoNetworkReconciler) liveDeployment(ctx context.Context, s *scope) (*
 // event goes out once, when the network comes to be held (Fail compares with the conditions as read), so
 // a held network costs no event and no status write on later reconciles. Ready does not read it: a held
 // network keeps serving.
-func reportImage(s *scope, c ergo.ImageChoice) {
+func reportImage(s *ergoNetworkScope, c ergo.ImageChoice) {
 	if !c.Held {
 		s.Set(ircv1.ConditionImageCurrent, metav1.ConditionTrue, ircv1.ReasonImageCurrent,
 			fmt.Sprintf("the Deployment runs the operator's ergo image %s", c.Image))
 		return
 	}
-	s.Fail(s.net.Status.Conditions, ircv1.ConditionImageCurrent, ircv1.ReasonDatastoreUpgradeRequired, fmt.Sprintf(
+	s.Fail(s.before, ircv1.ConditionImageCurrent, ircv1.ReasonDatastoreUpgradeRequired, fmt.Sprintf(
 		"kept on ergo %s (%s): the operator's ergo %s needs datastore schema %d and refuses this datastore's %d "+
 			"unless it may upgrade it; set spec.storage.autoUpgrade: true to upgrade (ergo backs ircd.db up first)",
 		c.Running, c.Image, c.Target, c.TargetSchema, c.RunningSchema))
@@ -322,7 +403,7 @@ func reportImage(s *scope, c ergo.ImageChoice) {
 // state), the oper hash and the serving certificate. The certificate is not kept in memory: the digest is
 // remembered with the TLS Secret's resourceVersion (podMemo), and the certificate read again (one request)
 // only when the config, the oper hash or the Secret changed.
-func (r *ErgoNetworkReconciler) podDigest(ctx context.Context, s *scope) (string, error) {
+func (r *ErgoNetworkReconciler) podDigest(ctx context.Context, s *ergoNetworkScope) (string, error) {
 	if s.net.Spec.TLS == nil {
 		return ergo.ConfigDigestFrom(s.configPrefix, s.operHash, nil)
 	}
@@ -354,7 +435,7 @@ func (r *ErgoNetworkReconciler) podDigest(ctx context.Context, s *scope) (string
 // servingCertificate is the certificate in the network's TLS Secret, nil while cert-manager has not
 // issued it. Ergo reads it only at start, so it is part of what rolls the pod: a renewal restarts ergo
 // with the new certificate.
-func (r *ErgoNetworkReconciler) servingCertificate(ctx context.Context, s *scope) ([]byte, error) {
+func (r *ErgoNetworkReconciler) servingCertificate(ctx context.Context, s *ergoNetworkScope) ([]byte, error) {
 	if s.net.Spec.TLS == nil {
 		return nil, nil
 	}
@@ -369,7 +450,7 @@ func (r *ErgoNetworkReconciler) servingCertificate(ctx context.Context, s *scope
 }
 
 // reconcileService exposes every listener inside the cluster.
-func (r *ErgoNetworkReconciler) reconcileService(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *ErgoNetworkReconciler) reconcileService(ctx context.Context, s *ergoNetworkScope) (ctrl.Result, error) {
 	if ok, res, err := applyService(ctx, s.Session, ergo.Service(s.net), &s.status.ServiceHost); !ok {
 		return res, err
 	}
@@ -378,6 +459,6 @@ func (r *ErgoNetworkReconciler) reconcileService(ctx context.Context, s *scope) 
 }
 
 // reconcileRoute exposes the TLS listener outside the cluster through an OpenShift Route.
-func (r *ErgoNetworkReconciler) reconcileRoute(ctx context.Context, s *scope) (ctrl.Result, error) {
-	return applyRoute(ctx, s.Session, r.Capabilities.Routes, ergo.Route(s.net), ergo.RouteName(s.net), &s.status.RouteHost)
+func (r *ErgoNetworkReconciler) reconcileRoute(ctx context.Context, s *ergoNetworkScope) (ctrl.Result, error) {
+	return applyRoute(ctx, s.Session, s.before, r.Capabilities.Routes, ergo.Route(s.net), ergo.RouteName(s.net), &s.status.RouteHost)
 }

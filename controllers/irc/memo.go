@@ -130,7 +130,7 @@ func tlsSlot(e *netMemo) *secretValue  { return &e.tls }
 // the one remembered: an unchanged Secret costs no request, a changed one is read once. A Secret missing
 // from the cache is asked for once (the cache may not have seen it yet); once the API server has agreed
 // it is missing, its creation is an event that brings the network back here.
-func (r *ErgoNetworkReconciler) readSecretKey(ctx context.Context, s *scope, slot secretSlot, name, key string) ([]byte, bool, error) {
+func (r *ErgoNetworkReconciler) readSecretKey(ctx context.Context, s *ergoNetworkScope, slot secretSlot, name, key string) ([]byte, bool, error) {
 	nsName := types.NamespacedName{Namespace: s.net.Namespace, Name: name}
 	netKey := client.ObjectKeyFromObject(s.net)
 	r.secrets.mu.Lock()

@@ -26,7 +26,7 @@ func TestReadSecretKey(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(secret).Build()
 	api := &testutil.CountingReader{Reader: c}
 	r := &ErgoNetworkReconciler{Client: c, APIReader: api}
-	s := r.newScope(&ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "net"}})
+	s := r.newErgoNetworkScope(&ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "net"}})
 
 	steps := []struct {
 		name     string
@@ -147,7 +147,7 @@ func TestPodDigest(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(tls).Build()
 	api := &testutil.CountingReader{Reader: c}
 	r := &ErgoNetworkReconciler{Client: c, APIReader: api}
-	s := r.newScope(net)
+	s := r.newErgoNetworkScope(net)
 	s.configPrefix, s.operHash = ergo.ConfigDigestPrefix([]byte("config-1")), []byte("oper-1")
 
 	steps := []struct {

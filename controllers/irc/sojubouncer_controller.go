@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	routev1 "github.com/openshift/api/route/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -84,9 +80,8 @@ type SojuBouncerReconciler struct {
 	// group's --backup-postgres-image).
 	PostgresImage string
 
-	applier       *apply.Applier
-	secretApplier *apply.Applier
-	status        *reconcile.StatusWriter
+	applier *apply.Applier
+	status  *reconcile.StatusWriter
 	// db makes and drops the bouncers' databases.
 	db *postgres.Provisioner
 	// finalizer holds a bouncer until its database is dropped or let go.
@@ -117,10 +112,10 @@ type SojuBouncerReconciler struct {
 // deleted one, and records what it found.
 func (r *SojuBouncerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := &ircv1.SojuBouncer{}
-	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, b, r.applier.Forget, r.secretApplier.Forget, r.status.Forget); !found {
+	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, b, r.applier.Forget, r.status.Forget); !found {
 		return ctrl.Result{}, err
 	}
-	s := r.newScope(b)
+	s := r.newSojuBouncerScope(b)
 	if !b.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
@@ -144,7 +139,7 @@ func (r *SojuBouncerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 // observeLastBackup finds the bouncer's newest Completed Backup in the cache, for status.lastBackup
 // (docs/backup.md). Without the backup API there is none; a failed read keeps what the status shows.
-func (r *SojuBouncerReconciler) observeLastBackup(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+func (r *SojuBouncerReconciler) observeLastBackup(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
 	last, err := lastbackup.Observe(ctx, r.Client, r.Capabilities.Backups, backupv1.SourceSojuBouncer, s.b.Namespace, s.b.Name)
 	if err != nil {
 		return ctrl.Result{}, err // s.status still holds the live fields
@@ -157,9 +152,6 @@ func (r *SojuBouncerReconciler) observeLastBackup(ctx context.Context, s *sojuSc
 func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
-	// The database Secret is read from the API server: a typed read through the cache would start an
-	// informer holding every Secret's data.
-	r.secretApplier = &apply.Applier{Client: apply.ReadThrough{Client: r.Client, Reader: r.APIReader}, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
 	r.db = newSojuProvisioner(r.CleanupTimeout)
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: ircv1.SojuDatabaseFinalizer}
 	r.restorer = &pgrestore.Restorer{Client: r.Client, APIReader: r.APIReader, Applier: r.applier, PostgresImage: r.PostgresImage,
@@ -180,31 +172,15 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Status writes change neither generation nor annotations; the release annotation does, and a
 		// deletion bumps the generation.
 		For(&ircv1.SojuBouncer{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Service{}).
-		// A restore's Job.
-		Owns(&batchv1.Job{}).
 		// Only Secret metadata is cached: a change bumps resourceVersion, which is all we need to know.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bouncersForSecret)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
-	if r.Capabilities.CertManager {
-		b = b.Owns(&cmv1.Certificate{})
-	}
-	if r.Capabilities.Routes {
-		b = b.Owns(&routev1.Route{})
-	}
 	if r.Capabilities.PodMonitors {
 		b = b.Owns(&monitoring.PodMonitor{})
 	}
-	if r.Capabilities.Backups {
-		// The Backups and stores a restore waits for, and the bouncer's own Backups for its last backup.
-		b = b.Watches(&backupv1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.bouncersRestoringIn)).
-			Watches(&backupv1.BackupStore{}, handler.EnqueueRequestsFromMapFunc(r.bouncersRestoringIn))
-		var err error
-		if b, err = lastbackup.Watch(mgr, b, backupv1.SourceSojuBouncer); err != nil {
-			return err
-		}
+	b, err := watchShared(mgr, b, r.Capabilities, backupv1.SourceSojuBouncer, r.bouncersRestoringIn)
+	if err != nil {
+		return err
 	}
 	return b.Complete(opmetrics.Instrument(opmetrics.SojuBouncer, mgr.GetClient(), r))
 }

@@ -53,7 +53,7 @@ func decideDelete(b *ircv1.SojuBouncer) (decision deleteDecision, eventType, rea
 // CleanupDone=False (CleanupBlocked) and retries, until DefaultCleanupTimeout (or CleanupTimeout) after
 // the deletion: then the database is left on the server with a Warning event, and the bouncer goes.
 // The other children go with the bouncer (owner references).
-func (r *SojuBouncerReconciler) reconcileDelete(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+func (r *SojuBouncerReconciler) reconcileDelete(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
 	b := s.b
 	if !r.finalizer.Has(b) {
 		return ctrl.Result{}, nil
@@ -93,7 +93,7 @@ func (r *SojuBouncerReconciler) reconcileDelete(ctx context.Context, s *sojuScop
 
 // deleteDeployment deletes soju's Deployment when the bouncer controls it, in the foreground, and says
 // whether it is gone. A Deployment of that name the bouncer does not control is not soju's: gone.
-func (r *SojuBouncerReconciler) deleteDeployment(ctx context.Context, s *sojuScope) (bool, error) {
+func (r *SojuBouncerReconciler) deleteDeployment(ctx context.Context, s *sojuBouncerScope) (bool, error) {
 	b := s.b
 	d := &appsv1.Deployment{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: soju.DeploymentName(b)}, d)

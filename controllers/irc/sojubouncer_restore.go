@@ -25,7 +25,7 @@ func sojuRestorePending(b *ircv1.SojuBouncer) bool {
 // of the bouncer's own Secret {name}-db, which nothing else reads until soju starts. Before Restored is
 // True the restored schema's version is read: one newer than the image's soju knows is refused
 // (SchemaTooNew), since soju refuses it.
-func (r *SojuBouncerReconciler) reconcileRestore(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+func (r *SojuBouncerReconciler) reconcileRestore(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
 	image := r.Image
 	t := &pgrestore.Target{Session: s.Session, Before: s.before, Object: s.b,
 		GVK: ircv1.GroupVersion.WithKind(soju.Kind), Spec: (*backupv1.RestoreSource)(s.b.Spec.Restore), RestoredFrom: (*backupv1.RestoredFrom)(s.b.Status.RestoredFrom),

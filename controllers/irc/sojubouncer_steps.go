@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +49,18 @@ func (r *SojuBouncerReconciler) adminSettings(ctx context.Context, b *ircv1.Soju
 	return &settings, "", "", nil
 }
 
+// readSecret reads the database Secret for its apply (apply.Options.Live) from the API server: the cache
+// holds only Secrets' metadata, and a typed read through it would start an informer holding every Secret's
+// data.
+func (r *SojuBouncerReconciler) readSecret(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := r.APIReader.Get(ctx, key, u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
 // newSojuProvisioner is how the SojuBouncer controller makes databases: on an admin connection nothing
 // else checks, so its privileges are read first.
 func newSojuProvisioner(cleanupTimeout time.Duration) *postgres.Provisioner {
@@ -61,7 +75,7 @@ func newSojuProvisioner(cleanupTimeout time.Duration) *postgres.Provisioner {
 // reconcileDatabase makes the server hold the bouncer's role and database (the role owns it, since
 // soju migrates its own schema) and writes the role's login to the Secret {name}-db. The password is
 // made once and kept in that Secret; a Secret deleted by hand gets a new one, set on the role.
-func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
 	admin, reason, msg, err := r.adminSettings(ctx, s.b)
 	if err != nil {
 		s.Set(ircv1.ConditionDatabase, metav1.ConditionUnknown, ircv1.ReasonWaiting, err.Error())
@@ -108,9 +122,7 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuSc
 		return ctrl.Result{RequeueAfter: db.RequeueAfter}, nil
 	}
 
-	s.Applier = r.secretApplier
-	applied, res, err := s.Apply(ctx, soju.DatabaseSecret(s.b, db.Login), ircv1.ConditionDatabase)
-	s.Applier = r.applier
+	applied, res, err := s.ApplyWith(ctx, soju.DatabaseSecret(s.b, db.Login), ircv1.ConditionDatabase, apply.Options{Live: r.readSecret})
 	if !applied {
 		return res, err
 	}
@@ -127,7 +139,7 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuSc
 // reconcileAdminUser reads the first admin user's password from the user's Secret: it goes into the
 // config digest (a new password rolls the pod, whose init container sets it) and is never kept anywhere
 // else, nor written to a log, an event or the status.
-func (r *SojuBouncerReconciler) reconcileAdminUser(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+func (r *SojuBouncerReconciler) reconcileAdminUser(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
 	u := s.b.Spec.AdminUser
 	if u == nil {
 		s.Drop(ircv1.ConditionAdminUser)
@@ -162,13 +174,13 @@ func (r *SojuBouncerReconciler) reconcileAdminUser(ctx context.Context, s *sojuS
 }
 
 // reconcileCertificate asks cert-manager for the bouncer's certificate.
-func (r *SojuBouncerReconciler) reconcileCertificate(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
-	return applyCertificate(ctx, s.Session, r.Capabilities.CertManager, soju.Certificate(s.b), soju.CertificateName(s.b))
+func (r *SojuBouncerReconciler) reconcileCertificate(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
+	return applyCertificate(ctx, s.Session, s.before, r.Capabilities.CertManager, soju.Certificate(s.b), soju.CertificateName(s.b))
 }
 
 // reconcileConfig renders soju's config into the bouncer's ConfigMap, once the database's login is
 // known (the config names the role and database).
-func (r *SojuBouncerReconciler) reconcileConfig(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+func (r *SojuBouncerReconciler) reconcileConfig(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
 	if s.login == nil {
 		s.Set(ircv1.ConditionConfig, metav1.ConditionFalse, ircv1.ReasonWaiting,
 			"held until the database is ready; the running config is kept")
@@ -205,7 +217,7 @@ func (r *SojuBouncerReconciler) reconcileConfig(ctx context.Context, s *sojuScop
 
 // reconcileDeployment runs soju. The pod template carries a digest of the config, the database and
 // admin passwords and the certificate, so a change of any of them rolls the pod and nothing else does.
-func (r *SojuBouncerReconciler) reconcileDeployment(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+func (r *SojuBouncerReconciler) reconcileDeployment(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
 	switch {
 	case s.rendered == nil:
 		s.Set(ircv1.ConditionDeployment, metav1.ConditionFalse, ircv1.ReasonWaiting,
@@ -248,7 +260,7 @@ func (r *SojuBouncerReconciler) reconcileDeployment(ctx context.Context, s *soju
 }
 
 // reconcileService exposes every listener inside the cluster.
-func (r *SojuBouncerReconciler) reconcileService(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+func (r *SojuBouncerReconciler) reconcileService(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
 	if ok, res, err := applyService(ctx, s.Session, soju.Service(s.b), &s.status.ServiceHost); !ok {
 		return res, err
 	}
@@ -260,7 +272,7 @@ func (r *SojuBouncerReconciler) reconcileService(ctx context.Context, s *sojuSco
 // or deletes the one the operator made when spec.metrics no longer enables it. Its condition is not part
 // of Ready: a cluster without the Prometheus Operator still runs the bouncer, whose metrics port any
 // other scraper can reach through the Service.
-func (r *SojuBouncerReconciler) reconcileMetrics(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
+func (r *SojuBouncerReconciler) reconcileMetrics(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
 	desired := soju.PodMonitor(s.b)
 	if desired == nil {
 		s.Drop(ircv1.ConditionMetricsMonitor)
@@ -285,6 +297,6 @@ func (r *SojuBouncerReconciler) reconcileMetrics(ctx context.Context, s *sojuSco
 }
 
 // reconcileRoute exposes the TLS listener outside the cluster through an OpenShift Route.
-func (r *SojuBouncerReconciler) reconcileRoute(ctx context.Context, s *sojuScope) (ctrl.Result, error) {
-	return applyRoute(ctx, s.Session, r.Capabilities.Routes, soju.Route(s.b), soju.RouteName(s.b), &s.status.RouteHost)
+func (r *SojuBouncerReconciler) reconcileRoute(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
+	return applyRoute(ctx, s.Session, s.before, r.Capabilities.Routes, soju.Route(s.b), soju.RouteName(s.b), &s.status.RouteHost)
 }

@@ -83,8 +83,15 @@ func (s *Session) Warn(reason, message string) {
 // other errors set the condition Unknown and are returned. applied is false in these cases: later steps
 // that need the child should wait.
 func (s *Session) Apply(ctx context.Context, obj client.Object, condType string) (applied bool, res ctrl.Result, err error) {
+	return s.ApplyWith(ctx, obj, condType, apply.Options{})
+}
+
+// ApplyWith is Apply with where the child is read and written changed by o (apply.Options: a child the
+// cache must not hold read from the API server, one sent as someone else): the same wording, events and
+// Announce as Apply, without swapping the Session's Applier.
+func (s *Session) ApplyWith(ctx context.Context, obj client.Object, condType string, o apply.Options) (applied bool, res ctrl.Result, err error) {
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	result, err := s.Applier.Apply(ctx, s.Owner, obj)
+	result, err := s.Applier.ApplyWith(ctx, s.Owner, obj, o)
 	switch {
 	case err != nil:
 		res, err := s.ApplyFailed(condType, obj, err, Refusal{})
