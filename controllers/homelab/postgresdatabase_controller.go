@@ -25,6 +25,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/jobs"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/restoresource"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 	"github.com/platform-operator/platform-operator/internal/kit/ownimage"
@@ -358,31 +359,12 @@ func (r *PostgresDatabaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
 	if r.Capabilities.Backups {
 		// The Backups and stores a restore waits for, and the database's own Backups for its last backup.
-		b = b.Watches(&backupv1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.restoresInNamespace)).
-			Watches(&backupv1.BackupStore{}, handler.EnqueueRequestsFromMapFunc(r.restoresInNamespace))
 		var err error
-		if b, err = lastbackup.Watch(mgr, b, backupv1.SourcePostgresDatabase); err != nil {
+		if b, err = restoresource.Watch(mgr, b, databaseRestores); err != nil {
 			return err
 		}
 	}
 	return b.Complete(opmetrics.Instrument(opmetrics.PostgresDatabase, mgr.GetClient(), r))
-}
-
-// restoresInNamespace maps a Backup or BackupStore to the namespace's PostgresDatabases that wait for a
-// restore.
-func (r *PostgresDatabaseReconciler) restoresInNamespace(ctx context.Context, o client.Object) []ctrl.Request {
-	var list homelabv1.PostgresDatabaseList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list databases for a restore", "object", client.ObjectKeyFromObject(o))
-		return nil
-	}
-	var reqs []ctrl.Request
-	for i := range list.Items {
-		if restorePending(&list.Items[i]) {
-			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return reqs
 }
 
 // databasesForConnection maps a connection to the databases that use it, in any namespace.

@@ -4,10 +4,12 @@ import (
 	"context"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupv1 "github.com/platform-operator/platform-operator/api/backup/v1alpha1"
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/controllers/internal/pgrestore"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/restoresource"
 	"github.com/platform-operator/platform-operator/internal/postgres"
 )
 
@@ -22,6 +24,11 @@ const (
 
 // restorePending says whether db asks for a restore that has not succeeded yet: until it has, the role's
 // password lives in the restore's own Secret and the workload's Secret is not written.
+// databaseRestores is the PostgresDatabase kind as restoresource.Watch reads it.
+var databaseRestores = restoresource.Kind{Source: backupv1.SourcePostgresDatabase,
+	NewList: func() client.ObjectList { return &homelabv1.PostgresDatabaseList{} },
+	Pending: func(o client.Object) bool { return restorePending(o.(*homelabv1.PostgresDatabase)) }}
+
 func restorePending(db *homelabv1.PostgresDatabase) bool {
 	return pgrestore.Pending((*backupv1.RestoreSource)(db.Spec.Restore), (*backupv1.RestoredFrom)(db.Status.RestoredFrom))
 }

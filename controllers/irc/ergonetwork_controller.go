@@ -149,7 +149,7 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Only Secret metadata is cached: a change bumps resourceVersion, which is all we need to know.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.networksForSecret)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
-	b, err := watchShared(mgr, b, r.Capabilities, backupv1.SourceErgoNetwork, r.restoresInNamespace)
+	b, err := watchShared(mgr, b, r.Capabilities, ergoRestores)
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,11 @@ const (
 
 // ergoRestorePending says whether n asks for a restore that has not succeeded yet: until it has, ergo does
 // not start on the claim.
+// ergoRestores is the ErgoNetwork kind as restoresource.Watch reads it.
+var ergoRestores = restoresource.Kind{Source: backupv1.SourceErgoNetwork,
+	NewList: func() client.ObjectList { return &ircv1.ErgoNetworkList{} },
+	Pending: func(o client.Object) bool { return ergoRestorePending(o.(*ircv1.ErgoNetwork)) }}
+
 func ergoRestorePending(n *ircv1.ErgoNetwork) bool {
 	return n.Spec.Restore != nil && n.Status.RestoredFrom == nil
 }
@@ -187,23 +192,6 @@ func (r *ErgoNetworkReconciler) observeLastBackup(ctx context.Context, s *ergoNe
 	}
 	s.status.LastBackupTime, s.status.LastBackup = last.Fields()
 	return ctrl.Result{}, nil
-}
-
-// restoresInNamespace maps a Backup or BackupStore to the namespace's ErgoNetworks that wait for a
-// restore.
-func (r *ErgoNetworkReconciler) restoresInNamespace(ctx context.Context, o client.Object) []ctrl.Request {
-	var list ircv1.ErgoNetworkList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list networks for a restore", "object", client.ObjectKeyFromObject(o))
-		return nil
-	}
-	var reqs []ctrl.Request
-	for i := range list.Items {
-		if ergoRestorePending(&list.Items[i]) {
-			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return reqs
 }
 
 func ergoRestoredMessage(f *backupv1.RestoredFrom) string {

@@ -178,7 +178,7 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Capabilities.PodMonitors {
 		b = b.Owns(&monitoring.PodMonitor{})
 	}
-	b, err := watchShared(mgr, b, r.Capabilities, backupv1.SourceSojuBouncer, r.bouncersRestoringIn)
+	b, err := watchShared(mgr, b, r.Capabilities, sojuRestores)
 	if err != nil {
 		return err
 	}

@@ -11,11 +11,17 @@ import (
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/controllers/internal/pgrestore"
 	"github.com/platform-operator/platform-operator/internal/irc/soju"
+	"github.com/platform-operator/platform-operator/internal/kit/backup/restoresource"
 )
 
 // sojuRestorePending says whether b asks for a restore whose success the status does not record yet:
 // until it does, soju does not run (no Deployment, so neither sojudb's admin user nor soju's migrations
 // touch the database) and the database Secret is not named in the status (a Backup waits for it).
+// sojuRestores is the SojuBouncer kind as restoresource.Watch reads it.
+var sojuRestores = restoresource.Kind{Source: backupv1.SourceSojuBouncer,
+	NewList: func() client.ObjectList { return &ircv1.SojuBouncerList{} },
+	Pending: func(o client.Object) bool { return sojuRestorePending(o.(*ircv1.SojuBouncer)) }}
+
 func sojuRestorePending(b *ircv1.SojuBouncer) bool {
 	return pgrestore.Pending((*backupv1.RestoreSource)(b.Spec.Restore), (*backupv1.RestoredFrom)(b.Status.RestoredFrom))
 }
@@ -44,20 +50,4 @@ func (r *SojuBouncerReconciler) reconcileRestore(ctx context.Context, s *sojuBou
 	done, res, err := r.restorer.Reconcile(ctx, t)
 	s.status.RestoredFrom = (*ircv1.RestoredFrom)(done)
 	return res, err
-}
-
-// bouncersRestoringIn maps a Backup or BackupStore to the namespace's bouncers that wait for a restore.
-func (r *SojuBouncerReconciler) bouncersRestoringIn(ctx context.Context, o client.Object) []ctrl.Request {
-	var list ircv1.SojuBouncerList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list bouncers for a restore", "object", client.ObjectKeyFromObject(o))
-		return nil
-	}
-	var reqs []ctrl.Request
-	for i := range list.Items {
-		if sojuRestorePending(&list.Items[i]) {
-			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return reqs
 }
