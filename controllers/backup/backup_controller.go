@@ -174,11 +174,10 @@ func (r *backupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // backupScope is one Backup reconcile's working state.
 type backupScope struct {
 	*reconcile.Session
-	b        *backupv1.Backup
-	status   *backupv1.BackupStatus
-	previous []metav1.Condition
-	store    *backupv1.BackupStore
-	secret   string // the source's Secret holding the database URL
+	b      *backupv1.Backup
+	status *backupv1.BackupStatus
+	store  *backupv1.BackupStore
+	secret string // the source's Secret holding the database URL
 
 	// ergo is an ErgoNetwork source, Ready with a running pod (backup_ergo.go).
 	ergo *ergoSource
@@ -192,10 +191,9 @@ func (r *backupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	status := b.Status.DeepCopy()
 	s := &backupScope{
-		Session:  &reconcile.Session{Owner: b, Conditions: &status.Conditions, Client: r.Client, Applier: r.applier, Recorder: r.Recorder},
-		b:        b,
-		status:   status,
-		previous: b.Status.Conditions,
+		Session: &reconcile.Session{Owner: b, Before: b.Status.Conditions, Conditions: &status.Conditions, Client: r.Client, Applier: r.applier, Recorder: r.Recorder},
+		b:       b,
+		status:  status,
 	}
 	if !b.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
@@ -298,7 +296,7 @@ func (r *backupReconciler) reconcileSource(ctx context.Context, s *backupScope) 
 
 // wait records a part that is not there yet: the Backup stays Pending (unless its Job already runs).
 func (r *backupReconciler) wait(s *backupScope, condType, reason, msg string) {
-	s.Fail(s.previous, condType, reason, msg)
+	s.Fail(condType, reason, msg)
 	if s.status.Phase == "" || s.status.Phase == backupv1.BackupPending {
 		s.status.Phase = backupv1.BackupPending
 		s.Set(reconcile.ConditionReady, metav1.ConditionFalse, reason, msg)
@@ -316,7 +314,7 @@ func (r *backupReconciler) reconcileJob(ctx context.Context, s *backupScope) (ct
 		return ctrl.Result{}, err
 	case !metav1.IsControlledBy(job, s.b):
 		s.status.Phase = backupv1.BackupPending
-		s.Fail(s.previous, reconcile.ConditionReady, reconcile.ReasonNameConflict,
+		s.Fail(reconcile.ConditionReady, reconcile.ReasonNameConflict,
 			fmt.Sprintf("Job %s exists and is not this Backup's; it is left untouched", job.Name))
 		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 	}
@@ -412,7 +410,7 @@ func (r *backupReconciler) completed(ctx context.Context, s *backupScope) (ctrl.
 	m, err := repo.Manifest(ctx, ref)
 	if errors.Is(err, backup.ErrIncomplete) {
 		s.status.Phase = backupv1.BackupFailed
-		s.Fail(s.previous, reconcile.ConditionReady, reasonArtifactMissing,
+		s.Fail(reconcile.ConditionReady, reasonArtifactMissing,
 			fmt.Sprintf("the Job succeeded but the store holds no complete artifact %s", ref.ID))
 		return ctrl.Result{}, nil
 	}
@@ -442,7 +440,7 @@ func (r *backupReconciler) failed(ctx context.Context, s *backupScope, job *batc
 		msg += ": " + words
 	}
 	s.status.Phase = backupv1.BackupFailed
-	s.Fail(s.previous, reconcile.ConditionReady, backupv1.ReasonJobFailed, msg)
+	s.Fail(reconcile.ConditionReady, backupv1.ReasonJobFailed, msg)
 }
 
 // bounded gives job the Jobs' deadline (JobDeadline).
@@ -453,7 +451,7 @@ func (r *backupReconciler) bounded(job *batchv1.Job) *batchv1.Job {
 
 // storeTrouble records a store that could not be read: the Store condition and a retry with back-off.
 func (r *backupReconciler) storeTrouble(s *backupScope, err error) (ctrl.Result, error) {
-	s.Fail(s.previous, backupv1.ConditionStore, storeaccess.Reason(err), "the store could not be read: "+err.Error())
+	s.Fail(backupv1.ConditionStore, storeaccess.Reason(err), "the store could not be read: "+err.Error())
 	return ctrl.Result{RequeueAfter: backupStoreBackoff}, nil
 }
 

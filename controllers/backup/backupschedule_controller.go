@@ -133,10 +133,9 @@ func scheduleOfBackup(_ context.Context, o client.Object) []ctrl.Request {
 // scheduleScope is one BackupSchedule reconcile's working state.
 type scheduleScope struct {
 	*reconcile.Session
-	sched    *backupv1.BackupSchedule
-	status   *backupv1.BackupScheduleStatus
-	previous []metav1.Condition
-	now      time.Time
+	sched  *backupv1.BackupSchedule
+	status *backupv1.BackupScheduleStatus
+	now    time.Time
 	// parsed is the schedule expression; nil when it is invalid.
 	parsed *schedule.Schedule
 	// invalid says why the spec cannot be acted on (a bad expression, a name too long for a label).
@@ -161,11 +160,11 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	status := sched.Status.DeepCopy()
 	s := &scheduleScope{
-		Session:  &reconcile.Session{Owner: sched, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
-		sched:    sched,
-		status:   status,
-		previous: sched.Status.Conditions,
-		now:      r.Now().UTC(),
+		Session: &reconcile.Session{Owner: sched, Before: sched.Status.Conditions, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
+		sched:   sched,
+		status:  status,
+
+		now: r.Now().UTC(),
 	}
 	return reconcile.Finish(ctx, r.status, s, func() *backupv1.BackupScheduleStatus {
 		status.ObservedGeneration = sched.Generation
@@ -189,7 +188,7 @@ func (r *ScheduleReconciler) reconcileSpec(_ context.Context, s *scheduleScope) 
 		s.parsed = parsed
 		return ctrl.Result{}, nil
 	}
-	if reconcile.Changed(s.previous, reconcile.ConditionReady, metav1.ConditionFalse, backupv1.ReasonInvalid) {
+	if reconcile.Changed(s.Before, reconcile.ConditionReady, metav1.ConditionFalse, backupv1.ReasonInvalid) {
 		s.Warn(backupv1.ReasonInvalid, s.invalid)
 	}
 	return ctrl.Result{}, nil
@@ -202,13 +201,13 @@ func (r *ScheduleReconciler) reconcileStore(ctx context.Context, s *scheduleScop
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.sched.Namespace, Name: name}, &store)
 	switch {
 	case apierrors.IsNotFound(err):
-		s.Fail(s.previous, backupv1.ConditionStore, backupv1.ReasonStoreNotReady,
+		s.Fail(backupv1.ConditionStore, backupv1.ReasonStoreNotReady,
 			fmt.Sprintf("BackupStore %q does not exist in namespace %q", name, s.sched.Namespace))
 	case err != nil:
 		s.Set(backupv1.ConditionStore, metav1.ConditionUnknown, backupv1.ReasonStoreNotReady, "the BackupStore could not be read: "+err.Error())
 		return ctrl.Result{}, fmt.Errorf("read BackupStore: %w", err)
 	case !meta.IsStatusConditionTrue(store.Status.Conditions, reconcile.ConditionReady):
-		s.Fail(s.previous, backupv1.ConditionStore, backupv1.ReasonStoreNotReady, fmt.Sprintf("BackupStore %q is not Ready", name))
+		s.Fail(backupv1.ConditionStore, backupv1.ReasonStoreNotReady, fmt.Sprintf("BackupStore %q is not Ready", name))
 	default:
 		s.Set(backupv1.ConditionStore, metav1.ConditionTrue, ReasonStoreReady, fmt.Sprintf("BackupStore %q is Ready", name))
 	}
@@ -234,13 +233,13 @@ func (r *ScheduleReconciler) reconcileSource(ctx context.Context, s *scheduleSco
 	src := s.sched.Spec.Source
 	obj := sourceObject(src.Kind)
 	if obj == nil {
-		s.Fail(s.previous, backupv1.ConditionSource, backupv1.ReasonInvalid, fmt.Sprintf("kind %q cannot be backed up", src.Kind))
+		s.Fail(backupv1.ConditionSource, backupv1.ReasonInvalid, fmt.Sprintf("kind %q cannot be backed up", src.Kind))
 		return ctrl.Result{}, nil
 	}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.sched.Namespace, Name: src.Name}, obj)
 	switch {
 	case apierrors.IsNotFound(err):
-		s.Fail(s.previous, backupv1.ConditionSource, backupv1.ReasonSourceMissing,
+		s.Fail(backupv1.ConditionSource, backupv1.ReasonSourceMissing,
 			fmt.Sprintf("%s %q does not exist in namespace %q", src.Kind, src.Name, s.sched.Namespace))
 	case err != nil:
 		s.Set(backupv1.ConditionSource, metav1.ConditionUnknown, backupv1.ReasonSourceMissing, "the source could not be read: "+err.Error())
@@ -503,7 +502,7 @@ func (r *ScheduleReconciler) summarize(s *scheduleScope) {
 		if c := meta.FindStatusCondition(last.Status.Conditions, reconcile.ConditionReady); c != nil && c.Message != "" {
 			msg += ": " + c.Message
 		}
-		s.Fail(s.previous, reconcile.ConditionReady, backupv1.ReasonJobFailed, msg)
+		s.Fail(reconcile.ConditionReady, backupv1.ReasonJobFailed, msg)
 	}
 }
 

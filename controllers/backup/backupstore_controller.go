@@ -170,9 +170,8 @@ func deletionPredicate() predicate.Predicate {
 // storeScope is one BackupStore reconcile's working state.
 type storeScope struct {
 	*reconcile.Session
-	store    *backupv1.BackupStore
-	status   *backupv1.BackupStoreStatus
-	previous []metav1.Condition
+	store  *backupv1.BackupStore
+	status *backupv1.BackupStoreStatus
 }
 
 // Reconcile resolves the store's Secret and CA, refuses a contested prefix, and probes the store.
@@ -186,10 +185,9 @@ func (r *backupStoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	status := store.Status.DeepCopy()
 	s := &storeScope{
-		Session:  &reconcile.Session{Owner: store, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
-		store:    store,
-		status:   status,
-		previous: store.Status.Conditions,
+		Session: &reconcile.Session{Owner: store, Before: store.Status.Conditions, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
+		store:   store,
+		status:  status,
 	}
 	return reconcile.Finish(ctx, r.status, s, func() *backupv1.BackupStoreStatus {
 		status.ObservedGeneration = store.Generation
@@ -205,7 +203,7 @@ func (r *backupStoreReconciler) reconcileStore(ctx context.Context, s *storeScop
 	var ref *storeaccess.Refusal
 	switch {
 	case errors.As(err, &ref):
-		s.Fail(s.previous, reconcile.ConditionReady, ref.Reason, ref.Message)
+		s.Fail(reconcile.ConditionReady, ref.Reason, ref.Message)
 		return ctrl.Result{}, nil // the Secret's or ConfigMap's watch, or a spec change, brings the fix
 	case err != nil:
 		s.Set(reconcile.ConditionReady, metav1.ConditionUnknown, backupv1.ReasonStoreUnreachable, "the store's references could not be read")
@@ -218,7 +216,7 @@ func (r *backupStoreReconciler) reconcileStore(ctx context.Context, s *storeScop
 	}
 	if prefixConflict(store, same.Items) {
 		// Never name the other namespace: that another tenant uses the bucket is all this one learns.
-		s.Fail(s.previous, reconcile.ConditionReady, backupv1.ReasonPrefixConflict, fmt.Sprintf(
+		s.Fail(reconcile.ConditionReady, backupv1.ReasonPrefixConflict, fmt.Sprintf(
 			"this namespace's tree %s in bucket %s overlaps the tree of another namespace's BackupStore on the same store, made earlier; choose another spec.prefix",
 			namespaceRoot(store.Spec.Prefix, store.Namespace), store.Spec.Bucket))
 		return ctrl.Result{}, nil
@@ -240,7 +238,7 @@ func (r *backupStoreReconciler) probe(ctx context.Context, s *storeScope, cfg ob
 	rooted.Prefix = rooted.Prefix[:len(rooted.Prefix)-1]
 	st, err := objectstore.New(rooted)
 	if err != nil {
-		s.Fail(s.previous, reconcile.ConditionReady, backupv1.ReasonInvalid, err.Error())
+		s.Fail(reconcile.ConditionReady, backupv1.ReasonInvalid, err.Error())
 		return ctrl.Result{}, nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, storeProbeTimeout)
@@ -249,24 +247,24 @@ func (r *backupStoreReconciler) probe(ctx context.Context, s *storeScope, cfg ob
 	bucket := store.Spec.Bucket
 	switch {
 	case err == nil:
-		if reconcile.Changed(s.previous, reconcile.ConditionReady, metav1.ConditionTrue, backupv1.ReasonReachable) {
+		if reconcile.Changed(s.Before, reconcile.ConditionReady, metav1.ConditionTrue, backupv1.ReasonReachable) {
 			s.Normalf(backupv1.ReasonReachable, "the store answers for bucket %s with the Secret's credentials", bucket)
 		}
 		s.Set(reconcile.ConditionReady, metav1.ConditionTrue, backupv1.ReasonReachable,
 			fmt.Sprintf("the store answers for bucket %s with the Secret's credentials", bucket))
 		return ctrl.Result{RequeueAfter: storeHealthyRecheck}, nil
 	case errors.Is(err, objectstore.ErrCredentials):
-		s.Fail(s.previous, reconcile.ConditionReady, backupv1.ReasonCredentialsRefused,
+		s.Fail(reconcile.ConditionReady, backupv1.ReasonCredentialsRefused,
 			fmt.Sprintf("the store refused the access key of Secret %q for bucket %s", store.Spec.Credentials.SecretName, bucket))
 		return ctrl.Result{RequeueAfter: storeRefusedRecheck}, nil
 	case errors.Is(err, objectstore.ErrNoBucket):
-		s.Fail(s.previous, reconcile.ConditionReady, backupv1.ReasonBucketMissing,
+		s.Fail(reconcile.ConditionReady, backupv1.ReasonBucketMissing,
 			fmt.Sprintf("bucket %s does not exist (the operator never creates buckets)", bucket))
 		return ctrl.Result{RequeueAfter: storeRefusedRecheck}, nil
 	default:
 		// The store's errors have the credentials cut out (objectstore.Store.wrap).
-		s.Fail(s.previous, reconcile.ConditionReady, backupv1.ReasonStoreUnreachable, fmt.Sprintf("the store did not answer: %v", err))
-		return ctrl.Result{RequeueAfter: unreachableBackoff(s.previous, time.Now())}, nil
+		s.Fail(reconcile.ConditionReady, backupv1.ReasonStoreUnreachable, fmt.Sprintf("the store did not answer: %v", err))
+		return ctrl.Result{RequeueAfter: unreachableBackoff(s.Before, time.Now())}, nil
 	}
 }
 

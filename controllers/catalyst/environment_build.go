@@ -125,14 +125,14 @@ func (r *buildPhase) buildTarget(s *environmentScope) *catalystv1.Project {
 	b := p.Spec.Build
 	switch {
 	case b == nil:
-		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonBuildNotConfigured, fmt.Sprintf(
+		s.Refuse(catalystv1.ConditionBuildReady, catalystv1.ReasonBuildNotConfigured, fmt.Sprintf(
 			"Project %s/%s has no spec.build and the operator no --catalyst-default-registry: there is no registry to find or push the environment's image in",
 			p.Namespace, p.Name))
 	case s.env.Spec.Source.CommitSHA == "":
 		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionFalse, catalystv1.ReasonCommitMissing,
 			"spec.source.commitSha is empty: there is no image to find or build until it is set")
 	case !catalyst.RegistryAllowed(b.Registry, r.Build.Registries):
-		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonRegistryNotAllowed, fmt.Sprintf(
+		s.Refuse(catalystv1.ConditionBuildReady, catalystv1.ReasonRegistryNotAllowed, fmt.Sprintf(
 			"registry %s is not one the operator may use (--catalyst-registries: %s): it is neither asked for the image nor pushed to",
 			b.Registry, strings.Join(r.Build.Registries, ", ")))
 	default:
@@ -184,12 +184,12 @@ func (r *buildPhase) askRegistry(ctx context.Context, s *environmentScope, p *ca
 		// The registry (or where it pointed) is on an address only an administrator can allow: no retry
 		// until the Project or the operator's flags change. The error names addresses, which may change
 		// while the refusal does not: s.Fail.
-		s.Fail(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonRegistryNotAllowed,
+		s.Fail(catalystv1.ConditionBuildReady, catalystv1.ReasonRegistryNotAllowed,
 			fmt.Sprintf("registry %s was not asked for %s: %v", registry, image, err))
 		return "", registryUnanswered, ctrl.Result{}
 	case errors.Is(err, catalyst.ErrUnauthorized):
 		// The registry's words may differ from one attempt to the next: s.Fail, once per refusal.
-		s.Fail(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonRegistryUnauthorized, fmt.Sprintf(
+		s.Fail(catalystv1.ConditionBuildReady, catalystv1.ReasonRegistryUnauthorized, fmt.Sprintf(
 			"registry %s refused to say whether it has %s: %v; check the registry Secret (%s)", registry, image,
 			catalyst.Redact(err.Error(), secrets), registrySecretSource(s.project)))
 		return "", registryUnanswered, ctrl.Result{RequeueAfter: r.registryRetry(s, catalystv1.ReasonRegistryUnauthorized)}
@@ -225,7 +225,7 @@ func (r *buildPhase) imageFound(ctx context.Context, s *environmentScope, p *cat
 	if st.JobName != "" {
 		reason, msg = catalystv1.ReasonImagePushed, fmt.Sprintf("build Job %s pushed %s (%s)", st.JobName, st.Image, st.Digest)
 	}
-	if reason == catalystv1.ReasonImagePushed && !reconcile.Said(s.before, catalystv1.ConditionBuildReady, metav1.ConditionTrue, reason, msg) {
+	if reason == catalystv1.ReasonImagePushed && !reconcile.Said(s.Before, catalystv1.ConditionBuildReady, metav1.ConditionTrue, reason, msg) {
 		// Counted once, with the event: the build Job finished and its image is in the registry.
 		job := &batchv1.Job{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: st.JobName}, job); err != nil {
@@ -254,7 +254,7 @@ func (r *buildPhase) registryKeychain(ctx context.Context, s *environmentScope, 
 	err := r.APIReader.Get(ctx, key, secret)
 	switch {
 	case apierrors.IsNotFound(err):
-		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonSecretInvalid, fmt.Sprintf("Secret %s named by %s does not exist", key, from))
+		s.Refuse(catalystv1.ConditionBuildReady, catalystv1.ReasonSecretInvalid, fmt.Sprintf("Secret %s named by %s does not exist", key, from))
 		return nil, nil, nil
 	case err != nil:
 		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonWaiting, "the registry Secret could not be read: "+err.Error())
@@ -263,7 +263,7 @@ func (r *buildPhase) registryKeychain(ctx context.Context, s *environmentScope, 
 	secrets := catalyst.SecretValues(secret.Data)
 	kc, err := catalyst.Keychain(secret.Data)
 	if err != nil {
-		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonSecretInvalid,
+		s.Refuse(catalystv1.ConditionBuildReady, catalystv1.ReasonSecretInvalid,
 			fmt.Sprintf("Secret %s named by %s: %s", key, from, catalyst.Redact(err.Error(), secrets)))
 		return nil, nil, nil
 	}
@@ -288,7 +288,7 @@ func (r *buildPhase) gitSecretValues(ctx context.Context, p *catalystv1.Project)
 // registryRetry is when to ask the registry again, growing with how long BuildReady has had reason.
 func (r *buildPhase) registryRetry(s *environmentScope, reason string) time.Duration {
 	var failingFor time.Duration
-	if prev := meta.FindStatusCondition(s.before, catalystv1.ConditionBuildReady); prev != nil && prev.Reason == reason {
+	if prev := meta.FindStatusCondition(s.Before, catalystv1.ConditionBuildReady); prev != nil && prev.Reason == reason {
 		failingFor = time.Since(prev.LastTransitionTime.Time)
 	}
 	return catalyst.RegistryRetry(failingFor)

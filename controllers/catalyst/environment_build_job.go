@@ -32,7 +32,7 @@ func (r *buildPhase) build(ctx context.Context, s *environmentScope, p *catalyst
 	if st.Failure != "" && st.Retry == retry {
 		// Redacted when it was recorded; again, for one recorded by an older operator.
 		st.Failure = catalyst.Redact(st.Failure, secrets)
-		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonBuildFailed, st.Failure+fmt.Sprintf(
+		s.Refuse(catalystv1.ConditionBuildReady, catalystv1.ReasonBuildFailed, st.Failure+fmt.Sprintf(
 			"; set annotation %s to a new value, or a new spec.source.commitSha, to build again", catalystv1.AnnotationRetryBuild))
 		return ctrl.Result{}, nil
 	}
@@ -53,7 +53,7 @@ func (r *buildPhase) build(ctx context.Context, s *environmentScope, p *catalyst
 		return ctrl.Result{}, fmt.Errorf("read build job %s/%s: %w", ns, name, err)
 	case !ownBuild(job, s.env):
 		msg := fmt.Sprintf("Job %s/%s, the name of the build of %s, was not made by the operator for this Environment; it is left untouched", ns, name, image)
-		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonNameConflict, msg)
+		s.Refuse(catalystv1.ConditionBuildReady, catalystv1.ReasonNameConflict, msg)
 		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 	}
 	// The Job knows its rank: the status read may be older than the write that counted it.
@@ -65,7 +65,7 @@ func (r *buildPhase) build(ctx context.Context, s *environmentScope, p *catalyst
 	case catalyst.JobSucceeded:
 		msg := fmt.Sprintf("build Job %s/%s succeeded, yet registry %s does not have %s; is the Job pushing elsewhere?",
 			ns, name, p.Spec.Build.Registry, image)
-		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonImageMissingAfterBuild, msg)
+		s.Refuse(catalystv1.ConditionBuildReady, catalystv1.ReasonImageMissingAfterBuild, msg)
 		return ctrl.Result{RequeueAfter: r.registryRetry(s, catalystv1.ReasonImageMissingAfterBuild)}, nil
 	case catalyst.JobFailed:
 		// The Job's message and its log may quote what the build saw: no credential goes on.
@@ -97,14 +97,14 @@ func (r *buildPhase) startBuild(ctx context.Context, s *environmentScope, p *cat
 	name, image, retry string) (ctrl.Result, error) {
 	commit := st.CommitSHA
 	if !catalyst.FullCommit(commit) {
-		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonCommitAbbreviated, fmt.Sprintf(
+		s.Refuse(catalystv1.ConditionBuildReady, catalystv1.ReasonCommitAbbreviated, fmt.Sprintf(
 			"registry %s does not have %s, and spec.source.commitSha %s is abbreviated: the builder checks out only a whole commit id (40 or 64 hexadecimal digits)",
 			p.Spec.Build.Registry, image, commit))
 		return ctrl.Result{}, nil
 	}
 	if allowed := r.Build.GitAllowed; allowed != nil {
 		if err := allowed(p.Spec.Source.RepositoryURL); err != nil {
-			s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonGitHostNotAllowed, fmt.Sprintf(
+			s.Refuse(catalystv1.ConditionBuildReady, catalystv1.ReasonGitHostNotAllowed, fmt.Sprintf(
 				"registry %s does not have %s, and it is not built: %v", p.Spec.Build.Registry, image, err))
 			return ctrl.Result{}, nil
 		}
@@ -123,7 +123,7 @@ func (r *buildPhase) startBuild(ctx context.Context, s *environmentScope, p *cat
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	case err != nil && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)) && errors.As(err, &status):
 		msg := fmt.Sprintf("the API server refused build Job %s/%s: %s", job.Namespace, name, status.Status().Message)
-		s.Refuse(s.before, catalystv1.ConditionBuildReady, catalystv1.ReasonApplyFailed, msg)
+		s.Refuse(catalystv1.ConditionBuildReady, catalystv1.ReasonApplyFailed, msg)
 		return ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil
 	case err != nil:
 		s.Set(catalystv1.ConditionBuildReady, metav1.ConditionUnknown, catalystv1.ReasonApplyFailed, err.Error())

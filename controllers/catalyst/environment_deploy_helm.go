@@ -61,7 +61,7 @@ func (r *deployPhase) deployHelm(ctx context.Context, s *environmentScope, in *d
 		if errors.Is(err, render.ErrTimedOut) && strings.Contains(err.Error(), "rendering the chart") || errors.Is(err, render.ErrOutOfMemory) {
 			reason = catalystv1.ReasonRenderFailed
 		}
-		s.Refuse(s.before, catalystv1.ConditionDeploymentReady, reason, msg)
+		s.Refuse(catalystv1.ConditionDeploymentReady, reason, msg)
 		return ctrl.Result{}, nil
 	}
 	// An action the operator took (a pending revision marked failed, a release rolled back) is told once
@@ -74,7 +74,7 @@ func (r *deployPhase) deployHelm(ctx context.Context, s *environmentScope, in *d
 		// A release record of the namespace (which the tenant can write) is a decompression bomb, or
 		// far beyond what Helm writes: nothing is deployed until it is gone.
 		msg := fmt.Sprintf("Helm release %s cannot be read: %s; delete the Secret to deploy again", name, res.Error)
-		s.Refuse(s.before, catalystv1.ConditionDeploymentReady, catalystv1.ReasonHelmFailed, msg)
+		s.Refuse(catalystv1.ConditionDeploymentReady, catalystv1.ReasonHelmFailed, msg)
 		return ctrl.Result{}, nil
 	case render.HelmReadFailed:
 		return ctrl.Result{}, errors.New(res.Error)
@@ -98,7 +98,7 @@ func (r *deployPhase) deployHelm(ctx context.Context, s *environmentScope, in *d
 		} else if res.Impersonation {
 			instruments.Refused(instruments.RefusalImpersonation)
 		}
-		s.Refuse(s.before, catalystv1.ConditionDeploymentReady, reason, msg)
+		s.Refuse(catalystv1.ConditionDeploymentReady, reason, msg)
 		return ctrl.Result{}, nil
 	}
 	st.Revision, st.Objects = int32(res.Revision), int32(len(rd.objs))

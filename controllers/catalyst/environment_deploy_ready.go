@@ -98,7 +98,7 @@ func (r *deployPhase) reportReady(ctx context.Context, s *environmentScope, objs
 	case len(refused) > 0:
 		slices.Sort(refused)
 		// The message is the news (which workloads, refused why), so it is s.Refuse, not s.Fail.
-		s.Refuse(s.before, catalystv1.ConditionDeploymentReady, catalystv1.ReasonReplicaFailure,
+		s.Refuse(catalystv1.ConditionDeploymentReady, catalystv1.ReasonReplicaFailure,
 			fmt.Sprintf("commit %s deployed; the cluster refuses the pods of %s", commit, strings.Join(refused, "; ")))
 		return poll, nil
 	case len(waiting) > 0:

@@ -82,7 +82,7 @@ func (r *deployPhase) deployInput(ctx context.Context, s *environmentScope) (*de
 		if err != nil {
 			var user *userError
 			if errors.As(err, &user) {
-				s.Refuse(s.before, catalystv1.ConditionDeploymentReady, catalystv1.ReasonSecretInvalid, user.msg)
+				s.Refuse(catalystv1.ConditionDeploymentReady, catalystv1.ReasonSecretInvalid, user.msg)
 				return nil, nil
 			}
 			return nil, err
@@ -168,9 +168,9 @@ func (r *deployPhase) render(ctx context.Context, s *environmentScope, in *deplo
 		case !report:
 			s.Set(catalystv1.ConditionDeploymentReady, metav1.ConditionFalse, reason, msg)
 		case reason == catalystv1.ReasonFetchFailed:
-			s.Fail(s.before, catalystv1.ConditionDeploymentReady, reason, msg)
+			s.Fail(catalystv1.ConditionDeploymentReady, reason, msg)
 		default:
-			s.Refuse(s.before, catalystv1.ConditionDeploymentReady, reason, msg)
+			s.Refuse(catalystv1.ConditionDeploymentReady, reason, msg)
 		}
 	}
 	var objs []*unstructured.Unstructured

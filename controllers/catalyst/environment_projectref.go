@@ -23,6 +23,6 @@ func projectNotAllowedMessage(key client.ObjectKey, envNamespace string) string 
 // mistake: a condition, a Warning event when the condition says something new (s.Refuse), and no retry (the
 // Project's change of its list wakes the environment).
 func projectNotAllowed(s *environmentScope, key client.ObjectKey) (ctrl.Result, error) {
-	s.Refuse(s.before, catalystv1.ConditionNamespaceReady, catalystv1.ReasonProjectNotAllowed, projectNotAllowedMessage(key, s.env.Namespace))
+	s.Refuse(catalystv1.ConditionNamespaceReady, catalystv1.ReasonProjectNotAllowed, projectNotAllowedMessage(key, s.env.Namespace))
 	return ctrl.Result{}, nil
 }

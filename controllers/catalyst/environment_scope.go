@@ -18,9 +18,6 @@ type environmentScope struct {
 	env    *catalystv1.Environment
 	status *catalystv1.EnvironmentStatus
 	parts  catalyst.Parts
-	// before are the conditions as the reconcile read them: what s.Fail, s.Refuse and s.WarnOnce
-	// compare with, so that a failure the user was told of is not told again.
-	before []metav1.Condition
 
 	// settings are the Project's choices over the defaults; valid once project is set.
 	settings catalyst.Settings
@@ -45,9 +42,9 @@ type environmentScope struct {
 func (r *EnvironmentReconciler) newEnvironmentScope(env *catalystv1.Environment) *environmentScope {
 	status := env.Status.DeepCopy()
 	return &environmentScope{
-		Session: &reconcile.Session{Owner: env, Conditions: &status.Conditions, Client: r.Client,
+		Session: &reconcile.Session{Owner: env, Before: env.Status.Conditions, Conditions: &status.Conditions, Client: r.Client,
 			Applier: r.applier, Recorder: r.Recorder},
-		env: env, status: status, parts: catalyst.PartsOf(env), before: env.Status.Conditions, announced: &r.announced,
+		env: env, status: status, parts: catalyst.PartsOf(env), announced: &r.announced,
 	}
 }
 

@@ -33,7 +33,7 @@ func (r *EnvironmentReconciler) reconcileProject(ctx context.Context, s *environ
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		s.Refuse(s.before, catalystv1.ConditionNamespaceReady, catalystv1.ReasonProjectNotFound,
+		s.Refuse(catalystv1.ConditionNamespaceReady, catalystv1.ReasonProjectNotFound,
 			fmt.Sprintf("Project %s named by spec.projectRef does not exist in namespace %s", key.Name, key.Namespace))
 		return ctrl.Result{}, nil
 	case err != nil:
@@ -46,7 +46,7 @@ func (r *EnvironmentReconciler) reconcileProject(ctx context.Context, s *environ
 	}
 	if err := catalyst.CheckProject(p, r.Defaults); err != nil {
 		// The administrator's limits: nothing is made for a Project beyond them, not even the namespace.
-		s.Refuse(s.before, catalystv1.ConditionNamespaceReady, catalystv1.ReasonProjectLimitExceeded,
+		s.Refuse(catalystv1.ConditionNamespaceReady, catalystv1.ReasonProjectLimitExceeded,
 			fmt.Sprintf("Project %s/%s asks for more than the operator allows: %v", p.Namespace, p.Name, err))
 		return ctrl.Result{}, nil
 	}
@@ -66,7 +66,7 @@ func (r *EnvironmentReconciler) reconcileNamespace(ctx context.Context, s *envir
 	}
 	name := s.namespaceName()
 	conflict := func(why string) (ctrl.Result, error) {
-		s.Refuse(s.before, catalystv1.ConditionNamespaceReady, catalystv1.ReasonNamespaceConflict,
+		s.Refuse(catalystv1.ConditionNamespaceReady, catalystv1.ReasonNamespaceConflict,
 			fmt.Sprintf("namespace %s %s; it is left untouched", name, why))
 		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 	}

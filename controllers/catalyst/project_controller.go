@@ -118,7 +118,7 @@ func (r *ProjectReconciler) finalize(ctx context.Context, p *catalystv1.Project,
 			// Not s.Fail nor s.WarnOnce: the condition's reason stays Deleting while the event's is
 			// EnvironmentsProtected, and the message is the news (which Environments hold the Project, and
 			// how many are left), so the Warning comes again whenever Ready's message changes.
-			if !reconcile.Said(s.before, catalystv1.ConditionReady, metav1.ConditionFalse, catalystv1.ReasonDeleting, msg) {
+			if !reconcile.Said(s.Before, catalystv1.ConditionReady, metav1.ConditionFalse, catalystv1.ReasonDeleting, msg) {
 				s.Warn(catalystv1.EventEnvironmentsProtected, msg)
 			}
 		}

@@ -1,8 +1,6 @@
 package catalyst
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
@@ -13,8 +11,6 @@ type projectScope struct {
 	*reconcile.Session
 	project *catalystv1.Project
 	status  *catalystv1.ProjectStatus
-	// before are the conditions as the reconcile read them.
-	before []metav1.Condition
 	// envs are the Project's Environments.
 	envs []catalystv1.Environment
 	// protected are the namespace/names of those protected from deletion, which a deleted Project waits for.
@@ -25,7 +21,7 @@ type projectScope struct {
 func (r *ProjectReconciler) newProjectScope(p *catalystv1.Project, envs []catalystv1.Environment) *projectScope {
 	status := p.Status.DeepCopy()
 	return &projectScope{
-		Session: &reconcile.Session{Owner: p, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
-		project: p, status: status, before: p.Status.Conditions, envs: envs,
+		Session: &reconcile.Session{Owner: p, Before: p.Status.Conditions, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
+		project: p, status: status, envs: envs,
 	}
 }

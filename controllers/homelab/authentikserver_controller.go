@@ -212,7 +212,7 @@ func (r *AuthentikServerReconciler) reconcileGeneratedSecret(ctx context.Context
 		return ctrl.Result{}, fmt.Errorf("read Secret %s: %w", name, err)
 	case !metav1.IsControlledBy(&live, s.server):
 		msg := fmt.Sprintf("Secret %s already exists and was not made for this AuthentikServer; it is left untouched", name)
-		s.Refuse(s.before, homelabv1.ConditionGeneratedSecret, homelabv1.ReasonNameConflict, msg)
+		s.Refuse(homelabv1.ConditionGeneratedSecret, homelabv1.ReasonNameConflict, msg)
 		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 	default:
 		missing, err := authentik.Generate(live.Data, rand.Reader)

@@ -32,7 +32,7 @@ func dependencyReady(conds []metav1.Condition, generation int64) (bool, string) 
 func (s *authentikServerScope) missing(condType, kind string, key types.NamespacedName, field string) {
 	s.waiting = true
 	msg := fmt.Sprintf("%s %s named by spec.%s does not exist; authentik waits for it", kind, key, field)
-	s.Fail(s.before, condType, homelabv1.ReasonMissingDependency, msg)
+	s.Fail(condType, homelabv1.ReasonMissingDependency, msg)
 }
 
 // notReady records a dependency that exists but is not Ready.
@@ -54,7 +54,7 @@ func (s *authentikServerScope) sameNamespace(condType, field string, key types.N
 // notAllowed records a dependency the AuthentikServer may not use, with a Warning event when it is new.
 func (s *authentikServerScope) notAllowed(condType, msg string) {
 	s.waiting = true
-	s.Fail(s.before, condType, homelabv1.ReasonDependencyNotAllowed, msg)
+	s.Fail(condType, homelabv1.ReasonDependencyNotAllowed, msg)
 }
 
 // reconcileDomainDependency waits for the Domain: Ready, with a Gateway to attach the route to.

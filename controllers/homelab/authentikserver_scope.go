@@ -1,8 +1,6 @@
 package homelab
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
@@ -12,9 +10,6 @@ type authentikServerScope struct {
 	*reconcile.Session
 	server *homelabv1.AuthentikServer
 	status *homelabv1.AuthentikServerStatus
-	// before are the conditions as the reconcile read them: a Warning goes out only when they did not
-	// say it already.
-	before []metav1.Condition
 	// What the dependencies give, once Ready.
 	hostname, gateway, databaseSecret, redisSecret string
 	// waiting is false once every dependency is Ready.
@@ -27,8 +22,8 @@ type authentikServerScope struct {
 func (r *AuthentikServerReconciler) newAuthentikServerScope(a *homelabv1.AuthentikServer) *authentikServerScope {
 	status := a.Status.DeepCopy()
 	return &authentikServerScope{
-		Session: &reconcile.Session{Owner: a, Conditions: &status.Conditions, Client: r.Client,
+		Session: &reconcile.Session{Owner: a, Before: a.Status.Conditions, Conditions: &status.Conditions, Client: r.Client,
 			Applier: r.applier, Recorder: r.Recorder},
-		server: a, status: status, before: a.Status.Conditions,
+		server: a, status: status,
 	}
 }

@@ -221,7 +221,7 @@ func (r *DomainReconciler) claim(ctx context.Context, d *homelabv1.Domain) (stri
 // one is news), and whatever the Domain made before (it may have been the owner, or allowed, until now)
 // is removed, so that the name is served only by its owner's certificate.
 func (r *DomainReconciler) refuse(ctx context.Context, s *domainScope, reason, msg string) error {
-	s.WarnOnce(s.before, homelabv1.ConditionReady, reason, msg)
+	s.WarnOnce(homelabv1.ConditionReady, reason, msg)
 	for _, t := range domainParts {
 		s.Set(t, metav1.ConditionFalse, reason, msg)
 	}
@@ -297,7 +297,7 @@ func (r *DomainReconciler) notOurs(ctx context.Context, s *domainScope, live, de
 		msg := fmt.Sprintf("%s %s/%s already exists for Domain %s/%s; it is left untouched",
 			desired.GetObjectKind().GroupVersionKind().Kind, desired.GetNamespace(), desired.GetName(),
 			l[domain.NamespaceLabel], l[domain.NameLabel])
-		s.Refuse(s.before, condType, homelabv1.ReasonNameConflict, msg)
+		s.Refuse(condType, homelabv1.ReasonNameConflict, msg)
 		return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, false, nil
 	}
 	return ctrl.Result{}, true, nil

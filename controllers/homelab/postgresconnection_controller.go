@@ -76,7 +76,7 @@ func (r *PostgresConnectionReconciler) Reconcile(ctx context.Context, req ctrl.R
 	return reconcile.Finish(ctx, r.status, s, func() *homelabv1.PostgresConnectionStatus {
 		ready := s.Summarize([]string{homelabv1.ConditionSecret, homelabv1.ConditionServer},
 			homelabv1.ReasonReady, "the operator logs in with CREATEROLE and CREATEDB")
-		if ready.Status == metav1.ConditionTrue && reconcile.Changed(s.before, homelabv1.ConditionReady, ready.Status, ready.Reason) {
+		if ready.Status == metav1.ConditionTrue && reconcile.Changed(s.Before, homelabv1.ConditionReady, ready.Status, ready.Reason) {
 			s.Normal(homelabv1.ReasonConnected, "Logged in to "+s.address+" with the privileges the operator needs")
 		}
 		return &homelabv1.PostgresConnectionStatus{ObservedGeneration: c.Generation, Conditions: *s.Conditions, ServerVersion: s.version}
@@ -89,11 +89,11 @@ func (r *PostgresConnectionReconciler) reconcileSecret(ctx context.Context, s *p
 	var secretErr *postgres.SecretError
 	switch {
 	case apierrors.IsNotFound(err):
-		s.Fail(s.before, homelabv1.ConditionSecret, homelabv1.ReasonSecretNotFound,
+		s.Fail(homelabv1.ConditionSecret, homelabv1.ReasonSecretNotFound,
 			fmt.Sprintf("Secret %q named by spec.secret does not exist in namespace %q", s.conn.Spec.Secret, s.conn.Namespace))
 		return ctrl.Result{}, nil
 	case errors.As(err, &secretErr):
-		s.Fail(s.before, homelabv1.ConditionSecret, homelabv1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %q: %s", s.conn.Spec.Secret, secretErr))
+		s.Fail(homelabv1.ConditionSecret, homelabv1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %q: %s", s.conn.Spec.Secret, secretErr))
 		return ctrl.Result{}, nil
 	case err != nil:
 		s.Set(homelabv1.ConditionSecret, metav1.ConditionUnknown, homelabv1.ReasonWaitingForDependency, "the Secret could not be read: "+err.Error())
@@ -114,18 +114,18 @@ func (r *PostgresConnectionReconciler) reconcileServer(ctx context.Context, s *p
 	admin, err := postgres.Sessions.Acquire(ctx, sessionOwner(s.conn.Namespace, s.conn.Name), *s.settings)
 	if err != nil {
 		reason, retry := connectFailure(err)
-		s.Fail(s.before, homelabv1.ConditionServer, reason, fmt.Sprintf("cannot log in to %s as %q: %v", s.address, s.settings.User, err))
+		s.Fail(homelabv1.ConditionServer, reason, fmt.Sprintf("cannot log in to %s as %q: %v", s.address, s.settings.User, err))
 		return ctrl.Result{RequeueAfter: retry}, nil
 	}
 	defer func() { _ = admin.Close(ctx) }()
 	p, err := admin.Privileges(ctx)
 	if err != nil {
-		s.Fail(s.before, homelabv1.ConditionServer, homelabv1.ReasonServerError, fmt.Sprintf("cannot read the privileges of %q on %s: %v", s.settings.User, s.address, err))
+		s.Fail(homelabv1.ConditionServer, homelabv1.ReasonServerError, fmt.Sprintf("cannot read the privileges of %q on %s: %v", s.settings.User, s.address, err))
 		return ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil
 	}
 	s.version = p.ServerVersion
 	if !p.Sufficient() {
-		s.Fail(s.before, homelabv1.ConditionServer, homelabv1.ReasonInsufficientPrivileges,
+		s.Fail(homelabv1.ConditionServer, homelabv1.ReasonInsufficientPrivileges,
 			fmt.Sprintf("role %q on %s lacks %s (ALTER ROLE %s CREATEROLE CREATEDB)", s.settings.User, s.address, p.Missing(), s.settings.User))
 		return ctrl.Result{RequeueAfter: reconcile.RefusedRetry}, nil
 	}

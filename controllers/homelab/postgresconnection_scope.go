@@ -12,8 +12,6 @@ import (
 type postgresConnectionScope struct {
 	*reconcile.Session
 	conn *homelabv1.PostgresConnection
-	// before are the conditions as the reconcile found them: events go out when one changes.
-	before []metav1.Condition
 	// settings are the Secret's, once read.
 	settings *postgres.Settings
 	// address is host:port, for messages.
@@ -25,7 +23,7 @@ type postgresConnectionScope struct {
 func (r *PostgresConnectionReconciler) newPostgresConnectionScope(c *homelabv1.PostgresConnection) *postgresConnectionScope {
 	conds := append([]metav1.Condition(nil), c.Status.Conditions...)
 	return &postgresConnectionScope{
-		Session: &reconcile.Session{Owner: c, Conditions: &conds, Client: r.Client, Recorder: r.Recorder},
-		conn:    c, before: c.Status.Conditions, version: c.Status.ServerVersion,
+		Session: &reconcile.Session{Owner: c, Before: c.Status.Conditions, Conditions: &conds, Client: r.Client, Recorder: r.Recorder},
+		conn:    c, version: c.Status.ServerVersion,
 	}
 }

@@ -216,7 +216,7 @@ func (r *PostgresDatabaseReconciler) reconcileConnection(ctx context.Context, s 
 			s.Set(homelabv1.ConditionConnection, status, reason, msg)
 			return ctrl.Result{}, nil
 		}
-		s.Fail(s.before, homelabv1.ConditionConnection, reason, msg)
+		s.Fail(homelabv1.ConditionConnection, reason, msg)
 		return ctrl.Result{}, nil
 	}
 	s.settings = settings
@@ -250,7 +250,7 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *p
 		}
 	default:
 		if c := apply.Conflict(live, postgres.Secret(s.db, postgresDatabaseKind, *s.settings, s.name, "", ""), s.db); c != nil {
-			s.Fail(s.before, homelabv1.ConditionCredentials, reconcile.ReasonNameConflict, c.Error())
+			s.Fail(homelabv1.ConditionCredentials, reconcile.ReasonNameConflict, c.Error())
 			s.wait(homelabv1.ConditionDatabase, "waiting for the Secret's name to be free")
 			return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 		}
@@ -272,7 +272,7 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *p
 		s.Normal(reconcile.EventUpdated, res.Updated)
 	}
 	if !res.Ready() {
-		s.Fail(s.before, homelabv1.ConditionDatabase, res.Reason, res.Message)
+		s.Fail(homelabv1.ConditionDatabase, res.Reason, res.Message)
 		return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
 	}
 	s.password, s.newPassword = res.Login.Password, res.NewPassword

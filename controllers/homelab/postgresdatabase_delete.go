@@ -61,7 +61,7 @@ func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *pos
 		s.Event(cleaned.Event.Type, cleaned.Event.Reason, cleaned.Event.Message)
 	}
 	if !cleaned.Done {
-		s.Fail(s.before, homelabv1.ConditionCleanup, homelabv1.ReasonCleanupBlocked, cleaned.Blocked)
+		s.Fail(homelabv1.ConditionCleanup, homelabv1.ReasonCleanupBlocked, cleaned.Blocked)
 		s.secretName = db.Status.SecretName // the Secret stays until the object goes
 		werr := r.status.Write(ctx, db, s.summarize())
 		return ctrl.Result{RequeueAfter: cleaned.RequeueAfter}, werr

@@ -38,7 +38,7 @@ func restorePending(db *homelabv1.PostgresDatabase) bool {
 // a Secret of its own; on success status.restoredFrom is set (and the workload's Secret written by
 // reconcileSecret), on failure Restored is False with the program's last words and nothing is retried.
 func (r *PostgresDatabaseReconciler) reconcileRestore(ctx context.Context, s *postgresDatabaseScope) (ctrl.Result, error) {
-	t := &pgrestore.Target{Session: s.Session, Before: s.before, Object: s.db,
+	t := &pgrestore.Target{Session: s.Session, Object: s.db,
 		GVK: postgresDatabaseKind, Spec: (*backupv1.RestoreSource)(s.db.Spec.Restore), RestoredFrom: (*backupv1.RestoredFrom)(s.db.Status.RestoredFrom),
 		WaitReason: homelabv1.ReasonWaitingForDependency, Again: "delete the PostgresDatabase and create it again"}
 	if s.password != "" {

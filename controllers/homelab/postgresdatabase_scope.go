@@ -14,10 +14,9 @@ import (
 // postgresDatabaseScope is one reconcile of one PostgresDatabase.
 type postgresDatabaseScope struct {
 	*reconcile.Session
-	db     *homelabv1.PostgresDatabase
-	before []metav1.Condition
-	name   string
-	owner  postgres.Owner
+	db    *homelabv1.PostgresDatabase
+	name  string
+	owner postgres.Owner
 
 	// conn and settings are the connection's, once it is Ready and allowed.
 	conn     *homelabv1.PostgresConnection
@@ -43,8 +42,8 @@ func (r *PostgresDatabaseReconciler) newPostgresDatabaseScope(db *homelabv1.Post
 		name = postgres.Name(db.Namespace, db.Name)
 	}
 	s := &postgresDatabaseScope{
-		Session: &reconcile.Session{Owner: db, Conditions: &conds, Client: r.Client, Applier: r.applier, Recorder: r.Recorder},
-		db:      db, before: db.Status.Conditions, name: name,
+		Session: &reconcile.Session{Owner: db, Before: db.Status.Conditions, Conditions: &conds, Client: r.Client, Applier: r.applier, Recorder: r.Recorder},
+		db:      db, name: name,
 		owner:    postgres.Owner{Kind: "PostgresDatabase", Namespace: db.Namespace, Name: db.Name, UID: string(db.UID)},
 		rotation: db.Annotations[homelabv1.AnnotationRotatePassword],
 	}

@@ -116,7 +116,7 @@ func (r *RedisConnectionReconciler) reconcileSecret(ctx context.Context, s *redi
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.conn.Namespace, Name: name}, &secret)
 	if apierrors.IsNotFound(err) {
 		msg := fmt.Sprintf("Secret %q named by spec.secret does not exist in namespace %q", name, s.conn.Namespace)
-		s.Fail(s.before, homelabv1.ConditionSecret, homelabv1.ReasonSecretNotFound, msg)
+		s.Fail(homelabv1.ConditionSecret, homelabv1.ReasonSecretNotFound, msg)
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
@@ -125,7 +125,7 @@ func (r *RedisConnectionReconciler) reconcileSecret(ctx context.Context, s *redi
 	}
 	settings, err := redis.FromSecret(secret.Data)
 	if err != nil {
-		s.Fail(s.before, homelabv1.ConditionSecret, homelabv1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %q: %v", name, err))
+		s.Fail(homelabv1.ConditionSecret, homelabv1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %q: %v", name, err))
 		return ctrl.Result{}, nil
 	}
 	s.settings = &settings
@@ -146,20 +146,20 @@ func (r *RedisConnectionReconciler) reconcileServer(ctx context.Context, s *redi
 	addr := s.settings.Address()
 	switch outcome {
 	case redis.OK:
-		if reconcile.Changed(s.before, homelabv1.ConditionServer, metav1.ConditionTrue, homelabv1.ReasonConnected) {
+		if reconcile.Changed(s.Before, homelabv1.ConditionServer, metav1.ConditionTrue, homelabv1.ReasonConnected) {
 			s.Normalf(homelabv1.ReasonConnected, "Redis at %s answers PING", addr)
 		}
 		s.Set(homelabv1.ConditionServer, metav1.ConditionTrue, homelabv1.ReasonConnected, fmt.Sprintf("Redis at %s answers PING", addr))
 		return ctrl.Result{RequeueAfter: redisHealthyRecheck}, nil
 	case redis.AuthenticationFailed:
-		s.Fail(s.before, homelabv1.ConditionServer, homelabv1.ReasonAuthenticationFailed,
+		s.Fail(homelabv1.ConditionServer, homelabv1.ReasonAuthenticationFailed,
 			fmt.Sprintf("Redis at %s refused the Secret's credentials: %v", addr, err))
 		return ctrl.Result{RequeueAfter: redisRefusedRecheck}, nil
 	case redis.Unreachable:
-		s.Fail(s.before, homelabv1.ConditionServer, homelabv1.ReasonUnreachable, fmt.Sprintf("Redis at %s: %v", addr, err))
+		s.Fail(homelabv1.ConditionServer, homelabv1.ReasonUnreachable, fmt.Sprintf("Redis at %s: %v", addr, err))
 		return ctrl.Result{RequeueAfter: redisUnreachableRecheck}, nil
 	default:
-		s.Fail(s.before, homelabv1.ConditionServer, homelabv1.ReasonServerError, fmt.Sprintf("Redis at %s: %v", addr, err))
+		s.Fail(homelabv1.ConditionServer, homelabv1.ReasonServerError, fmt.Sprintf("Redis at %s: %v", addr, err))
 		return ctrl.Result{RequeueAfter: redisUnreachableRecheck}, nil
 	}
 }

@@ -1,8 +1,6 @@
 package homelab
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 	"github.com/platform-operator/platform-operator/internal/homelab/redis"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
@@ -11,11 +9,8 @@ import (
 // redisConnectionScope is one RedisConnection reconcile's working state.
 type redisConnectionScope struct {
 	*reconcile.Session
-	conn   *homelabv1.RedisConnection
-	status *homelabv1.RedisConnectionStatus
-	// before are the conditions as the reconcile read them: a Warning goes out only when they did not
-	// say it already.
-	before   []metav1.Condition
+	conn     *homelabv1.RedisConnection
+	status   *homelabv1.RedisConnectionStatus
 	settings *redis.Settings
 }
 
@@ -23,7 +18,7 @@ type redisConnectionScope struct {
 func (r *RedisConnectionReconciler) newRedisConnectionScope(conn *homelabv1.RedisConnection) *redisConnectionScope {
 	status := conn.Status.DeepCopy()
 	return &redisConnectionScope{
-		Session: &reconcile.Session{Owner: conn, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
-		conn:    conn, status: status, before: conn.Status.Conditions,
+		Session: &reconcile.Session{Owner: conn, Before: conn.Status.Conditions, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
+		conn:    conn, status: status,
 	}
 }

@@ -312,10 +312,10 @@ func refused(msg string) reconcile.Step[*deploymentScope] {
 	return func(_ context.Context, s *deploymentScope) (ctrl.Result, error) {
 		// WarnOnce (Refuse's rule), not Fail's: a Deployment edited from one violation to another keeps
 		// the reason, and the new message (what to fix now) is worth a Warning of its own.
-		s.WarnOnce(s.before, iotv1.ConditionReady, iotv1.ReasonPolicyViolation, msg)
+		s.WarnOnce(iotv1.ConditionReady, iotv1.ReasonPolicyViolation, msg)
 		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonPolicyViolation, msg)
 		s.Set(iotv1.ConditionReady, metav1.ConditionFalse, iotv1.ReasonPolicyViolation, msg)
-		if c := meta.FindStatusCondition(s.before, iotv1.ConditionAvailable); c == nil {
+		if c := meta.FindStatusCondition(s.Before, iotv1.ConditionAvailable); c == nil {
 			s.Set(iotv1.ConditionAvailable, metav1.ConditionUnknown, iotv1.ReasonPolicyViolation, "nothing was published for this Deployment")
 		}
 		return ctrl.Result{}, nil

@@ -3,7 +3,6 @@ package iot
 import (
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
@@ -19,9 +18,6 @@ type deploymentScope struct {
 	key    fleet.DeploymentKey
 	status *iotv1.DeploymentStatus
 	store  *store.Store
-	// before are the conditions as the reconcile read them: a Warning goes out only when they did not
-	// say it already.
-	before []metav1.Condition
 
 	natsMissing     bool
 	natsError       string
@@ -42,8 +38,8 @@ func (r *DeploymentReconciler) newDeploymentScope(d *iotv1.Deployment, st *store
 	status := d.Status.DeepCopy()
 	key := fleet.DeploymentKey{Namespace: d.Namespace, Name: d.Name}
 	return &deploymentScope{
-		Session: &reconcile.Session{Owner: d, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
-		d:       d, key: key, status: status, store: st, before: d.Status.Conditions,
+		Session: &reconcile.Session{Owner: d, Before: d.Status.Conditions, Conditions: &status.Conditions, Client: r.Client, Recorder: r.Recorder},
+		d:       d, key: key, status: status, store: st,
 		oldest: r.counters.TakeOldest(key),
 	}
 }

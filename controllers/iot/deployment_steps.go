@@ -38,7 +38,7 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *dep
 		s.invalidSelector = err.Error()
 		// Progressing says it (setProgressing); the Warning goes out once per selector error, not on
 		// every wake-up the fleet's changes cause.
-		if !reconcile.Said(s.before, iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonInvalidSelector, s.invalidSelectorMessage()) {
+		if !reconcile.Said(s.Before, iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonInvalidSelector, s.invalidSelectorMessage()) {
 			s.Warn(iotv1.ReasonInvalidSelector, err.Error())
 		}
 		return ctrl.Result{}, nil

@@ -56,7 +56,7 @@ func ergoRestorePending(n *ircv1.ErgoNetwork) bool {
 // status.restoredFrom is set (and reconcileDeployment starts ergo); on failure Restored is False with the
 // program's last words and nothing is retried.
 func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *ergoNetworkScope) (ctrl.Result, error) {
-	n, before := s.net, s.before
+	n := s.net
 	if n.Spec.Restore == nil {
 		s.Drop(backupv1.ConditionRestored)
 		return ctrl.Result{}, nil
@@ -66,7 +66,7 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *ergoNet
 		// The Job is done with: it goes once the status that says so is written.
 		return ctrl.Result{}, jobs.DeleteControlled(ctx, r.Client, n, jobs.DatastoreRestoreName(n.Name))
 	}
-	if c := meta.FindStatusCondition(before, backupv1.ConditionRestored); c != nil && c.Status == metav1.ConditionFalse &&
+	if c := meta.FindStatusCondition(s.Before, backupv1.ConditionRestored); c != nil && c.Status == metav1.ConditionFalse &&
 		(c.Reason == backupv1.ReasonRestoreFailed || c.Reason == backupv1.ReasonTargetNotEmpty || c.Reason == backupv1.ReasonWrongKind) {
 		// Final: only a new ErgoNetwork tries again.
 		s.Set(backupv1.ConditionRestored, c.Status, c.Reason, c.Message)
@@ -74,7 +74,7 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *ergoNet
 	}
 	if !r.Capabilities.Backups {
 		// Nothing is watched or cached of the backup API here: installing it takes an operator restart.
-		s.Fail(before, backupv1.ConditionRestored, ircv1.ReasonAPINotAvailable,
+		s.Fail(backupv1.ConditionRestored, ircv1.ReasonAPINotAvailable,
 			"the cluster does not serve the backup API (backup.josie.cloud/v1alpha1 Backups and BackupStores): nothing to restore from, and ergo does not start on an empty claim")
 		return ctrl.Result{}, nil
 	}
@@ -87,7 +87,7 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *ergoNet
 	case err != nil:
 		return ctrl.Result{}, err
 	case !metav1.IsControlledBy(job, n):
-		s.Fail(before, backupv1.ConditionRestored, ircv1.ReasonNameConflict, fmt.Sprintf("Job %s is not this ErgoNetwork's", job.Name))
+		s.Fail(backupv1.ConditionRestored, ircv1.ReasonNameConflict, fmt.Sprintf("Job %s is not this ErgoNetwork's", job.Name))
 		return ctrl.Result{}, nil
 	}
 	if job == nil {
@@ -96,7 +96,7 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *ergoNet
 		if live, err := r.liveDeployment(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		} else if live != nil {
-			s.Fail(before, backupv1.ConditionRestored, backupv1.ReasonTargetNotEmpty, fmt.Sprintf(
+			s.Fail(backupv1.ConditionRestored, backupv1.ReasonTargetNotEmpty, fmt.Sprintf(
 				"ergo already runs on claim %s: a restore never writes into a live network's datastore (spec.restore is for a new ErgoNetwork)", ergo.PVCName(n)))
 			return ctrl.Result{}, nil
 		}
@@ -110,7 +110,7 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *ergoNet
 		s.Set(backupv1.ConditionRestored, metav1.ConditionFalse, refusal.Reason, refusal.Message)
 		return ctrl.Result{RequeueAfter: ErgoRestoreWaitRecheck}, nil
 	case errors.As(err, &refusal):
-		s.Fail(before, backupv1.ConditionRestored, refusal.Reason, refusal.Message)
+		s.Fail(backupv1.ConditionRestored, refusal.Reason, refusal.Message)
 		return ctrl.Result{}, nil
 	case err != nil:
 		s.Set(backupv1.ConditionRestored, metav1.ConditionUnknown, ircv1.ReasonWaiting, "the restore source could not be read: "+err.Error())
@@ -127,7 +127,7 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *ergoNet
 		s.status.RestoredFrom = (*ircv1.RestoredFrom)(src.RestoredFrom(jobs.CompletionTime(job)))
 		msg := ergoRestoredMessage((*backupv1.RestoredFrom)(s.status.RestoredFrom))
 		s.Set(backupv1.ConditionRestored, metav1.ConditionTrue, backupv1.ReasonRestored, msg)
-		if reconcile.Changed(before, backupv1.ConditionRestored, metav1.ConditionTrue, backupv1.ReasonRestored) {
+		if reconcile.Changed(s.Before, backupv1.ConditionRestored, metav1.ConditionTrue, backupv1.ReasonRestored) {
 			s.Normal(backupv1.ReasonRestored, msg+": ergo starts on it")
 		}
 		// Once more, soon, to delete the Job when the status says restored.
@@ -135,7 +135,7 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *ergoNet
 	case batchv1.JobFailed:
 		reason, words := jobs.LastWords(ctx, r.APIReader, job, ergoLastWordsLimit)
 		if reason == backup.ReasonTargetNotEmpty {
-			s.Fail(before, backupv1.ConditionRestored, backupv1.ReasonTargetNotEmpty, fmt.Sprintf(
+			s.Fail(backupv1.ConditionRestored, backupv1.ReasonTargetNotEmpty, fmt.Sprintf(
 				"claim %s already holds a datastore (kept from an earlier network?): a restore never writes over one, and nothing is retried: %s", ergo.PVCName(n), words))
 			return ctrl.Result{}, nil
 		}
@@ -143,7 +143,7 @@ func (r *ErgoNetworkReconciler) reconcileRestore(ctx context.Context, s *ergoNet
 		if words != "" {
 			msg += ": " + words
 		}
-		s.Fail(before, backupv1.ConditionRestored, backupv1.ReasonRestoreFailed, msg)
+		s.Fail(backupv1.ConditionRestored, backupv1.ReasonRestoreFailed, msg)
 		return ctrl.Result{}, nil
 	}
 	s.Set(backupv1.ConditionRestored, metav1.ConditionFalse, backupv1.ReasonRestoring,

@@ -1,8 +1,6 @@
 package irc
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
@@ -12,9 +10,6 @@ type ergoNetworkScope struct {
 	*reconcile.Session
 	net    *ircv1.ErgoNetwork
 	status *ircv1.ErgoNetworkStatus
-	// before are the conditions as the reconcile read them: a Warning goes out only when a failure is
-	// news against them (Session.Fail, Refuse, WarnOnce).
-	before []metav1.Condition
 
 	// operHash is the bcrypt hash from the user's Secret; nil when the network has no oper.
 	operHash []byte
@@ -30,8 +25,8 @@ type ergoNetworkScope struct {
 func (r *ErgoNetworkReconciler) newErgoNetworkScope(n *ircv1.ErgoNetwork) *ergoNetworkScope {
 	status := n.Status.DeepCopy()
 	return &ergoNetworkScope{
-		Session: &reconcile.Session{Owner: n, Conditions: &status.Conditions, Client: r.Client,
+		Session: &reconcile.Session{Owner: n, Before: n.Status.Conditions, Conditions: &status.Conditions, Client: r.Client,
 			Applier: r.applier, Recorder: r.Recorder},
-		net: n, status: status, before: n.Status.Conditions, operUsable: true,
+		net: n, status: status, operUsable: true,
 	}
 }

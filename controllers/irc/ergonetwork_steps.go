@@ -38,7 +38,7 @@ func (r *ErgoNetworkReconciler) reconcileOperCredentials(ctx context.Context, s 
 	// found by the next reconcile (any child's event, the resync) is not.
 	fail := func(reason, msg string) (ctrl.Result, error) {
 		s.operUsable = false
-		s.Refuse(s.before, ircv1.ConditionOperCredentials, reason, msg)
+		s.Refuse(ircv1.ConditionOperCredentials, reason, msg)
 		return ctrl.Result{}, nil
 	}
 
@@ -120,7 +120,7 @@ func reportClaim(s *ergoNetworkScope, claim *corev1.PersistentVolumeClaim, notes
 	if reason != ircv1.ReasonApplied {
 		msg = fmt.Sprintf("PersistentVolumeClaim %s is %s: %s", claim.Name, phaseOrPending(claim.Status.Phase), msg)
 	}
-	if !reconcile.Said(s.before, ircv1.ConditionStorage, status, reason, msg) {
+	if !reconcile.Said(s.Before, ircv1.ConditionStorage, status, reason, msg) {
 		for _, n := range notes {
 			if n.warning != "" {
 				s.Warn(n.warning, n.text)
@@ -182,7 +182,7 @@ func keepImmutableClaimFields(desired, live *corev1.PersistentVolumeClaim) []cla
 
 // reconcileCertificate asks cert-manager for the network's certificate.
 func (r *ErgoNetworkReconciler) reconcileCertificate(ctx context.Context, s *ergoNetworkScope) (ctrl.Result, error) {
-	return applyCertificate(ctx, s.Session, s.before, r.Capabilities.CertManager, ergo.Certificate(s.net), ergo.CertificateName(s.net))
+	return applyCertificate(ctx, s.Session, r.Capabilities.CertManager, ergo.Certificate(s.net), ergo.CertificateName(s.net))
 }
 
 // reconcileConfig renders ircd.yaml into the network's ConfigMap. Rendering (and reading the YAML back to
@@ -393,7 +393,7 @@ func reportImage(s *ergoNetworkScope, c ergo.ImageChoice) {
 			fmt.Sprintf("the Deployment runs the operator's ergo image %s", c.Image))
 		return
 	}
-	s.Fail(s.before, ircv1.ConditionImageCurrent, ircv1.ReasonDatastoreUpgradeRequired, fmt.Sprintf(
+	s.Fail(ircv1.ConditionImageCurrent, ircv1.ReasonDatastoreUpgradeRequired, fmt.Sprintf(
 		"kept on ergo %s (%s): the operator's ergo %s needs datastore schema %d and refuses this datastore's %d "+
 			"unless it may upgrade it; set spec.storage.autoUpgrade: true to upgrade (ergo backs ircd.db up first)",
 		c.Running, c.Image, c.Target, c.TargetSchema, c.RunningSchema))
@@ -460,5 +460,5 @@ func (r *ErgoNetworkReconciler) reconcileService(ctx context.Context, s *ergoNet
 
 // reconcileRoute exposes the TLS listener outside the cluster through an OpenShift Route.
 func (r *ErgoNetworkReconciler) reconcileRoute(ctx context.Context, s *ergoNetworkScope) (ctrl.Result, error) {
-	return applyRoute(ctx, s.Session, s.before, r.Capabilities.Routes, ergo.Route(s.net), ergo.RouteName(s.net), &s.status.RouteHost)
+	return applyRoute(ctx, s.Session, r.Capabilities.Routes, ergo.Route(s.net), ergo.RouteName(s.net), &s.status.RouteHost)
 }

@@ -19,9 +19,9 @@ import (
 
 // applyCertificate asks cert-manager for desired, or deletes the Certificate named name that the operator
 // made when desired is nil (spec.tls removed). Without cert-manager a wanted Certificate is APINotAvailable,
-// with a Warning when that is news against before (the conditions as the reconcile read them): only an
+// with a Warning when that is news against s.Before (the conditions as the reconcile read them): only an
 // installed API and a restart, or a spec change, change it, so a later reconcile that finds it again sends none.
-func applyCertificate(ctx context.Context, s *reconcile.Session, before []metav1.Condition, certManager bool, desired *cmv1.Certificate, name string) (ctrl.Result, error) {
+func applyCertificate(ctx context.Context, s *reconcile.Session, certManager bool, desired *cmv1.Certificate, name string) (ctrl.Result, error) {
 	if desired == nil {
 		s.Drop(ircv1.ConditionCertificate)
 		if !certManager {
@@ -30,7 +30,7 @@ func applyCertificate(ctx context.Context, s *reconcile.Session, before []metav1
 		return ctrl.Result{}, s.DeleteIfControlled(ctx, &cmv1.Certificate{}, name)
 	}
 	if !certManager {
-		s.Fail(before, ircv1.ConditionCertificate, reconcile.ReasonAPINotAvailable, "spec.tls needs cert-manager (cert-manager.io/v1 Certificate), which this cluster does not serve; install cert-manager, then restart the operator")
+		s.Fail(ircv1.ConditionCertificate, reconcile.ReasonAPINotAvailable, "spec.tls needs cert-manager (cert-manager.io/v1 Certificate), which this cluster does not serve; install cert-manager, then restart the operator")
 		return ctrl.Result{}, nil
 	}
 	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionCertificate); !ok {
@@ -60,7 +60,7 @@ func applyService(ctx context.Context, s *reconcile.Session, desired *corev1.Ser
 // applyRoute applies desired and sets *routeHost to the host a router admitted (the spec's until one
 // does), or deletes the Route named name that the operator made when desired is nil (spec.route removed).
 // Without the Route API a wanted Route is APINotAvailable, warned once as in applyCertificate.
-func applyRoute(ctx context.Context, s *reconcile.Session, before []metav1.Condition, routes bool, desired *routev1.Route, name string, routeHost *string) (ctrl.Result, error) {
+func applyRoute(ctx context.Context, s *reconcile.Session, routes bool, desired *routev1.Route, name string, routeHost *string) (ctrl.Result, error) {
 	if desired == nil {
 		s.Drop(ircv1.ConditionRoute)
 		*routeHost = ""
@@ -71,7 +71,7 @@ func applyRoute(ctx context.Context, s *reconcile.Session, before []metav1.Condi
 	}
 	if !routes {
 		*routeHost = ""
-		s.Fail(before, ircv1.ConditionRoute, reconcile.ReasonAPINotAvailable, "spec.route needs the OpenShift Route API (route.openshift.io/v1), which this cluster does not serve; remove spec.route and expose the Service another way")
+		s.Fail(ircv1.ConditionRoute, reconcile.ReasonAPINotAvailable, "spec.route needs the OpenShift Route API (route.openshift.io/v1), which this cluster does not serve; remove spec.route and expose the Service another way")
 		return ctrl.Result{}, nil
 	}
 	if ok, res, err := s.Apply(ctx, desired, ircv1.ConditionRoute); !ok {

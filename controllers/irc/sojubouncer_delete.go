@@ -84,7 +84,7 @@ func (r *SojuBouncerReconciler) reconcileDelete(ctx context.Context, s *sojuBoun
 		s.Event(cleaned.Event.Type, cleaned.Event.Reason, cleaned.Event.Message)
 	}
 	if !cleaned.Done {
-		s.Fail(s.before, ircv1.ConditionCleanup, ircv1.ReasonCleanupBlocked, cleaned.Blocked)
+		s.Fail(ircv1.ConditionCleanup, ircv1.ReasonCleanupBlocked, cleaned.Blocked)
 		werr := r.status.Write(ctx, b, s.summarize())
 		return ctrl.Result{RequeueAfter: cleaned.RequeueAfter}, werr
 	}

@@ -33,7 +33,7 @@ func sojuRestorePending(b *ircv1.SojuBouncer) bool {
 // (SchemaTooNew), since soju refuses it.
 func (r *SojuBouncerReconciler) reconcileRestore(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
 	image := r.Image
-	t := &pgrestore.Target{Session: s.Session, Before: s.before, Object: s.b,
+	t := &pgrestore.Target{Session: s.Session, Object: s.b,
 		GVK: ircv1.GroupVersion.WithKind(soju.Kind), Spec: (*backupv1.RestoreSource)(s.b.Spec.Restore), RestoredFrom: (*backupv1.RestoredFrom)(s.b.Status.RestoredFrom),
 		Login: s.login, CredentialsSecret: soju.DatabaseSecretName(s.b),
 		WaitReason: ircv1.ReasonWaiting, Again: "delete the SojuBouncer and create it again",

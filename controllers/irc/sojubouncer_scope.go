@@ -1,8 +1,6 @@
 package irc
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 	"github.com/platform-operator/platform-operator/internal/postgres"
@@ -13,9 +11,6 @@ type sojuBouncerScope struct {
 	*reconcile.Session
 	b      *ircv1.SojuBouncer
 	status *ircv1.SojuBouncerStatus
-	// before are the conditions as the reconcile read them: a Warning goes out only when a failure is
-	// news against them (Session.Fail, Refuse, WarnOnce).
-	before []metav1.Condition
 
 	// login is the role's login, password included, once the database step made sure it works.
 	login *postgres.Settings
@@ -34,8 +29,8 @@ type sojuBouncerScope struct {
 func (r *SojuBouncerReconciler) newSojuBouncerScope(b *ircv1.SojuBouncer) *sojuBouncerScope {
 	status := b.Status.DeepCopy()
 	return &sojuBouncerScope{
-		Session: &reconcile.Session{Owner: b, Conditions: &status.Conditions, Client: r.Client,
+		Session: &reconcile.Session{Owner: b, Before: b.Status.Conditions, Conditions: &status.Conditions, Client: r.Client,
 			Applier: r.applier, Recorder: r.Recorder},
-		b: b, status: status, before: b.Status.Conditions, adminUsable: true,
+		b: b, status: status, adminUsable: true,
 	}
 }

@@ -83,7 +83,7 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuBo
 	}
 	if admin == nil {
 		// The Secret's own changes wake the bouncer (bouncersForSecret).
-		s.Fail(s.before, ircv1.ConditionDatabase, reason, msg)
+		s.Fail(ircv1.ConditionDatabase, reason, msg)
 		return ctrl.Result{}, nil
 	}
 	name := soju.DatabaseName(s.b)
@@ -98,7 +98,7 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuBo
 	default:
 		live.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		if c := apply.Conflict(live, soju.DatabaseSecret(s.b, postgres.Settings{}), s.b); c != nil {
-			s.Fail(s.before, ircv1.ConditionDatabase, reconcile.ReasonNameConflict, c.Error())
+			s.Fail(ircv1.ConditionDatabase, reconcile.ReasonNameConflict, c.Error())
 			return ctrl.Result{RequeueAfter: reconcile.ConflictRetry}, nil
 		}
 	}
@@ -118,7 +118,7 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuBo
 	}
 	s.transport = db.Transport
 	if !db.Ready() {
-		s.Fail(s.before, ircv1.ConditionDatabase, db.Reason, db.Message)
+		s.Fail(ircv1.ConditionDatabase, db.Reason, db.Message)
 		return ctrl.Result{RequeueAfter: db.RequeueAfter}, nil
 	}
 
@@ -148,7 +148,7 @@ func (r *SojuBouncerReconciler) reconcileAdminUser(ctx context.Context, s *sojuB
 	key := soju.AdminPasswordKey(u)
 	fail := func(reason, msg string) (ctrl.Result, error) {
 		s.adminUsable = false
-		s.Fail(s.before, ircv1.ConditionAdminUser, reason, msg)
+		s.Fail(ircv1.ConditionAdminUser, reason, msg)
 		return ctrl.Result{}, nil
 	}
 	secret := &corev1.Secret{}
@@ -175,7 +175,7 @@ func (r *SojuBouncerReconciler) reconcileAdminUser(ctx context.Context, s *sojuB
 
 // reconcileCertificate asks cert-manager for the bouncer's certificate.
 func (r *SojuBouncerReconciler) reconcileCertificate(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
-	return applyCertificate(ctx, s.Session, s.before, r.Capabilities.CertManager, soju.Certificate(s.b), soju.CertificateName(s.b))
+	return applyCertificate(ctx, s.Session, r.Capabilities.CertManager, soju.Certificate(s.b), soju.CertificateName(s.b))
 }
 
 // reconcileConfig renders soju's config into the bouncer's ConfigMap, once the database's login is
@@ -197,13 +197,13 @@ func (r *SojuBouncerReconciler) reconcileConfig(ctx context.Context, s *sojuBoun
 			s.Set(ircv1.ConditionConfig, metav1.ConditionFalse, ircv1.ReasonWaiting, msg)
 			return ctrl.Result{RequeueAfter: DatabaseRetry}, nil
 		}
-		s.Fail(s.before, ircv1.ConditionConfig, ircv1.ReasonAdminSecretInvalid, msg)
+		s.Fail(ircv1.ConditionConfig, ircv1.ReasonAdminSecretInvalid, msg)
 		return ctrl.Result{}, nil
 	}
 	rendered, err := soju.RenderConfig(s.b, login)
 	if err != nil {
 		// The CRD refuses what the encoder cannot write; reaching this is a spec admitted by an older CRD.
-		s.Fail(s.before, ircv1.ConditionConfig, reconcile.ReasonApplyFailed, err.Error())
+		s.Fail(ircv1.ConditionConfig, reconcile.ReasonApplyFailed, err.Error())
 		return ctrl.Result{}, nil
 	}
 	if ok, res, err := s.Apply(ctx, soju.ConfigMap(s.b, rendered), ircv1.ConditionConfig); !ok {
@@ -283,7 +283,7 @@ func (r *SojuBouncerReconciler) reconcileMetrics(ctx context.Context, s *sojuBou
 	}
 	if !r.Capabilities.PodMonitors {
 		// A Warning once, not on every reconcile: the bouncer is fine, only the PodMonitor is missing.
-		s.Fail(s.before, ircv1.ConditionMetricsMonitor, reconcile.ReasonAPINotAvailable, fmt.Sprintf(
+		s.Fail(ircv1.ConditionMetricsMonitor, reconcile.ReasonAPINotAvailable, fmt.Sprintf(
 			"no PodMonitor: this cluster does not serve the Prometheus Operator's API (monitoring.coreos.com/v1 PodMonitor); soju serves its metrics on port %q (%d) of the pod and of Service %s for any other scraper; install the Prometheus Operator, then restart the operator",
 			soju.MetricsPortName, soju.MetricsPort(s.b), soju.ServiceName(s.b)))
 		return ctrl.Result{}, nil
@@ -298,5 +298,5 @@ func (r *SojuBouncerReconciler) reconcileMetrics(ctx context.Context, s *sojuBou
 
 // reconcileRoute exposes the TLS listener outside the cluster through an OpenShift Route.
 func (r *SojuBouncerReconciler) reconcileRoute(ctx context.Context, s *sojuBouncerScope) (ctrl.Result, error) {
-	return applyRoute(ctx, s.Session, s.before, r.Capabilities.Routes, soju.Route(s.b), soju.RouteName(s.b), &s.status.RouteHost)
+	return applyRoute(ctx, s.Session, r.Capabilities.Routes, soju.Route(s.b), soju.RouteName(s.b), &s.status.RouteHost)
 }

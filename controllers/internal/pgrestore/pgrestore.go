@@ -72,8 +72,6 @@ type Restorer struct {
 type Target struct {
 	// Session is the reconcile's; the Restored condition and the events go through it.
 	Session *reconcile.Session
-	// Before are the conditions as the reconcile read them.
-	Before []metav1.Condition
 	// Object is the object restored into; GVK its kind (the Job's owner, and the artifact's kind).
 	Object client.Object
 	GVK    schema.GroupVersionKind
@@ -121,13 +119,13 @@ func (r *Restorer) Reconcile(ctx context.Context, t *Target) (*backupv1.Restored
 		// full, which it would take for a database it must not touch.
 		return t.RestoredFrom, ctrl.Result{}, jobs.DeleteControlled(ctx, r.Client, obj, jobs.RestoreName(obj))
 	}
-	if c := meta.FindStatusCondition(t.Before, backupv1.ConditionRestored); c != nil && c.Status == metav1.ConditionFalse && isFinal(c.Reason) {
+	if c := meta.FindStatusCondition(s.Before, backupv1.ConditionRestored); c != nil && c.Status == metav1.ConditionFalse && isFinal(c.Reason) {
 		s.Set(backupv1.ConditionRestored, c.Status, c.Reason, c.Message)
 		return nil, ctrl.Result{}, nil
 	}
 	if !r.BackupsServed {
 		// Nothing is watched or cached of the backup API: installing it takes an operator restart.
-		s.Fail(t.Before, backupv1.ConditionRestored, reconcile.ReasonAPINotAvailable,
+		s.Fail(backupv1.ConditionRestored, reconcile.ReasonAPINotAvailable,
 			"the cluster does not serve the backup API (backup.josie.cloud/v1alpha1 Backups and BackupStores): nothing to restore from")
 		return nil, ctrl.Result{}, nil
 	}
@@ -143,7 +141,7 @@ func (r *Restorer) Reconcile(ctx context.Context, t *Target) (*backupv1.Restored
 		s.Set(backupv1.ConditionRestored, metav1.ConditionFalse, refusal.Reason, refusal.Message)
 		return nil, ctrl.Result{RequeueAfter: WaitRecheck}, nil
 	case errors.As(err, &refusal):
-		s.Fail(t.Before, backupv1.ConditionRestored, refusal.Reason, refusal.Message)
+		s.Fail(backupv1.ConditionRestored, refusal.Reason, refusal.Message)
 		return nil, ctrl.Result{}, nil
 	case err != nil:
 		s.Set(backupv1.ConditionRestored, metav1.ConditionUnknown, t.WaitReason, "the restore source could not be read: "+err.Error())
@@ -158,7 +156,7 @@ func (r *Restorer) Reconcile(ctx context.Context, t *Target) (*backupv1.Restored
 	case err != nil:
 		return nil, ctrl.Result{}, err
 	case !metav1.IsControlledBy(job, obj):
-		s.Fail(t.Before, backupv1.ConditionRestored, reconcile.ReasonNameConflict, fmt.Sprintf("Job %s is not this %s's", job.Name, t.GVK.Kind))
+		s.Fail(backupv1.ConditionRestored, reconcile.ReasonNameConflict, fmt.Sprintf("Job %s is not this %s's", job.Name, t.GVK.Kind))
 		return nil, ctrl.Result{}, nil
 	}
 	switch jobs.Finished(job) {
@@ -171,7 +169,7 @@ func (r *Restorer) Reconcile(ctx context.Context, t *Target) (*backupv1.Restored
 					fmt.Sprintf("Job %s completed; the restored database could not be checked yet: %v", job.Name, err))
 				return nil, ctrl.Result{RequeueAfter: WaitRecheck}, nil
 			case reason != "":
-				s.Fail(t.Before, backupv1.ConditionRestored, reason, msg)
+				s.Fail(backupv1.ConditionRestored, reason, msg)
 				return nil, ctrl.Result{}, nil
 			}
 		}
@@ -179,7 +177,7 @@ func (r *Restorer) Reconcile(ctx context.Context, t *Target) (*backupv1.Restored
 		// status written now computes the same status (no second write, no second event).
 		done := src.RestoredFrom(jobs.CompletionTime(job))
 		s.Set(backupv1.ConditionRestored, metav1.ConditionTrue, backupv1.ReasonRestored, Message(done))
-		if reconcile.Changed(t.Before, backupv1.ConditionRestored, metav1.ConditionTrue, backupv1.ReasonRestored) {
+		if reconcile.Changed(s.Before, backupv1.ConditionRestored, metav1.ConditionTrue, backupv1.ReasonRestored) {
 			s.Normal(EventRestored, Message(done))
 		}
 		// Once more, soon, to delete the Job when the status says restored.
@@ -189,7 +187,7 @@ func (r *Restorer) Reconcile(ctx context.Context, t *Target) (*backupv1.Restored
 		if _, words := jobs.LastWords(ctx, r.APIReader, job, lastWordsLimit); words != "" {
 			msg += ": " + words
 		}
-		s.Fail(t.Before, backupv1.ConditionRestored, backupv1.ReasonRestoreFailed, msg)
+		s.Fail(backupv1.ConditionRestored, backupv1.ReasonRestoreFailed, msg)
 		return nil, ctrl.Result{}, nil
 	}
 	// Running: keep its credentials Secret current (a password made again lives there).
@@ -218,7 +216,7 @@ func (r *Restorer) start(ctx context.Context, t *Target, src *restoresource.Sour
 		return ctrl.Result{RequeueAfter: WaitRecheck}, nil
 	}
 	if len(tables) > 0 {
-		s.Fail(t.Before, backupv1.ConditionRestored, backupv1.ReasonTargetNotEmpty,
+		s.Fail(backupv1.ConditionRestored, backupv1.ReasonTargetNotEmpty,
 			fmt.Sprintf("database %s already holds %d tables (%s...): a restore never writes into a database with content", t.Login.Database, len(tables), tables[0]))
 		return ctrl.Result{}, nil
 	}

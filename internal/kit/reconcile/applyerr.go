@@ -27,7 +27,8 @@ type Refusal struct {
 // NameConflict with a Warning event, retried after ConflictRetry. A refusal by the API server (invalid,
 // forbidden, bad request) is ApplyFailed with a Warning event worded by refusal, retried after
 // RefusedRetry instead of an error's fast backoff: a spec change or the cluster's policy fixes it, not a
-// retry. Any other error sets the condition Unknown and is returned.
+// retry. Both warn once (Refuse): a retry that meets the same conflict or refusal emits no event. Any
+// other error sets the condition Unknown and is returned.
 func (s *Session) ApplyFailed(condType string, obj client.Object, err error, refusal Refusal) (ctrl.Result, error) {
 	var (
 		status   apierrors.APIStatus
@@ -36,8 +37,7 @@ func (s *Session) ApplyFailed(condType string, obj client.Object, err error, ref
 	switch {
 	case errors.As(err, &conflict):
 		msg := conflict.Error()
-		s.Set(condType, metav1.ConditionFalse, ReasonNameConflict, msg)
-		s.Warn(ReasonNameConflict, msg)
+		s.Refuse(condType, ReasonNameConflict, msg)
 		return ctrl.Result{RequeueAfter: ConflictRetry}, nil
 	case err != nil && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)) && errors.As(err, &status):
 		msg := fmt.Sprintf("the API server refused %s %s: %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), status.Status().Message)
@@ -47,8 +47,7 @@ func (s *Session) ApplyFailed(condType string, obj client.Object, err error, ref
 		if refusal.Observe != nil {
 			refusal.Observe(err)
 		}
-		s.Set(condType, metav1.ConditionFalse, ReasonApplyFailed, msg)
-		s.Warn(ReasonApplyFailed, msg)
+		s.Refuse(condType, ReasonApplyFailed, msg)
 		return ctrl.Result{RequeueAfter: RefusedRetry}, nil
 	case err != nil:
 		s.Set(condType, metav1.ConditionUnknown, ReasonApplyFailed, err.Error())

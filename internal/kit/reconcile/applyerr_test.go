@@ -105,6 +105,15 @@ func TestApplyFailed(t *testing.T) {
 			if observed != tc.observed {
 				t.Errorf("observed %d refusals, want %d", observed, tc.observed)
 			}
+
+			// The next reconcile meets the same failure (the first pass, which warned, is its control):
+			// the condition says it already, so no Warning again.
+			again := append([]metav1.Condition(nil), conditions...)
+			s = &Session{Owner: owner, Conditions: &again, Before: conditions, Recorder: rec}
+			_, _ = s.ApplyFailed("Part", obj, tc.err, tc.refusal)
+			if n := len(rec.Events); n != 0 {
+				t.Errorf("the same failure found again: %d Warning events, want none (%s)", n, <-rec.Events)
+			}
 		})
 	}
 }

@@ -33,9 +33,9 @@ func TestFail(t *testing.T) {
 			rec := record.NewFakeRecorder(4)
 			n := &ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
 			conds := append([]metav1.Condition(nil), tt.before...)
-			s := &Session{Owner: n, Conditions: &conds, Recorder: rec}
+			s := &Session{Owner: n, Conditions: &conds, Before: tt.before, Recorder: rec}
 
-			s.Fail(tt.before, part, "SecretNotFound", "Secret x does not exist")
+			s.Fail(part, "SecretNotFound", "Secret x does not exist")
 
 			if got := len(rec.Events); (got == 1) != tt.wantEvent || got > 1 {
 				t.Fatalf("%d events, want an event: %v", got, tt.wantEvent)
@@ -95,9 +95,9 @@ func TestRefuse(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := record.NewFakeRecorder(4)
 			conds := append([]metav1.Condition(nil), tt.before...)
-			s := &Session{Owner: &ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Generation: 2}}, Conditions: &conds, Recorder: rec}
+			s := &Session{Owner: &ircv1.ErgoNetwork{ObjectMeta: metav1.ObjectMeta{Generation: 2}}, Conditions: &conds, Before: tt.before, Recorder: rec}
 
-			s.Refuse(tt.before, part, "PolicyViolation", "rule 1 broken")
+			s.Refuse(part, "PolicyViolation", "rule 1 broken")
 
 			if got := len(rec.Events); (got == 1) != tt.wantEvent || got > 1 {
 				t.Fatalf("%d events, want an event: %v", got, tt.wantEvent)

@@ -50,6 +50,10 @@ type Session struct {
 	Owner client.Object
 	// Conditions is the status' condition list being computed (a copy of the owner's, changed in place).
 	Conditions *[]metav1.Condition
+	// Before are the owner's conditions as the reconcile read them (not changed by it): a Warning event
+	// goes out only when a failure is news against them (Fail, Refuse, WarnOnce, ApplyFailed, MissingAPI),
+	// so a retry or a periodic recheck that finds the same failure again emits none.
+	Before []metav1.Condition
 	// Client reads (for DeleteIfControlled) and names kinds.
 	Client client.Client
 	// Applier applies children.
@@ -105,10 +109,10 @@ func (s *Session) ApplyWith(ctx context.Context, obj client.Object, condType str
 }
 
 // MissingAPI reports a part the cluster cannot provide. Only a spec change or an installed API (and an
-// operator restart) fixes it, so it is a condition and a Warning event, not an error to retry.
+// operator restart) fixes it, so it is a condition and a Warning event (once: Refuse), not an error to
+// retry.
 func (s *Session) MissingAPI(condType, message string) {
-	s.Set(condType, metav1.ConditionFalse, ReasonAPINotAvailable, message)
-	s.Warn(ReasonAPINotAvailable, message)
+	s.Refuse(condType, ReasonAPINotAvailable, message)
 }
 
 // DeleteIfControlled removes obj's kind named name in the owner's namespace when the owner controls it:
