@@ -23,7 +23,7 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 
 // Options are the group's options from the parsed flags and the image OLM sets
 // (RELATED_IMAGE_AUTHENTIK), with workers objects of each kind reconciled at once. The domain policy is
-// parsed when the group is set up (the Domain row and setupWebhooks), as it always was.
+// parsed when the group is set up (the Domain reconciler and webhook rows), as it always was.
 func (f *Flags) Options(workers int) Options {
 	return Options{MaxConcurrentReconciles: workers, GatewayNamespace: *f.gatewayNamespace,
 		AuthentikImage: os.Getenv("RELATED_IMAGE_AUTHENTIK"), DomainPolicy: *f.domainPolicy}
