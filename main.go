@@ -167,7 +167,7 @@ func bindOperatorFlags(fs *flag.FlagSet) *operatorFlags {
 	fs.BoolVar(&o.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized through the API server.")
 	fs.BoolVar(&o.http2, "enable-http2", false, "Serve metrics and webhooks over HTTP/2 too (off: HTTP/2 rapid-reset CVEs).")
 	fs.IntVar(&o.workers, "max-concurrent-reconciles", 8, "Objects of each kind reconciled at once.")
-	fs.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 0, "How long one reconcile of one object may take before its context is cancelled (its API calls then fail and it is retried with the back-off); 0 sets no limit.")
+	fs.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 0, "How long one reconcile of one object may take before its context is cancelled (its API calls then fail, and the failed reconcile is retried with the --retry-* back-off); 0 sets no limit (README, Running it).")
 	fs.DurationVar(&o.retry.BaseDelay, "retry-base-delay", manager.DefaultRetry.BaseDelay, "How long a controller waits before retrying an object whose reconcile failed, doubled after each failure in a row (up to --retry-max-delay).")
 	fs.DurationVar(&o.retry.MaxDelay, "retry-max-delay", manager.DefaultRetry.MaxDelay, "The longest a controller waits before retrying an object whose reconcile keeps failing.")
 	fs.DurationVar(&o.resync, "sync-period", ircctrl.DefaultResync, "How often every object is reconciled even when nothing changed.")
