@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -139,13 +140,15 @@ func groupsFromFlags(workers int, watched []string, ircFlags *ircctrl.Flags, iot
 }
 
 // operatorFlags are the flags of the manager itself, shared by every group: serving, leader election,
-// workers, the cache's resync and the API server's rate limit.
+// workers, each reconcile's timeout and retry back-off, the cache's resync and the API server's rate limit.
 type operatorFlags struct {
 	metricsAddr, probeAddr, pprofAddr         string
 	secureMetrics, http2, leaderElect         bool
 	leaderElectionNS                          string
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 	workers                                   int
+	reconcileTimeout                          time.Duration
+	retry                                     manager.Retry
 	resync                                    time.Duration
 	qps                                       float64
 	burst                                     int
@@ -167,6 +170,9 @@ func bindOperatorFlags(fs *flag.FlagSet) *operatorFlags {
 	fs.BoolVar(&o.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized through the API server.")
 	fs.BoolVar(&o.http2, "enable-http2", false, "Serve metrics and webhooks over HTTP/2 too (off: HTTP/2 rapid-reset CVEs).")
 	fs.IntVar(&o.workers, "max-concurrent-reconciles", 8, "Objects of each kind reconciled at once.")
+	fs.DurationVar(&o.reconcileTimeout, "reconcile-timeout", 0, "How long one reconcile of one object may take before its context is cancelled (its API calls then fail, and the failed reconcile is retried with the --retry-* back-off); 0 sets no limit (README, Running it).")
+	fs.DurationVar(&o.retry.BaseDelay, "retry-base-delay", manager.DefaultRetry.BaseDelay, "How long a controller waits before retrying an object whose reconcile failed, doubled after each failure in a row (up to --retry-max-delay).")
+	fs.DurationVar(&o.retry.MaxDelay, "retry-max-delay", manager.DefaultRetry.MaxDelay, "The longest a controller waits before retrying an object whose reconcile keeps failing.")
 	fs.DurationVar(&o.resync, "sync-period", ircctrl.DefaultResync, "How often every object is reconciled even when nothing changed.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 500, "Requests per second the operator sends the API server, all clients and resource types together (docs/performance.md).")
 	fs.IntVar(&o.burst, "kube-api-burst", 1000, "Requests the operator may send at once above --kube-api-qps.")
@@ -204,7 +210,10 @@ func run(log logr.Logger, o *operatorFlags, watched map[string]cache.Config, gro
 		return fmt.Errorf("webhook server: %w", err)
 	}
 
-	mgr, err := manager.New(cfg, ctrl.Options{
+	if o.reconcileTimeout < 0 {
+		return fmt.Errorf("--reconcile-timeout %s is negative", o.reconcileTimeout)
+	}
+	mgr, err := manager.New(cfg, manager.Options{Retry: o.retry, Options: ctrl.Options{
 		Metrics:                       metricsOpts,
 		WebhookServer:                 webhookServer,
 		HealthProbeBindAddress:        o.probeAddr,
@@ -224,7 +233,8 @@ func run(log logr.Logger, o *operatorFlags, watched map[string]cache.Config, gro
 			SyncPeriod:        &o.resync,
 			DefaultNamespaces: watched,
 		},
-	}, caps, groups...)
+		Controller: config.Controller{ReconciliationTimeout: o.reconcileTimeout},
+	}}, caps, groups...)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -79,5 +80,24 @@ func TestGroupsFromFlagsRefusesBadDomainPolicy(t *testing.T) {
 	got, err := groups("--homelab-domain-policy=team-a=example.com")
 	if err != nil || len(got) != 5 {
 		t.Errorf("groupsFromFlags with a well-formed domain policy: %d groups, %v; want 5, nil", len(got), err)
+	}
+}
+
+// TestManagerFlagDefaults: unset, the reconcile timeout and retry flags are today's behaviour:
+// controller-runtime's (no timeout; manager.DefaultRetry, its default back-off).
+func TestManagerFlagDefaults(t *testing.T) {
+	fs := flag.NewFlagSet("platform-operator", flag.ContinueOnError)
+	o := bindOperatorFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if o.reconcileTimeout != 0 || o.retry != manager.DefaultRetry {
+		t.Errorf("defaults: reconcile timeout %s, retry %+v; want none and %+v", o.reconcileTimeout, o.retry, manager.DefaultRetry)
+	}
+	if err := fs.Parse([]string{"--reconcile-timeout=2m", "--retry-base-delay=1s", "--retry-max-delay=5m"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := (manager.Retry{BaseDelay: time.Second, MaxDelay: 5 * time.Minute}); o.reconcileTimeout != 2*time.Minute || o.retry != want {
+		t.Errorf("set: reconcile timeout %s, retry %+v", o.reconcileTimeout, o.retry)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -152,7 +151,7 @@ func (r *backupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&homelabv1.PostgresDatabase{}, handler.EnqueueRequestsFromMapFunc(r.backupsInNamespace)).
 		Watches(&ircv1.SojuBouncer{}, handler.EnqueueRequestsFromMapFunc(r.backupsInNamespace)).
 		Watches(&ircv1.ErgoNetwork{}, handler.EnqueueRequestsFromMapFunc(r.backupsInNamespace)).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
+		WithOptions(manager.ControllerOptions(mgr, r.MaxConcurrentReconciles)).
 		Complete(r)
 }
 

@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -26,6 +25,7 @@ import (
 	ircv1 "github.com/platform-operator/platform-operator/api/irc/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/schedule"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
 
@@ -117,7 +117,7 @@ func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			b = b.Watches(k.gvk(), handler.EnqueueRequestsFromMapFunc(r.schedulesOfObject(k.kind)))
 		}
 	}
-	return b.WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
+	return b.WithOptions(manager.ControllerOptions(mgr, r.MaxConcurrentReconciles)).
 		Complete(r)
 }
 

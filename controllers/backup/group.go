@@ -33,15 +33,15 @@ type Options struct {
 func Group(opts Options) manager.Group {
 	workers := opts.MaxConcurrentReconciles
 	return manager.NewGroup("backup",
-		manager.Controller{Name: "BackupStore", Cache: backupStoreCache, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+		manager.Reconciler{Name: "BackupStore", Cache: backupStoreCache, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return (&backupStoreReconciler{MaxConcurrentReconciles: workers}).SetupWithManager(mgr)
 		}},
-		manager.Controller{Name: "Backup", Cache: backupCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+		manager.Reconciler{Name: "Backup", Cache: backupCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
 			return (&backupReconciler{MaxConcurrentReconciles: workers, OperatorImage: opts.OperatorImage, OpenShift: caps.OpenShift,
 				PostgresImage: opts.PostgresImage, ReleaseTimeout: opts.ReleaseTimeout, JobDeadline: opts.JobDeadline,
 				PodNamespace: opts.PodNamespace, PodName: opts.PodName}).SetupWithManager(mgr)
 		}},
-		manager.Controller{Name: "BackupSchedule", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+		manager.Reconciler{Name: "BackupSchedule", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return (&ScheduleReconciler{MaxConcurrentReconciles: workers}).SetupWithManager(mgr)
 		}},
 	)

@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -26,6 +25,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
@@ -151,7 +151,7 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.ServiceAccount{}, toOwner).
 		Watches(&rbacv1.RoleBinding{}, toOwner).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(environmentForNamespace)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
+		WithOptions(manager.ControllerOptions(mgr, r.MaxConcurrentReconciles))
 	if r.Capabilities.CertManager {
 		b = b.Watches(&cmv1.Certificate{}, toOwner)
 	}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -205,7 +205,7 @@ func (r *deployPhase) prune(ctx context.Context, s *environmentScope, before, no
 		if !oplabels.IsManaged(live.GetLabels()) || live.GetLabels()[DeployLabel] != s.env.Name {
 			continue
 		}
-		err = s.tenant.Delete(ctx, live, client.Preconditions{UID: ptrUID(live.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		err = s.tenant.Delete(ctx, live, client.Preconditions{UID: ptr.To(live.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		if client.IgnoreNotFound(err) != nil {
 			return pruned, fmt.Errorf("prune %s %s: %w", o.Kind, o.Name, err)
 		}
@@ -215,5 +215,3 @@ func (r *deployPhase) prune(ctx context.Context, s *environmentScope, before, no
 	}
 	return pruned, nil
 }
-
-func ptrUID(u types.UID) *types.UID { return &u }

@@ -1,7 +1,6 @@
 package catalyst
 
 import (
-	"context"
 	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/catalyst"
@@ -41,7 +41,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Field indexes on Environments, shared by both reconcilers and the webhook.
+// Field indexes on Environments, shared by both reconcilers and the webhook (Group's Index rows).
 const (
 	// namespaceIndex indexes Environments by the namespace they get: the derived name, and
 	// status.namespace when it differs.
@@ -50,28 +50,32 @@ const (
 	projectIndex = "catalyst.project"
 )
 
-// Group is the catalyst API group as the manager sees it: the cache rules, the field indexes, both
-// reconcilers and the Environment webhook, as a table.
+// Group is the catalyst API group as the manager sees it: the cache rules both reconcilers share, the
+// field indexes, both reconcilers and the Environment webhook, as a table.
 func Group(opts Options) manager.Group {
 	if len(opts.WatchNamespaces) > 0 {
 		// A namespace-scoped install runs no controller and caches nothing for the group (scoped.go).
-		return manager.NewGroup("catalyst", manager.Controller{Name: "Environment webhook, scoped",
-			Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error { return setupScoped(mgr, opts.WatchNamespaces) }})
+		return manager.NewGroup("catalyst", manager.Webhook{For: &catalystv1.Environment{},
+			Validator: func(ctrl.Manager) (admission.CustomValidator, error) { return scopedWebhook(opts.WatchNamespaces), nil }})
 	}
 	return manager.NewGroup("catalyst",
-		manager.Controller{Name: "Environment indexes", Cache: CacheRules,
-			Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error { return indexEnvironments(mgr) }},
-		manager.Controller{Name: "Environment", Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+		manager.SharedCache{Name: "catalyst children", Cache: CacheRules},
+		manager.Index{Object: &catalystv1.Environment{}, Field: namespaceIndex, Extract: func(o client.Object) []string {
+			return namespacesOf(o.(*catalystv1.Environment))
+		}},
+		manager.Index{Object: &catalystv1.Environment{}, Field: projectIndex, Extract: func(o client.Object) []string {
+			return []string{projectKey(o.(*catalystv1.Environment))}
+		}},
+		manager.Reconciler{Name: "Environment", Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
 			env := &EnvironmentReconciler{Defaults: opts.Defaults, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Capabilities: caps,
 				Build: opts.Build, Deploy: opts.Deploy, Now: opts.Now}
 			return env.SetupWithManager(mgr)
 		}},
-		manager.Controller{Name: "Project", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+		manager.Reconciler{Name: "Project", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return (&ProjectReconciler{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).SetupWithManager(mgr)
 		}},
-		manager.Controller{Name: "Environment webhook", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
-			return ctrl.NewWebhookManagedBy(mgr).For(&catalystv1.Environment{}).
-				WithValidator(admit.Typed(&EnvironmentValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader()})).Complete()
+		manager.Webhook{For: &catalystv1.Environment{}, Validator: func(mgr ctrl.Manager) (admission.CustomValidator, error) {
+			return admit.Typed(&EnvironmentValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader()}), nil
 		}},
 	)
 }
@@ -111,18 +115,6 @@ var (
 	slimIngress = apply.Slim(oplabels.FieldOwner, func(i *networkingv1.Ingress) any { return &i.Spec },
 		func(i *networkingv1.Ingress) { i.Spec = networkingv1.IngressSpec{} })
 )
-
-func indexEnvironments(mgr ctrl.Manager) error {
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(context.Background(), &catalystv1.Environment{}, namespaceIndex, func(o client.Object) []string {
-		return namespacesOf(o.(*catalystv1.Environment))
-	}); err != nil {
-		return err
-	}
-	return idx.IndexField(context.Background(), &catalystv1.Environment{}, projectIndex, func(o client.Object) []string {
-		return []string{projectKey(o.(*catalystv1.Environment))}
-	})
-}
 
 // namespacesOf are the namespaces an environment has or would get.
 func namespacesOf(env *catalystv1.Environment) []string {

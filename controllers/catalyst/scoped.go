@@ -8,19 +8,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	catalystv1 "github.com/platform-operator/platform-operator/api/catalyst/v1alpha1"
 )
 
-// setupScoped is the catalyst group of an operator limited to some namespaces: no controller (an
-// Environment's namespace is outside them, and so are the quota, policy and ingress in it), and a webhook
-// that refuses new Environments with the reason, rather than letting them wait for a status that never
-// comes. The rest of the operator runs as usual.
-func setupScoped(mgr ctrl.Manager, namespaces []string) error {
+// scopedWebhook is the Environment validator of an operator limited to some namespaces, whose catalyst
+// group is that webhook alone: no controller (an Environment's namespace is outside them, and so are the
+// quota, policy and ingress in it), and a webhook that refuses new Environments with the reason, rather
+// than letting them wait for a status that never comes. The rest of the operator runs as usual.
+func scopedWebhook(namespaces []string) admission.CustomValidator {
 	ctrl.Log.WithName("catalyst").Info("Catalyst controllers not started: the operator watches only some namespaces, "+
 		"and Environments make namespaces of their own; install it for all namespaces to use them", "namespaces", namespaces)
-	return ctrl.NewWebhookManagedBy(mgr).For(&catalystv1.Environment{}).
-		WithValidator(scopedValidator{namespaces: namespaces}).Complete()
+	return scopedValidator{namespaces: namespaces}
 }
 
 // scopedValidator refuses to create Environments. Updates pass, so that an Environment made while the

@@ -2,6 +2,7 @@ package catalyst
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,6 +21,14 @@ func TestScopedGroup(t *testing.T) {
 	scoped := Group(Options{WatchNamespaces: []string{"team-a", "team-b"}})
 	if rules := scoped.Cache(caps); len(rules) != 0 {
 		t.Errorf("a scoped operator caches %d kinds for catalyst, want none", len(rules))
+	}
+	if want := []string{"webhook Environment"}; !slices.Equal(scoped.Rows, want) {
+		t.Errorf("a scoped operator's catalyst table is %q, want %q", scoped.Rows, want)
+	}
+	want := []string{"cache catalyst children", "index Environment " + namespaceIndex, "index Environment " + projectIndex,
+		"reconciler Environment", "reconciler Project", "webhook Environment"}
+	if got := Group(Options{}).Rows; !slices.Equal(got, want) {
+		t.Errorf("the catalyst table is %q, want %q", got, want)
 	}
 
 	v := scopedValidator{namespaces: []string{"team-a", "team-b"}}

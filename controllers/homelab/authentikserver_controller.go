@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -123,7 +122,7 @@ func (r *AuthentikServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&homelabv1.PostgresDatabase{}, handler.EnqueueRequestsFromMapFunc(r.dependents(authentikDatabaseIndex))).
 		Watches(&homelabv1.RedisConnection{}, handler.EnqueueRequestsFromMapFunc(r.dependents(authentikRedisIndex))).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(authentikForSecret)).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
+		WithOptions(manager.ControllerOptions(mgr, r.MaxConcurrentReconciles))
 	if r.Capabilities.Istio {
 		b = b.Owns(&istio.VirtualService{})
 	}

@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -99,7 +98,7 @@ func (r *DomainReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// it): the Domains whose hostnames overlap it are checked again.
 		Watches(&homelabv1.Domain{}, handler.EnqueueRequestsFromMapFunc(r.overlapping),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
+		WithOptions(manager.ControllerOptions(mgr, r.MaxConcurrentReconciles))
 	// The children live in another namespace: no owner reference, so they map back by label.
 	if r.Capabilities.CertManager {
 		b = b.Watches(&cmv1.Certificate{}, handler.EnqueueRequestsFromMapFunc(domainForChild))

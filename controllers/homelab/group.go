@@ -5,6 +5,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
 
@@ -44,31 +45,36 @@ type Options struct {
 	RestorePostgresImage string
 }
 
-// Group is the homelab API group as the manager sees it: one row per kind, then the webhooks.
+// Group is the homelab API group as the manager sees it: a reconciler per kind, then the webhooks.
 func Group(opts Options) manager.Group {
 	workers := opts.MaxConcurrentReconciles
 	return manager.NewGroup("homelab",
-		manager.Controller{Name: "RedisConnection", Cache: redisConnectionCache, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+		manager.Reconciler{Name: "RedisConnection", Cache: redisConnectionCache, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return (&RedisConnectionReconciler{MaxConcurrentReconciles: workers}).SetupWithManager(mgr)
 		}},
-		manager.Controller{Name: "AuthentikServer", Cache: authentikServerCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+		manager.Reconciler{Name: "AuthentikServer", Cache: authentikServerCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
 			return (&AuthentikServerReconciler{MaxConcurrentReconciles: workers, Capabilities: caps, Image: opts.AuthentikImage}).SetupWithManager(mgr)
 		}},
-		manager.Controller{Name: "Domain", Cache: domainCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+		manager.Reconciler{Name: "Domain", Cache: domainCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
 			return (&DomainReconciler{MaxConcurrentReconciles: workers, Capabilities: caps, GatewayNamespace: opts.GatewayNamespace,
 				GatewaySelector: opts.GatewaySelector, Policy: opts.DomainPolicy}).SetupWithManager(mgr)
 		}},
 		// PostgresDatabase's Secret watch uses the index PostgresConnection's setup registers: keep this order.
-		manager.Controller{Name: "PostgresConnection", Cache: postgresCacheRules, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+		manager.Reconciler{Name: "PostgresConnection", Cache: postgresCacheRules, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return (&PostgresConnectionReconciler{MaxConcurrentReconciles: workers}).SetupWithManager(mgr)
 		}},
-		manager.Controller{Name: "PostgresDatabase", Cache: postgresDatabaseCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+		manager.Reconciler{Name: "PostgresDatabase", Cache: postgresDatabaseCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
 			return (&PostgresDatabaseReconciler{MaxConcurrentReconciles: workers, CleanupTimeout: opts.PostgresCleanupTimeout,
 				OperatorImage: opts.OperatorImage, PodNamespace: opts.PodNamespace, PodName: opts.PodName,
 				PostgresImage: opts.RestorePostgresImage, Capabilities: caps}).SetupWithManager(mgr)
 		}},
-		manager.Controller{Name: "Domain and AuthentikServer webhooks", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
-			return setupWebhooks(mgr, opts)
+		// The webhooks (domain_webhook.go) read through the manager's cache and the Domain hostname index
+		// DomainReconciler.SetupWithManager registers.
+		manager.Webhook{For: &homelabv1.Domain{}, Validator: func(mgr ctrl.Manager) (admission.CustomValidator, error) {
+			return admit.Typed(&DomainValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Policy: opts.DomainPolicy}), nil
+		}},
+		manager.Webhook{For: &homelabv1.AuthentikServer{}, Validator: func(mgr ctrl.Manager) (admission.CustomValidator, error) {
+			return admit.Typed(&AuthentikServerValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader()}), nil
 		}},
 	)
 }
@@ -81,16 +87,4 @@ func postgresDatabaseCache(caps platform.Capabilities) []manager.CacheRule {
 		rules = append(rules, lastbackup.CacheRule())
 	}
 	return rules
-}
-
-// setupWebhooks registers the Domain and AuthentikServer admission webhooks (domain_webhook.go); they
-// read through the manager's cache and the Domain hostname index DomainReconciler.SetupWithManager
-// registers.
-func setupWebhooks(mgr ctrl.Manager, opts Options) error {
-	if err := ctrl.NewWebhookManagedBy(mgr).For(&homelabv1.Domain{}).
-		WithValidator(admit.Typed(&DomainValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Policy: opts.DomainPolicy})).Complete(); err != nil {
-		return err
-	}
-	return ctrl.NewWebhookManagedBy(mgr).For(&homelabv1.AuthentikServer{}).
-		WithValidator(admit.Typed(&AuthentikServerValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader()})).Complete()
 }

@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -179,7 +178,7 @@ func (r *PostgresConnectionReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		For(&homelabv1.PostgresConnection{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// Only Secret metadata is cached: a change bumps resourceVersion, which is all we need to know.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsForSecret)).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
+		WithOptions(manager.ControllerOptions(mgr, r.MaxConcurrentReconciles)).
 		Complete(opmetrics.Instrument(opmetrics.PostgresConnection, mgr.GetClient(), r))
 }
 

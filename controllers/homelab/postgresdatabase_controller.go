@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/restoresource"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 	"github.com/platform-operator/platform-operator/internal/kit/ownimage"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
@@ -356,7 +356,7 @@ func (r *PostgresDatabaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.databasesForSecret)).
 		// A restore's Job.
 		Owns(&batchv1.Job{}).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
+		WithOptions(manager.ControllerOptions(mgr, r.MaxConcurrentReconciles))
 	if r.Capabilities.Backups {
 		// The Backups and stores a restore waits for, and the database's own Backups for its last backup.
 		var err error

@@ -12,7 +12,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -83,7 +82,7 @@ func (r *RedisConnectionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("redisconnection").
 		For(&homelabv1.RedisConnection{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsForSecret)).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
+		WithOptions(manager.ControllerOptions(mgr, r.MaxConcurrentReconciles)).
 		Complete(opmetrics.Instrument(opmetrics.RedisConnection, mgr.GetClient(), r))
 }
 

@@ -12,7 +12,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -23,6 +22,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 	"github.com/platform-operator/platform-operator/internal/kit/reconcile"
 )
@@ -184,7 +184,7 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Status writes do not change the generation; counter changes arrive through the wake channel.
 		For(&iotv1.Deployment{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionPredicate()))).
 		WatchesRawSource(source.Channel(r.wake, &handler.TypedEnqueueRequestForObject[*iotv1.Deployment]{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
+		WithOptions(manager.ControllerOptions(mgr, r.MaxConcurrentReconciles))
 	r.index.TrustedKeys = r.Policy.Fleet.TrustedKeys
 	switch {
 	case r.Store != nil:

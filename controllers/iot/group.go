@@ -2,6 +2,7 @@ package iot
 
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
@@ -32,11 +33,11 @@ func Group(opts Options) manager.Group {
 // groupOf is the group's table, run by r (tests pass a reconciler they connected and watch).
 func groupOf(r *DeploymentReconciler) manager.Group {
 	return manager.NewGroup("iot",
-		manager.Controller{Name: "Deployment", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+		manager.Reconciler{Name: "Deployment", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return r.SetupWithManager(mgr)
 		}},
-		manager.Controller{Name: "Deployment webhook", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
-			return ctrl.NewWebhookManagedBy(mgr).For(&iotv1.Deployment{}).WithValidator(admit.Typed(&DeploymentValidator{Policy: r.Policy})).Complete()
+		manager.Webhook{For: &iotv1.Deployment{}, Validator: func(ctrl.Manager) (admission.CustomValidator, error) {
+			return admit.Typed(&DeploymentValidator{Policy: r.Policy}), nil
 		}},
 	)
 }

@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -148,7 +147,7 @@ func (r *ErgoNetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(networkForClaim)).
 		// Only Secret metadata is cached: a change bumps resourceVersion, which is all we need to know.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.networksForSecret)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+		WithOptions(manager.ControllerOptions(mgr, workers))
 	b, err := watchShared(mgr, b, r.Capabilities, ergoRestores)
 	if err != nil {
 		return err

@@ -53,18 +53,18 @@ func Group(opts Options) manager.Group {
 
 // groupOf is the group's table: the cache rules both kinds share, then the given rows (tests run one
 // kind alone, with a reconciler they watch).
-func groupOf(rows ...manager.Controller) manager.Group {
+func groupOf(rows ...manager.Row) manager.Group {
 	// The SojuBouncer controller reads the same kinds as the ErgoNetwork one (its children carry the
 	// operator's labels, and Secrets are cached as metadata), so the rules are shared.
-	shared := manager.Controller{Name: "irc children", Cache: CacheRules}
-	return manager.NewGroup("irc", append([]manager.Controller{shared}, rows...)...)
+	shared := manager.SharedCache{Name: "irc children", Cache: CacheRules}
+	return manager.NewGroup("irc", append([]manager.Row{shared}, rows...)...)
 }
 
 // ergoNetworks is the ErgoNetwork row of the table, run by r: besides the shared rules, the restore Jobs
 // (the operator's own, labelled), and the Backups (restores and status.lastBackup) where the cluster
 // serves them.
-func ergoNetworks(r *ErgoNetworkReconciler) manager.Controller {
-	return manager.Controller{Name: "ErgoNetwork",
+func ergoNetworks(r *ErgoNetworkReconciler) manager.Reconciler {
+	return manager.Reconciler{Name: "ErgoNetwork",
 		Cache: func(caps platform.Capabilities) []manager.CacheRule {
 			rules := []manager.CacheRule{{Object: &batchv1.Job{}}}
 			if caps.Backups {
@@ -82,8 +82,8 @@ func ergoNetworks(r *ErgoNetworkReconciler) manager.Controller {
 // of bouncers with metrics where the cluster serves them, only the operator's own (the default scope),
 // cut to metadata, the restore Jobs (the operator's own), and the Backups (status.lastBackup, restores)
 // where the cluster serves them.
-func sojuBouncers(r *SojuBouncerReconciler) manager.Controller {
-	return manager.Controller{Name: "SojuBouncer",
+func sojuBouncers(r *SojuBouncerReconciler) manager.Reconciler {
+	return manager.Reconciler{Name: "SojuBouncer",
 		Cache: func(caps platform.Capabilities) []manager.CacheRule {
 			rules := []manager.CacheRule{{Object: &batchv1.Job{}}}
 			if caps.PodMonitors {

@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/kit/apply"
 	"github.com/platform-operator/platform-operator/internal/kit/backup/lastbackup"
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"github.com/platform-operator/platform-operator/internal/kit/manager"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 	"github.com/platform-operator/platform-operator/internal/kit/monitoring"
 	"github.com/platform-operator/platform-operator/internal/kit/ownimage"
@@ -174,7 +174,7 @@ func (r *SojuBouncerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&ircv1.SojuBouncer{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// Only Secret metadata is cached: a change bumps resourceVersion, which is all we need to know.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bouncersForSecret)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
+		WithOptions(manager.ControllerOptions(mgr, r.MaxConcurrentReconciles))
 	if r.Capabilities.PodMonitors {
 		b = b.Owns(&monitoring.PodMonitor{})
 	}

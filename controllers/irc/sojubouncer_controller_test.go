@@ -76,11 +76,11 @@ var _ = Describe("SojuBouncer controller", Ordered, func() {
 		sojuR = &SojuBouncerReconciler{Image: "registry.example/soju:test", MaxConcurrentReconciles: 2,
 			DefaultAdminSecret:     types.NamespacedName{Namespace: systemNS, Name: "soju-db-admin"},
 			DefaultAdminNamespaces: listed}
-		mgr, err := manager.New(cfg, ctrl.Options{
+		mgr, err := manager.New(cfg, manager.Options{Options: ctrl.Options{
 			Metrics:    metricsserver.Options{BindAddress: "0"},
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 			NewClient:  sojuWrites.NewClient,
-		}, caps, groupOf(sojuBouncers(sojuR)))
+		}}, caps, groupOf(sojuBouncers(sojuR)))
 		Expect(err).NotTo(HaveOccurred())
 		go func() {
 			defer GinkgoRecover()

@@ -99,11 +99,11 @@ var _ = Describe("SojuBouncer restore", Ordered, func() {
 			OperatorImage:          sojuTestOperatorImage, PostgresImage: "docker.io/library/postgres:%d"}
 		mgrCtx, cancelMgr := context.WithCancel(suiteCtx)
 		DeferCleanup(cancelMgr)
-		mgr, err := manager.New(cfg, ctrl.Options{
+		mgr, err := manager.New(cfg, manager.Options{Options: ctrl.Options{
 			Metrics:    metricsserver.Options{BindAddress: "0"},
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 			NewClient:  writes.NewClient,
-		}, caps, groupOf(sojuBouncers(r)))
+		}}, caps, groupOf(sojuBouncers(r)))
 		Expect(err).NotTo(HaveOccurred())
 		go func() {
 			defer GinkgoRecover()

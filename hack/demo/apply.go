@@ -27,9 +27,9 @@ type applied struct {
 	source string
 }
 
-// apply applies the scenario's samples, then its objects, with server-side apply under the demo's field
-// owner, printing a line for each; it returns them in order.
-func (e *Env) apply(ctx context.Context, s Scenario) ([]applied, error) {
+// objects reads the scenario's samples, then its objects, in the order apply applies them; namespaced
+// objects without a namespace are given the demo's.
+func (e *Env) objects(s Scenario) ([]applied, error) {
 	var todo []applied
 	for _, f := range s.Samples {
 		path := filepath.Join(e.Root, samplesDir, f)
@@ -59,13 +59,22 @@ func (e *Env) apply(ctx context.Context, s Scenario) ([]applied, error) {
 		if namespaced && u.GetNamespace() == "" {
 			u.SetNamespace(e.Namespace)
 		}
+	}
+	return todo, nil
+}
+
+// apply applies what objects read, in order, with server-side apply under the demo's field owner,
+// printing a line for each.
+func (e *Env) apply(ctx context.Context, todo []applied) error {
+	for _, a := range todo {
+		u := a.obj
 		if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 			client.FieldOwner(e.FieldManager), client.ForceOwnership); err != nil {
-			return nil, fmt.Errorf("apply %s %s from %s: %w", u.GetKind(), u.GetName(), a.source, err)
+			return fmt.Errorf("apply %s %s from %s: %w", u.GetKind(), u.GetName(), a.source, err)
 		}
 		e.Printf("%-38s applied   (%s)", u.GetKind()+" "+objectName(u), a.source)
 	}
-	return todo, nil
+	return nil
 }
 
 // toUnstructured turns a typed object into what server-side apply sends: its JSON form with apiVersion
@@ -139,4 +148,20 @@ func applyFile(ctx context.Context, kubeconfig, path string, edit func(*unstruct
 		}
 	}
 	return nil
+}
+
+// typed is u as the scheme's typed object of its kind (a SojuBouncer, say).
+func typed(u *unstructured.Unstructured, scheme *runtime.Scheme) (client.Object, error) {
+	o, err := scheme.New(u.GroupVersionKind())
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := o.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s is not an object", u.GroupVersionKind())
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return obj, nil
 }

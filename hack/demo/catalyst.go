@@ -24,6 +24,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/catalyst"
 	"github.com/platform-operator/platform-operator/internal/catalyst/catalysttest"
 	"github.com/platform-operator/platform-operator/internal/catalyst/source/sourcetest"
+	"github.com/platform-operator/platform-operator/internal/testutil/standin"
 )
 
 // The catalyst scenario: beside the cluster, before the operator starts, the demo runs an OCI registry
@@ -162,7 +163,7 @@ func playCatalystCertManager(ctx context.Context, e *Env, obj client.Object) err
 	e.Step("Playing cert-manager: no cert-manager runs in this local cluster, so the demo itself marks "+
 		"Certificate %s/%s Ready", ns, catalyst.CertificateName)
 	e.Printf("(on a real cluster, cert-manager issues the certificate into Secret %s and sets this condition)", catalyst.TLSSecretName)
-	if err := catalysttest.MarkCertificateReady(ctx, e.Client, ns, catalyst.CertificateName); err != nil {
+	if err := standin.MarkCertificateReady(ctx, e.Client, ns, catalyst.CertificateName); err != nil {
 		return fmt.Errorf("mark Certificate %s/%s Ready: %w", ns, catalyst.CertificateName, err)
 	}
 	return nil

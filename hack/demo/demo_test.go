@@ -68,6 +68,91 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// TestDemoSoju runs the soju scenario alone as `make demo DEMO_ARGS=-only=soju` would: a real PostgreSQL
+// started, and the admin connection Secret pointed at it, before the sample bouncer is applied, so that the
+// bouncer's events hold no Warning (the operator never saw the sample's placeholder server); the bouncer
+// Ready, its database made and logged in to. Missing binaries (PostgreSQL) fail it.
+func TestDemoSoju(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the full local cluster, the operator and PostgreSQL")
+	}
+	root := testutil.RepoRoot(t)
+	scenarios, err := selectScenarios(registry, "soju")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logDir := t.TempDir()
+	var out bytes.Buffer
+	code := run(options{root: root, operator: operatorBinary(t, root), operatorLog: filepath.Join(logDir, "operator.log"),
+		logDir: logDir, exitAfter: time.Millisecond, wait: 60 * time.Second, scenarios: scenarios, out: &out})
+	got := out.String()
+	if code != 0 {
+		t.Fatalf("the demo exited with %d:\n%s", code, got)
+	}
+	for _, want := range []string{
+		`(?m)^######## Scenario 1 of 1, soju: `,
+		`(?m)^    PostgreSQL listens on 127\.0\.0\.1:\d+ `,
+		`(?m)^    Secret soju-db-admin: host, port, user, password, sslmode=disable$`,
+		`(?m)^    SojuBouncer default/my-bouncer +applied `,
+		`(?m)^    Ready=True after `,
+		`(?m)^    CURRENT_USER +CURRENT_DATABASE\(\) +DATABASE OWNER$`,
+		`(?m)^==> Recent events for SojuBouncer my-bouncer$`,
+		`(?m)^    nothing left behind: `,
+	} {
+		if !regexp.MustCompile(want).MatchString(got) {
+			t.Errorf("the output has no line matching %s", want)
+		}
+	}
+	// The server and its Secret come before the bouncer: the operator's first reconcile finds them.
+	if secret, bouncer := strings.Index(got, "Secret soju-db-admin: host"), strings.Index(got, "SojuBouncer default/my-bouncer"); secret < 0 || bouncer < secret {
+		t.Errorf("the admin connection Secret (at %d) is not written before the bouncer is applied (at %d)", secret, bouncer)
+	}
+	if w := warningEvents(got); len(w) > 0 {
+		t.Errorf("the scenario's events hold Warnings, a false alarm on a newcomer's first screen:\n%s", strings.Join(w, "\n"))
+	}
+	if strings.Contains(got, "ERROR") {
+		t.Errorf("the output reports an error")
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", got)
+	}
+}
+
+// warningEvents are the rows of type Warning in the output's event tables (Printer.Events).
+func warningEvents(out string) []string {
+	var rows []string
+	in := false
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, "==> ") {
+			in = strings.HasPrefix(line, "==> Recent events for ")
+			continue
+		}
+		if f := strings.Fields(line); in && len(f) >= 2 && f[1] == "Warning" {
+			rows = append(rows, strings.TrimSpace(line))
+		}
+	}
+	return rows
+}
+
+func TestWarningEvents(t *testing.T) {
+	out := `
+==> Recent events for SojuBouncer my-bouncer
+    LAST SEEN   TYPE      REASON            MESSAGE
+    12s         Warning   DatabaseFailed    cannot log in to postgres.databases.svc.cluster.local:5432 (x3)
+    3s          Normal    DatabaseCreated   made database soju_default_my_bouncer
+
+==> Conditions of SojuBouncer my-bouncer
+    Warning   is not an event here
+`
+	// The control: a Warning row in an event table is found, a Warning outside one is not.
+	if got := warningEvents(out); len(got) != 1 || !strings.Contains(got[0], "DatabaseFailed") {
+		t.Errorf("warningEvents = %q, want the one DatabaseFailed row", got)
+	}
+	if got := warningEvents(strings.Replace(out, "Warning   DatabaseFailed", "Normal    DatabaseFailed", 1)); len(got) != 0 {
+		t.Errorf("warningEvents = %q on Normal events only", got)
+	}
+}
+
 // TestDemoBackup runs the backup scenario alone as `make demo DEMO_ARGS=-only=backup` would: a real S3
 // server and PostgreSQL, a Backup whose Job runs on this machine, a restore into a new database whose rows
 // are read back, and an ErgoNetwork's datastore backed up. Missing binaries (versitygw, PostgreSQL) fail it.

@@ -126,14 +126,28 @@ func (e *Env) run(ctx context.Context, s Scenario) result {
 		return res
 	}
 	start := time.Now()
-	e.Step("Applying the samples (server-side apply as %q)", e.FieldManager)
-	objs, err := e.apply(ctx, s)
+	objs, err := e.objects(s)
 	if err != nil {
 		return failed(err)
 	}
 	i := slices.IndexFunc(objs, func(a applied) bool { return a.obj.GroupVersionKind() == s.Follow })
 	if i < 0 {
 		return failed(fmt.Errorf("scenario %s applies no %s to follow", s.Name, s.Follow.Kind))
+	}
+	if s.Before != nil && e.OperatorRuns() {
+		sample, err := typed(objs[i].obj, e.Client.Scheme())
+		if err != nil {
+			return failed(err)
+		}
+		for _, st := range s.Before(sample) {
+			if err := st.run(ctx, e, sample); err != nil {
+				return failed(err)
+			}
+		}
+	}
+	e.Step("Applying the samples (server-side apply as %q)", e.FieldManager)
+	if err := e.apply(ctx, objs); err != nil {
+		return failed(err)
 	}
 	key := client.ObjectKeyFromObject(objs[i].obj)
 	res.object = s.Follow.Kind + " " + key.String()

@@ -43,6 +43,11 @@ type Scenario struct {
 	// Follow is the kind, among what was applied, that the scenario follows to Ready and shows: the
 	// first object of this kind.
 	Follow schema.GroupVersionKind
+	// Before, when set, is what happens before the samples are applied, in order, and only when an
+	// operator runs: stand-ins for what the samples point at (Play), so that the operator's first look
+	// at them finds it there, not a failure the demo fixes a moment later. obj is the followed object as
+	// the samples state it, not yet applied.
+	Before func(obj client.Object) []Step
 	// Steps, when set, are what happens between applying and the wait for Ready, in order, and only when
 	// an operator runs: waits for the operator's progress (WaitFor) and stand-ins for the controllers the
 	// local cluster lacks (Play). obj is the followed object as applied.

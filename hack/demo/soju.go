@@ -22,9 +22,12 @@ import (
 // the Deployment's pod; the demo plays cert-manager for the Certificate.
 func init() {
 	register(Scenario{
-		Name:    "soju",
-		Title:   "SojuBouncer, an IRC bouncer on a PostgreSQL database of its own (irc.josie.cloud/v1alpha1)",
-		Samples: []string{"extras/soju-db-admin.yaml", "irc_v1alpha1_sojubouncer.yaml"},
+		Name:  "soju",
+		Title: "SojuBouncer, an IRC bouncer on a PostgreSQL database of its own (irc.josie.cloud/v1alpha1)",
+		// The admin connection Secret (extras/soju-db-admin.yaml's format) is the demo's own, written
+		// before the bouncer is applied and pointing at the demo's server (sojuBefore).
+		Samples: []string{"extras/soju-admin-user.yaml", "irc_v1alpha1_sojubouncer.yaml"},
+		Before:  sojuBefore,
 		Follow:  ircv1.GroupVersion.WithKind("SojuBouncer"),
 		Steps:   sojuSteps,
 		Show:    sojuShow,
@@ -50,12 +53,16 @@ var sojuChildKinds = []schema.GroupVersionKind{
 	routev1.GroupVersion.WithKind("Route"),
 }
 
-// sojuSteps start the server, then follow the bouncer: its database is made, its Deployment becomes
-// Available, and the demo plays cert-manager.
+// sojuBefore starts the server and writes the admin connection Secret the sample bouncer names, before
+// the bouncer is applied: the operator's first reconcile finds a server that answers, not a login failure
+// on the sample's placeholder host (a Warning event a newcomer would read as the demo failing).
+func sojuBefore(client.Object) []Step { return []Step{Play(playSojuPostgres)} }
+
+// sojuSteps follow the bouncer: its database is made, its Deployment becomes Available, and the demo
+// plays cert-manager.
 func sojuSteps(obj client.Object) []Step {
 	b := obj.(*ircv1.SojuBouncer)
 	steps := []Step{
-		Play(playSojuPostgres),
 		WaitFor(fmt.Sprintf("Waiting for the operator to make the database of SojuBouncer %s/%s", b.Namespace, b.Name),
 			ConditionTrue(ircv1.ConditionDatabase)),
 		DeploymentAvailable("soju", ircv1.ConditionDeployment),
@@ -66,7 +73,7 @@ func sojuSteps(obj client.Object) []Step {
 	return steps
 }
 
-// playSojuPostgres starts PostgreSQL and rewrites the admin connection Secret the sample bouncer names
+// playSojuPostgres starts PostgreSQL and writes the admin connection Secret the sample bouncer names
 // with a login on it that has CREATEROLE and CREATEDB.
 func playSojuPostgres(ctx context.Context, e *Env, obj client.Object) error {
 	b := obj.(*ircv1.SojuBouncer)

@@ -42,7 +42,7 @@ var clock = &fakeClock{t: time.Now()}
 
 // scheduleGroup is a group with the BackupSchedule reconciler only, on the fake clock.
 func scheduleGroup() manager.Group {
-	return manager.NewGroup("backup-schedule", manager.Controller{Name: "BackupSchedule",
+	return manager.NewGroup("backup-schedule", manager.Reconciler{Name: "BackupSchedule",
 		Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return (&backupctl.ScheduleReconciler{Now: clock.Now}).SetupWithManager(mgr)
 		}})

@@ -68,6 +68,9 @@ type CacheRule struct {
 type Group struct {
 	// Name names the group in errors and logs ("irc").
 	Name string
+	// Rows describe the group's table, one line per row ("reconciler ErgoNetwork", "webhook Domain",
+	// "index Environment catalyst.project", "cache irc children"): NewGroup fills it.
+	Rows []string
 	// Cache lists the kinds the group's controllers read besides their own custom resources, given the
 	// APIs this cluster serves. Kinds no group lists are cached whole.
 	Cache func(platform.Capabilities) []CacheRule
@@ -75,11 +78,24 @@ type Group struct {
 	Setup func(ctrl.Manager, platform.Capabilities) error
 }
 
+// Options are controller-runtime's manager options and what the kit adds to them.
+type Options struct {
+	ctrl.Options
+	// Retry is the per-object back-off of every controller the groups set up with ControllerOptions;
+	// the zero Retry is controller-runtime's default (DefaultRetry).
+	Retry Retry
+}
+
 // New builds the manager every binary and test suite runs: scheme.Scheme unless opts has a scheme,
 // LeaderElectionID unless opts names one, managed fields stripped from every cached object, and the cache
 // rules of every group merged into opts.Cache.ByObject (which the caller leaves empty). It then calls each
-// group's Setup.
-func New(cfg *rest.Config, opts ctrl.Options, caps platform.Capabilities, groups ...Group) (ctrl.Manager, error) {
+// group's Setup with the manager it returns, whose controllers take opts.Retry (ControllerOptions) and
+// opts.Controller (controller-runtime's: ReconciliationTimeout among them).
+func New(cfg *rest.Config, kitOpts Options, caps platform.Capabilities, groups ...Group) (ctrl.Manager, error) {
+	opts := kitOpts.Options
+	if err := kitOpts.Retry.validate(); err != nil {
+		return nil, err
+	}
 	if opts.Scheme == nil {
 		opts.Scheme = scheme.Scheme
 	}
@@ -98,10 +114,11 @@ func New(cfg *rest.Config, opts ctrl.Options, caps platform.Capabilities, groups
 	}
 	opts.Cache.ByObject = byObject
 
-	mgr, err := ctrl.NewManager(cfg, opts)
+	crMgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
+	mgr := &kitManager{Manager: crMgr, retry: kitOpts.Retry}
 	for _, g := range groups {
 		if g.Setup == nil {
 			continue

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -92,7 +93,7 @@ platform_operator_dependency_waits{dependency="Secret",kind="ErgoNetwork"} 1
 func TestCollectorCleanupsAndDependencies(t *testing.T) {
 	deleting := func(name string, cleanup metav1.Condition) *ircv1.SojuBouncer {
 		m := objectMeta("a", name, time.Hour)
-		m.DeletionTimestamp, m.Finalizers = ptrTime(ago(time.Minute)), []string{ircv1.SojuDatabaseFinalizer}
+		m.DeletionTimestamp, m.Finalizers = ptr.To(ago(time.Minute)), []string{ircv1.SojuDatabaseFinalizer}
 		return &ircv1.SojuBouncer{ObjectMeta: m, Status: ircv1.SojuBouncerStatus{Conditions: []metav1.Condition{cleanup}}}
 	}
 	objs := []client.Object{
@@ -124,8 +125,6 @@ platform_operator_dependency_waits{dependency="RedisConnection",kind="AuthentikS
 		t.Error(err)
 	}
 }
-
-func ptrTime(t metav1.Time) *metav1.Time { return &t }
 
 func TestCollectorDomainsAndEnvironments(t *testing.T) {
 	domain := func(name string, conds ...metav1.Condition) *homelabv1.Domain {

@@ -145,12 +145,12 @@ func (e *Env) removeTmp() error {
 
 // ManagerOptions are the options every suite's manager runs with: no metrics listener, controller names
 // that may repeat (a package may run more than one manager), and every write counted by writes when it is
-// not nil.
-func ManagerOptions(writes *testutil.WriteCounter) ctrl.Options {
-	opts := ctrl.Options{
+// not nil. The retry back-off is main.go's default (manager.DefaultRetry).
+func ManagerOptions(writes *testutil.WriteCounter) manager.Options {
+	opts := manager.Options{Options: ctrl.Options{
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	}
+	}}
 	if writes != nil {
 		opts.NewClient = writes.NewClient
 	}
@@ -159,7 +159,7 @@ func ManagerOptions(writes *testutil.WriteCounter) ctrl.Options {
 
 // ManagerOptions are the package's ManagerOptions and, when the Env installed the webhooks, the webhook
 // server where the API server calls them.
-func (e *Env) ManagerOptions(writes *testutil.WriteCounter) ctrl.Options {
+func (e *Env) ManagerOptions(writes *testutil.WriteCounter) manager.Options {
 	opts := ManagerOptions(writes)
 	if wio := &e.Environment.WebhookInstallOptions; len(wio.Paths) > 0 {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{
@@ -222,7 +222,7 @@ func (e *Env) Discover() (platform.Capabilities, error) { return platform.Discov
 
 // RunManager builds the manager through manager.New with groups, as main.go does, and runs it until ctx
 // ends; a manager that stops with an error fails the suite. It must run inside a Ginkgo node.
-func RunManager(ctx context.Context, cfg *rest.Config, opts ctrl.Options, caps platform.Capabilities, groups ...manager.Group) ctrl.Manager {
+func RunManager(ctx context.Context, cfg *rest.Config, opts manager.Options, caps platform.Capabilities, groups ...manager.Group) ctrl.Manager {
 	ginkgo.GinkgoHelper()
 	mgr, err := manager.New(cfg, opts, caps, groups...)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
