@@ -71,15 +71,11 @@ func domainCache(caps platform.Capabilities) []manager.CacheRule {
 	return rules
 }
 
-// SetupWithManager registers the reconciler and the index of Domains by hostname (the webhook reads it
-// too); overlapping Domains and the children in the gateway namespace wake a Domain.
+// SetupWithManager registers the reconciler (it reads the group's index of Domains by hostname, an Index
+// row of group.go the webhook reads too); overlapping Domains and the children in the gateway namespace
+// wake a Domain.
 func (r *DomainReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &homelabv1.Domain{}, domainHostnameIndex, func(o client.Object) []string {
-		return claimIndexValues(o.(*homelabv1.Domain))
-	}); err != nil {
-		return err
-	}
 	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
 	r.status = &reconcile.StatusWriter{Client: r.Client, FieldOwner: oplabels.FieldOwner + "/domain",
 		Fields:     []string{"observedGeneration", "gateway", "certificateSecret"},

@@ -5,6 +5,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
@@ -55,6 +56,10 @@ func Group(opts Options) manager.Group {
 		manager.Reconciler{Name: "AuthentikServer", Cache: authentikServerCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
 			return (&AuthentikServerReconciler{MaxConcurrentReconciles: workers, Capabilities: caps, Image: opts.AuthentikImage}).SetupWithManager(mgr)
 		}},
+		// Domains by hostname (and its parent): the Domain reconciler and webhook both read it.
+		manager.Index{Object: &homelabv1.Domain{}, Field: domainHostnameIndex, Extract: func(o client.Object) []string {
+			return claimIndexValues(o.(*homelabv1.Domain))
+		}},
 		manager.Reconciler{Name: "Domain", Cache: domainCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
 			return (&DomainReconciler{MaxConcurrentReconciles: workers, Capabilities: caps, GatewayNamespace: opts.GatewayNamespace,
 				GatewaySelector: opts.GatewaySelector, Policy: opts.DomainPolicy}).SetupWithManager(mgr)
@@ -68,8 +73,7 @@ func Group(opts Options) manager.Group {
 				OperatorImage: opts.OperatorImage, PodNamespace: opts.PodNamespace, PodName: opts.PodName,
 				PostgresImage: opts.RestorePostgresImage, Capabilities: caps}).SetupWithManager(mgr)
 		}},
-		// The webhooks (domain_webhook.go) read through the manager's cache and the Domain hostname index
-		// DomainReconciler.SetupWithManager registers.
+		// The webhooks (domain_webhook.go) read through the manager's cache and the Domain hostname index.
 		manager.Webhook{For: &homelabv1.Domain{}, Validator: func(mgr ctrl.Manager) (admission.CustomValidator, error) {
 			return admit.Typed(&DomainValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Policy: opts.DomainPolicy}), nil
 		}},
