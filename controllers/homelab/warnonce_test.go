@@ -2,7 +2,6 @@ package homelab
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -15,34 +14,13 @@ import (
 	"github.com/platform-operator/platform-operator/internal/homelab/authentik"
 	"github.com/platform-operator/platform-operator/internal/homelab/domain"
 	"github.com/platform-operator/platform-operator/internal/kit/scheme"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // The refusals below are found again on every retry (ConflictRetry) and every recheck. Each test runs
 // the step as successive reconciles do (each reading the status the one before wrote) and counts the
 // Warning events: one for a refusal, none when the same refusal is found again, and, the control that
 // shows the count can fail, one more when the refusal's message changes (another holder, another rule).
-
-// warnings drains rec and returns the Warning events it held.
-func warnings(rec *record.FakeRecorder) []string {
-	var got []string
-	for {
-		select {
-		case e := <-rec.Events:
-			if strings.HasPrefix(e, corev1.EventTypeWarning+" ") {
-				got = append(got, e)
-			}
-		default:
-			return got
-		}
-	}
-}
-
-func wantWarnings(t *testing.T, rec *record.FakeRecorder, step string, n int) {
-	t.Helper()
-	if got := warnings(rec); len(got) != n {
-		t.Errorf("%s: %d Warning events %q, want %d", step, len(got), got, n)
-	}
-}
 
 func TestDomainRefusalWarnsOnce(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
@@ -57,11 +35,11 @@ func TestDomainRefusalWarnsOnce(t *testing.T) {
 		d.Status = *s.status // what the reconcile wrote, the next one reads
 	}
 	refuse("www.example.com is claimed by Domain team-a/www")
-	wantWarnings(t, rec, "first refusal", 1)
+	testutil.WantWarnings(t, rec, "first refusal", 1)
 	refuse("www.example.com is claimed by Domain team-a/www")
-	wantWarnings(t, rec, "the same refusal found again", 0)
+	testutil.WantWarnings(t, rec, "the same refusal found again", 0)
 	refuse("www.example.com is claimed by Domain team-c/www")
-	wantWarnings(t, rec, "control: another owner", 1)
+	testutil.WantWarnings(t, rec, "control: another owner", 1)
 }
 
 func TestDomainNameConflictWarnsOnce(t *testing.T) {
@@ -85,12 +63,12 @@ func TestDomainNameConflictWarnsOnce(t *testing.T) {
 		d.Status = *s.status
 	}
 	check()
-	wantWarnings(t, rec, "first conflict", 1)
+	testutil.WantWarnings(t, rec, "first conflict", 1)
 	check()
-	wantWarnings(t, rec, "the same conflict on the next retry", 0)
+	testutil.WantWarnings(t, rec, "the same conflict on the next retry", 0)
 	r.Client = fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(holder("team-c")).Build()
 	check()
-	wantWarnings(t, rec, "control: another holder", 1)
+	testutil.WantWarnings(t, rec, "control: another holder", 1)
 }
 
 func TestAuthentikSecretConflictWarnsOnce(t *testing.T) {
@@ -107,12 +85,12 @@ func TestAuthentikSecretConflictWarnsOnce(t *testing.T) {
 		a.Status = *s.status
 	}
 	step()
-	wantWarnings(t, rec, "first conflict", 1)
+	testutil.WantWarnings(t, rec, "first conflict", 1)
 	step()
-	wantWarnings(t, rec, "the same conflict on the next retry", 0)
+	testutil.WantWarnings(t, rec, "the same conflict on the next retry", 0)
 	// Control: a status that no longer says it (the user cleared it, or another reason came between)
 	// is told again.
 	a.Status.Conditions = nil
 	step()
-	wantWarnings(t, rec, "control: a status that does not say it", 1)
+	testutil.WantWarnings(t, rec, "control: a status that does not say it", 1)
 }

@@ -2,16 +2,15 @@ package iot
 
 import (
 	"context"
-	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/fleettest"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
+	"github.com/platform-operator/platform-operator/internal/testutil"
 )
 
 // A Deployment outside the policy, or with a selector that does not parse, is found so again on every
@@ -19,28 +18,6 @@ import (
 // the status the one before wrote) and counts the Warning events: one for the refusal, none when the
 // same refusal is found again, and, the control that shows the count can fail, one more when the
 // message (what to fix) changes.
-
-// warnings drains rec and returns the Warning events it held.
-func warnings(rec *record.FakeRecorder) []string {
-	var got []string
-	for {
-		select {
-		case e := <-rec.Events:
-			if strings.HasPrefix(e, corev1.EventTypeWarning+" ") {
-				got = append(got, e)
-			}
-		default:
-			return got
-		}
-	}
-}
-
-func wantWarnings(t *testing.T, rec *record.FakeRecorder, step string, n int) {
-	t.Helper()
-	if got := warnings(rec); len(got) != n {
-		t.Errorf("%s: %d Warning events %q, want %d", step, len(got), got, n)
-	}
-}
 
 func TestPolicyViolationWarnsOncePerMessage(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
@@ -55,11 +32,11 @@ func TestPolicyViolationWarnsOncePerMessage(t *testing.T) {
 		d.Status = *s.status
 	}
 	refuse("image img:1 is not pinned by digest")
-	wantWarnings(t, rec, "first refusal", 1)
+	testutil.WantWarnings(t, rec, "first refusal", 1)
 	refuse("image img:1 is not pinned by digest")
-	wantWarnings(t, rec, "the same refusal found again", 0)
+	testutil.WantWarnings(t, rec, "the same refusal found again", 0)
 	refuse("image evil.example/img:1 is not from a registry the operator allows")
-	wantWarnings(t, rec, "control: the spec edited to another violation", 1)
+	testutil.WantWarnings(t, rec, "control: the spec edited to another violation", 1)
 }
 
 func TestInvalidSelectorWarnsOnce(t *testing.T) {
@@ -80,11 +57,11 @@ func TestInvalidSelectorWarnsOnce(t *testing.T) {
 		d.Status = *s.summarize(r.clock())
 	}
 	reconcileOnce("Near")
-	wantWarnings(t, rec, "first reconcile", 1)
+	testutil.WantWarnings(t, rec, "first reconcile", 1)
 	reconcileOnce("Near")
-	wantWarnings(t, rec, "a wake-up with the same selector", 0)
+	testutil.WantWarnings(t, rec, "a wake-up with the same selector", 0)
 	reconcileOnce("Far")
-	wantWarnings(t, rec, "control: another invalid selector", 1)
+	testutil.WantWarnings(t, rec, "control: another invalid selector", 1)
 	if c := condition(d, iotv1.ConditionProgressing); c == nil || c.Reason != iotv1.ReasonInvalidSelector {
 		t.Errorf("Progressing = %v, want InvalidSelector", c)
 	}
