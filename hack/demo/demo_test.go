@@ -20,27 +20,7 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the full local cluster and the operator")
 	}
-	root := testutil.RepoRoot(t)
-	irc, err := selectScenarios(registry, "irc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	logDir := t.TempDir()
-	var out bytes.Buffer
-	code := run(options{
-		root:        root,
-		operator:    operatorBinary(t, root),
-		operatorLog: filepath.Join(logDir, "operator.log"),
-		logDir:      logDir,
-		exitAfter:   time.Millisecond,
-		wait:        60 * time.Second,
-		scenarios:   irc,
-		out:         &out,
-	})
-	got := out.String()
-	if code != 0 {
-		t.Fatalf("the demo exited with %d:\n%s", code, got)
-	}
+	got := runScenario(t, "irc")
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^######## Scenario 1 of 1, irc: `),
 		regexp.MustCompile(`(?m)^    ErgoNetwork default/my-network +applied `),
@@ -76,19 +56,7 @@ func TestDemoSoju(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the full local cluster, the operator and PostgreSQL")
 	}
-	root := testutil.RepoRoot(t)
-	scenarios, err := selectScenarios(registry, "soju")
-	if err != nil {
-		t.Fatal(err)
-	}
-	logDir := t.TempDir()
-	var out bytes.Buffer
-	code := run(options{root: root, operator: operatorBinary(t, root), operatorLog: filepath.Join(logDir, "operator.log"),
-		logDir: logDir, exitAfter: time.Millisecond, wait: 60 * time.Second, scenarios: scenarios, out: &out})
-	got := out.String()
-	if code != 0 {
-		t.Fatalf("the demo exited with %d:\n%s", code, got)
-	}
+	got := runScenario(t, "soju")
 	for _, want := range []string{
 		`(?m)^######## Scenario 1 of 1, soju: `,
 		`(?m)^    PostgreSQL listens on 127\.0\.0\.1:\d+ `,
@@ -160,19 +128,7 @@ func TestDemoBackup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the full local cluster, the operator, versitygw and PostgreSQL")
 	}
-	root := testutil.RepoRoot(t)
-	scenarios, err := selectScenarios(registry, "backup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	logDir := t.TempDir()
-	var out bytes.Buffer
-	code := run(options{root: root, operator: operatorBinary(t, root), operatorLog: filepath.Join(logDir, "operator.log"),
-		logDir: logDir, exitAfter: time.Millisecond, wait: 60 * time.Second, scenarios: scenarios, out: &out})
-	got := out.String()
-	if code != 0 {
-		t.Fatalf("the demo exited with %d:\n%s", code, got)
-	}
+	got := runScenario(t, "backup")
 	row := func(id, customer, total string) string {
 		return `(?m)^    ` + id + ` +` + customer + ` +` + regexp.QuoteMeta(total) + `$`
 	}
@@ -225,4 +181,24 @@ func operatorBinary(t *testing.T, root string) string {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
 	return bin
+}
+
+// runScenario runs the one scenario name as `make demo DEMO_ARGS=-only=<name>` would, stopping as soon as
+// it is up (the full local cluster, the operator binary, a clean stop), and returns what it printed; a
+// demo that exits non-zero fails the test.
+func runScenario(t *testing.T, name string) string {
+	t.Helper()
+	root := testutil.RepoRoot(t)
+	scenarios, err := selectScenarios(registry, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logDir := t.TempDir()
+	var out bytes.Buffer
+	code := run(options{root: root, operator: operatorBinary(t, root), operatorLog: filepath.Join(logDir, "operator.log"),
+		logDir: logDir, exitAfter: time.Millisecond, wait: 60 * time.Second, scenarios: scenarios, out: &out})
+	if code != 0 {
+		t.Fatalf("the demo exited with %d:\n%s", code, out.String())
+	}
+	return out.String()
 }
