@@ -20,7 +20,13 @@ type Limits struct {
 	// Consumers is how many consumers the desired bucket may have at once (each agent's watch is one);
 	// Devices + ConsumerMargin when zero.
 	Consumers int
+	// Replicas is how many servers of a JetStream cluster keep each bucket (1 when zero): 3 on a broker
+	// of three servers, so that losing one loses nothing (docs/fleet-broker.md).
+	Replicas int
 }
+
+// replicas is Replicas, at least 1.
+func (l Limits) replicas() int { return max(l.Replicas, 1) }
 
 // The defaults: a fleet of 100,000 devices (what the bench runs) with 2 Deployments each, about 5.5 GB
 // of JetStream file storage in all. nats-server reserves every stream's byte limit against its

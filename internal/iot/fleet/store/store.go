@@ -96,6 +96,7 @@ func OpenWithLimits(ctx context.Context, js jetstream.JetStream, heartbeatTTL ti
 		heartbeatTTL = DefaultHeartbeatTTL
 	}
 	open := func(cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+		cfg.Replicas = limits.replicas()
 		kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open bucket %s: %w", cfg.Bucket, err)
