@@ -390,3 +390,79 @@ func Load(dir string) (*Authority, error) {
 	}
 	return a, nil
 }
+
+// Data is the authority as the keys of a Kubernetes Secret: the file names Write uses (seeds, JWTs;
+// no server configuration), so that a Secret made from a fleet-auth directory and one the operator
+// made (a FleetBroker's) read the same. A part the authority does not hold is left out.
+func (a *Authority) Data() (map[string][]byte, error) {
+	data := map[string][]byte{}
+	seed := func(name string, kp nkeys.KeyPair) error {
+		if kp == nil {
+			return nil
+		}
+		s, err := kp.Seed()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		data[name] = s
+		return nil
+	}
+	if err := errors.Join(seed(OperatorSeedFile, a.Operator), seed(AccountSeedFile, a.Account), seed(SystemSeedFile, a.System)); err != nil {
+		return nil, err
+	}
+	for _, r := range Roles {
+		if err := seed(SigningKeyFile(r), a.SigningKeys[r]); err != nil {
+			return nil, err
+		}
+	}
+	for name, token := range map[string]string{OperatorJWTFile: a.OperatorJWT, AccountJWTFile: a.AccountJWT, SystemJWTFile: a.SystemJWT} {
+		if token != "" {
+			data[name] = []byte(token)
+		}
+	}
+	return data, nil
+}
+
+// FromData reads an authority from a Secret's data (Data's keys; surrounding whitespace ignored, so a
+// Secret made with kubectl create secret generic --from-file from a fleet-auth directory reads too).
+// Like Load, it needs the account JWT and leaves missing parts empty.
+func FromData(data map[string][]byte) (*Authority, error) {
+	a := &Authority{SigningKeys: map[Role]nkeys.KeyPair{}}
+	seed := func(name string) (nkeys.KeyPair, error) {
+		v, ok := data[name]
+		if !ok {
+			return nil, nil
+		}
+		kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(v))))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return kp, nil
+	}
+	var err error
+	if a.Operator, err = seed(OperatorSeedFile); err != nil {
+		return nil, err
+	}
+	if a.Account, err = seed(AccountSeedFile); err != nil {
+		return nil, err
+	}
+	if a.System, err = seed(SystemSeedFile); err != nil {
+		return nil, err
+	}
+	for _, r := range Roles {
+		kp, err := seed(SigningKeyFile(r))
+		if err != nil {
+			return nil, err
+		}
+		if kp != nil {
+			a.SigningKeys[r] = kp
+		}
+	}
+	a.OperatorJWT = strings.TrimSpace(string(data[OperatorJWTFile]))
+	a.AccountJWT = strings.TrimSpace(string(data[AccountJWTFile]))
+	a.SystemJWT = strings.TrimSpace(string(data[SystemJWTFile]))
+	if a.AccountJWT == "" {
+		return nil, fmt.Errorf("no %s", AccountJWTFile)
+	}
+	return a, nil
+}
