@@ -314,8 +314,8 @@ type DeviceError struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Device ID"
 	DeviceID string `json:"deviceId,omitempty"`
-	// Device is the device's ID, the same as deviceId. Deprecated: read deviceId; device is kept for
-	// one release and removed in the release after next.
+	// Device is the device's ID, the same as deviceId. Deprecated: read deviceId; device stays in this
+	// release and the next, and is removed in the release after next.
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Device (deprecated)"
 	Device string `json:"device"`
 	// Message is what the agent reported.
