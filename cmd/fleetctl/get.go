@@ -205,6 +205,9 @@ func describe(w io.Writer, d *iotv1alpha1.Deployment, now time.Time) error {
 			return err
 		}
 	}
+	if err := heartbeats(w, d.Status.Aggregate); err != nil {
+		return err
+	}
 	if len(d.Status.Conditions) > 0 {
 		if _, err := fmt.Fprintln(w, "\nConditions:"); err != nil {
 			return err
@@ -218,7 +221,11 @@ func describe(w io.Writer, d *iotv1alpha1.Deployment, now time.Time) error {
 		}
 	}
 	if e := d.Status.Aggregate.LastError; e != nil {
-		if _, err := fmt.Fprintf(w, "\nLast error: device %s at %s: %s\n", e.Device, textTime(e.At.Time), cellReplacer.Replace(e.Message)); err != nil {
+		id := e.DeviceID
+		if id == "" {
+			id = e.Device // a status written before deviceId
+		}
+		if _, err := fmt.Fprintf(w, "\nLast error: device %s at %s: %s\n", id, textTime(e.At.Time), cellReplacer.Replace(e.Message)); err != nil {
 			return err
 		}
 	}
@@ -226,11 +233,25 @@ func describe(w io.Writer, d *iotv1alpha1.Deployment, now time.Time) error {
 		if _, err := fmt.Fprintln(w, "\nRecent events:"); err != nil {
 			return err
 		}
-		t := newTable(w, "AT", "DEVICE", "PHASE", "MESSAGE")
+		t := newTable(w, "AT", "SEVERITY", "DEVICE", "PHASE", "MESSAGE")
 		for _, e := range d.Status.RecentEvents {
-			t.row(textTime(e.At.Time), e.Device, e.Phase, orDash(e.Message))
+			t.row(textTime(e.At.Time), orDash(string(e.Severity)), e.Device, e.Phase, orDash(e.Message))
 		}
 		return t.flush()
 	}
 	return nil
+}
+
+// heartbeats writes the aggregate's heartbeat times, when the status has them: the oldest while a
+// selected device is stale, the newest once every one is (both to the minute).
+func heartbeats(w io.Writer, a iotv1alpha1.Aggregate) error {
+	if a.OldestHeartbeatAt == nil {
+		return nil
+	}
+	line := fmt.Sprintf("Oldest heartbeat: %s (%d stale)", textTime(a.OldestHeartbeatAt.Time), a.Stale)
+	if a.NewestHeartbeatAt != nil {
+		line += fmt.Sprintf("; newest: %s (every selected device is stale)", textTime(a.NewestHeartbeatAt.Time))
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
 }

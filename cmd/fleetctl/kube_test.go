@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -251,8 +252,9 @@ func TestApplyUpgradeDelete(t *testing.T) {
 	at := metav1.Now()
 	d.Status = iotv1.DeploymentStatus{ObservedGeneration: d.Generation - 1, PublishedDevices: 7,
 		Aggregate: iotv1.Aggregate{MatchedDevices: 9, Succeeded: 5, Failed: 1, Pending: 3, Updated: 6, Stale: 2,
-			LastError: &iotv1.DeviceError{Device: "iot-smoke-vm", Message: "pull nginx:1.27:\nmanifest unknown", At: at}},
-		RecentEvents: []iotv1.FleetEvent{{At: at, Device: "iot-smoke-vm", Phase: "Failed", Message: "pull failed"}},
+			LastError:         &iotv1.DeviceError{DeviceID: "iot-smoke-vm", Device: "iot-smoke-vm", Message: "pull nginx:1.27:\nmanifest unknown", At: at},
+			OldestHeartbeatAt: &metav1.Time{Time: time.Date(2026, 11, 29, 6, 12, 0, 0, time.UTC)}},
+		RecentEvents: []iotv1.FleetEvent{{At: at, Severity: iotv1.SeverityError, Deployment: "hello-world", Device: "iot-smoke-vm", Phase: "Failed", Message: "pull failed"}},
 		Conditions:   []metav1.Condition{{Type: iotv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "DevicesFailed", Message: "1 device failed", LastTransitionTime: at}}}
 	if err := env.Client.Status().Update(testCtx, d); err != nil {
 		t.Fatal(err)
@@ -263,7 +265,7 @@ func TestApplyUpgradeDelete(t *testing.T) {
 		t.Errorf("get --name: no status row matching %s in\n%s", wantRow, out)
 	}
 	for _, want := range []string{"NAME", "MATCHED", "SUCCEEDED", "Target: device=iot-smoke-vm", "Service hello-world: nginx:1.27", "Paused: true",
-		"Ready  False   DevicesFailed", "Last error: device iot-smoke-vm at", "pull nginx:1.27: manifest unknown", "iot-smoke-vm  Failed  pull failed"} {
+		"Ready  False   DevicesFailed", "Last error: device iot-smoke-vm at", "pull nginx:1.27: manifest unknown", "Error     iot-smoke-vm  Failed  pull failed", "Oldest heartbeat: 2026-11-29T06:12:00Z (2 stale)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("get --name: no %q in\n%s", want, out)
 		}

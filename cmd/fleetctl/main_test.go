@@ -324,6 +324,10 @@ func TestStates(t *testing.T) {
 		rows := stateRows(t, "--namespace", ns, "--deployment", "web", "--selector", "site=paris")
 		if len(rows) != 1 || rows[0].Heartbeat.Status != heartbeatLapsed || rows[0].Phase != fleet.PhaseRunning {
 			t.Errorf("after the lapse: %+v", rows)
+		} else if hb := rows[0].Heartbeat; hb.LastBeat == nil || hb.At == nil || !hb.LastBeat.Before(*hb.At) {
+			// The lapsed record dates the last heartbeat: before the lapse was recorded (a TTL before the
+			// marker).
+			t.Errorf("the lapsed device's last heartbeat: %+v", hb)
 		}
 	})
 

@@ -48,6 +48,9 @@ type heartbeatView struct {
 	// At is the last heartbeat's time (alive), when the operator recorded the lapse (lapsed) or when the
 	// TTL removed the key (expired).
 	At *time.Time `json:"at,omitempty"`
+	// LastBeat is, for a lapsed device, its last heartbeat as the operator's lapsed record dates it (the
+	// server's expiry of it); absent in a lapse recorded by an operator older than the field.
+	LastBeat *time.Time `json:"lastBeat,omitempty"`
 }
 
 // runStates prints each device's state for one deployment. It streams the deployment's state records
@@ -119,6 +122,9 @@ func runStates(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		beat := hb.Status
 		if hb.At != nil {
 			beat += " " + textTime(*hb.At)
+		}
+		if hb.LastBeat != nil {
+			beat += " (last heartbeat " + textTime(*hb.LastBeat) + ")"
 		}
 		tbl.row(device, strconv.FormatInt(st.Generation, 10), string(st.Phase), textTime(st.At), beat, orDash(st.Message))
 		return nil
@@ -260,7 +266,7 @@ func heartbeatOf(ctx context.Context, s *session, device string, timeout time.Du
 	}
 	at := h.At
 	if h.Lapsed != nil {
-		return heartbeatView{Status: heartbeatLapsed, At: &at}, nil
+		return heartbeatView{Status: heartbeatLapsed, At: &at, LastBeat: h.Lapsed.LastBeat}, nil
 	}
 	return heartbeatView{Status: heartbeatAlive, At: &at}, nil
 }

@@ -26,6 +26,8 @@ type deploymentScope struct {
 	progress        fleet.Progress
 	hold            fleet.Hold
 	stale           int
+	// beats are the index's counts of the selection, for the aggregate's heartbeat times.
+	beats fleet.SelectionCounts
 	// oldest is the oldest "at" of the state records folded since the Deployment's last status.
 	oldest   time.Time
 	counting bool

@@ -29,7 +29,8 @@ func (s *deploymentScope) summarize(now time.Time) *iotv1.DeploymentStatus {
 	if s.natsError == "" && s.invalidSelector == "" {
 		prev := st.Aggregate
 		st.Aggregate = fleet.Aggregate(s.snapshot, gen, s.progress.Matched, s.stale)
-		st.RecentEvents = fleet.Events(s.snapshot)
+		st.Aggregate.OldestHeartbeatAt, st.Aggregate.NewestHeartbeatAt = fleet.HeartbeatTimes(s.beats)
+		st.RecentEvents = fleet.Events(s.snapshot, gen, s.d.Name)
 		observeLag(now, s.oldest)
 		if int(st.PublishedDevices) != s.progress.Published || st.ObservedGeneration != gen ||
 			st.Aggregate.Succeeded > prev.Succeeded || st.LastProgressTime == nil {

@@ -54,7 +54,7 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *dep
 	s.snapshot = r.counters.Snapshot(s.key)
 	cur := s.snapshot.ByGeneration[gen]
 	s.progress = fleet.Progress{Matched: int(counts.Matched), Succeeded: int(cur.Running), Failed: int(cur.Failed)}
-	s.stale = int(counts.Stale)
+	s.stale, s.beats = int(counts.Stale), counts
 
 	// The status comes from the counters and the index alone. The devices are read only when the
 	// selection, the generation or the rollout's next step calls for it.

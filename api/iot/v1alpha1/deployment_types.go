@@ -290,12 +290,33 @@ type Aggregate struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Error"
 	LastError *DeviceError `json:"lastError,omitempty"`
+	// OldestHeartbeatAt is the last heartbeat of the selected device silent the longest, rounded down to
+	// the minute (to a coarser step of a power of two minutes when the stale devices of the selection went
+	// silent in more than 1024 distinct steps). It is set only while a selected device is stale; absent,
+	// every selected device heartbeated within the heartbeat TTL. Also absent while the operator does not
+	// know the last heartbeat of one of the stale devices (a lapse recorded by an older operator, or an
+	// agent that did not carry it back) until the index counts the devices again.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Oldest Heartbeat At"
+	OldestHeartbeatAt *metav1.Time `json:"oldestHeartbeatAt,omitempty"`
+	// NewestHeartbeatAt is the last heartbeat of the selected device that went silent last, rounded down
+	// like oldestHeartbeatAt, and set only when every selected device is stale: when the whole selection
+	// went silent. While a selected device is live it is absent: that device heartbeated within the
+	// heartbeat TTL, and a figure that moved with its heartbeats would be a status write per heartbeat.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Newest Heartbeat At"
+	NewestHeartbeatAt *metav1.Time `json:"newestHeartbeatAt,omitempty"`
 }
 
 // DeviceError is one device's failure.
 type DeviceError struct {
-	// Device is the device's ID.
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Device"
+	// DeviceID is the device's ID (the reference's lastError.deviceId).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Device ID"
+	DeviceID string `json:"deviceId,omitempty"`
+	// Device is the device's ID, the same as deviceId. Deprecated: read deviceId; device stays in this
+	// release and the next, and is removed in the release after next.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Device (deprecated)"
 	Device string `json:"device"`
 	// Message is what the agent reported.
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Message"
@@ -305,11 +326,35 @@ type DeviceError struct {
 	At metav1.Time `json:"at"`
 }
 
+// EventSeverity ranks a fleet event, as the reference's agent events did.
+// +kubebuilder:validation:Enum=Info;Warn;Error
+type EventSeverity string
+
+const (
+	// SeverityInfo is a device that recovered: Running after Failed.
+	SeverityInfo EventSeverity = "Info"
+	// SeverityWarn is a device that failed a generation other than the one the status describes (a
+	// superseded one, or one the status has not caught up with).
+	SeverityWarn EventSeverity = "Warn"
+	// SeverityError is a device that failed the generation the status describes.
+	SeverityError EventSeverity = "Error"
+)
+
 // FleetEvent is one device's notable state change.
 type FleetEvent struct {
 	// At is when the device reported it.
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="At"
 	At metav1.Time `json:"at"`
+	// Severity ranks the event: Error for a failure of the generation the status describes, Warn for a
+	// failure of another generation, Info for a recovery.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Severity"
+	Severity EventSeverity `json:"severity,omitempty"`
+	// Deployment is the name of the Deployment the event is about (this one), as the reference's
+	// events carried it.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Deployment"
+	Deployment string `json:"deployment,omitempty"`
 	// Device is the device's ID.
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Device"
 	Device string `json:"device"`

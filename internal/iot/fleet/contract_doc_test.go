@@ -78,6 +78,8 @@ func TestContractExamples(t *testing.T) {
 	inv := fleet.Inventory{Hostname: "pi-7", Arch: "arm64", OS: "linux", Kernel: "6.6.31+rpt-rpi-v8", CPUs: 4, MemoryBytes: 8245637120, AgentVersion: "0.1.0"}
 	lyon := &fleet.DeviceLabels{Labels: map[string]string{"site": "lyon", "tier": "edge"}}
 	paris := &fleet.DeviceLabels{Labels: map[string]string{"site": "paris", "tier": "edge"}}
+	lastBeat := at("2026-11-25T06:10:32Z")
+	parisLapsed := &fleet.DeviceLabels{Labels: paris.Labels, LastBeat: &lastBeat}
 	decodeDevice := func(b []byte) (any, error) { return fleet.DecodeDevice(b) }
 	decodeDesired := func(b []byte) (any, error) { return fleet.DecodeDesired(b) }
 	decodeState := func(b []byte) (any, error) { return fleet.DecodeState(b) }
@@ -102,10 +104,10 @@ func TestContractExamples(t *testing.T) {
 		"state-removed": {decodeState, &fleet.State{Version: v, Generation: 3, Phase: fleet.PhaseRemoved, PrevGeneration: 3,
 			PrevPhase: fleet.PhaseFailed, Message: "withdrawn", At: at("2026-11-25T06:30:00Z")}},
 		"heartbeat":          {decodeHeartbeat, &fleet.Heartbeat{Version: v, At: at("2026-11-25T06:10:10.000000001Z")}},
-		"heartbeat-lapsed":   {decodeHeartbeat, &fleet.Heartbeat{Version: v, At: at("2026-11-25T06:11:02.25Z"), Lapsed: paris}},
-		"heartbeat-replaced": {decodeHeartbeat, &fleet.Heartbeat{Version: v, At: at("2026-11-25T07:00:00Z"), Replaced: paris}},
+		"heartbeat-lapsed":   {decodeHeartbeat, &fleet.Heartbeat{Version: v, At: at("2026-11-25T06:11:02.25Z"), Lapsed: parisLapsed}},
+		"heartbeat-replaced": {decodeHeartbeat, &fleet.Heartbeat{Version: v, At: at("2026-11-25T07:00:00Z"), Replaced: parisLapsed}},
 		"heartbeat-lapsed-removed": {decodeHeartbeat, &fleet.Heartbeat{Version: v, At: at("2026-11-25T06:40:00Z"),
-			Lapsed: &fleet.DeviceLabels{Removed: true}, Replaced: paris}},
+			Lapsed: &fleet.DeviceLabels{Removed: true, LastBeat: &lastBeat}, Replaced: parisLapsed}},
 	}
 	seen := map[string]bool{}
 	for _, ex := range docExamples(t) {

@@ -17,6 +17,8 @@ type SelectionCounts struct {
 	// Epoch changes whenever a device joins or leaves the selection (and at every recount): a reconcile
 	// that saw epoch E knows the selected devices are the same while it stays E.
 	Epoch uint64
+	// Beats are the last heartbeats of the stale devices, by step (the lastBeat of their lapsed records).
+	Beats BeatRange
 }
 
 // Index keeps, per deployment, how many devices its selector selects and how many of those are stale,
@@ -68,6 +70,7 @@ type selection struct {
 	trusted []string
 	sel     labels.Selector
 	counted bool // counted since the last Reset
+	beats   beatSteps
 	SelectionCounts
 }
 
@@ -97,7 +100,9 @@ func (x *Index) Select(d DeploymentKey, text string, sel labels.Selector) (Selec
 	if !s.counted || !x.devices.live || !x.beats.live {
 		return SelectionCounts{}, false
 	}
-	return s.SelectionCounts, true
+	c := s.SelectionCounts
+	c.Beats = s.beats.rangeOf()
+	return c, true
 }
 
 // Forget drops a deleted deployment's selector.
@@ -139,6 +144,7 @@ func (x *Index) Reset() {
 	x.epoch++
 	for d, s := range x.sels {
 		s.SelectionCounts = SelectionCounts{Epoch: x.epoch}
+		s.beats = beatSteps{}
 		s.counted = true
 		x.markDirty(d)
 	}
@@ -260,11 +266,16 @@ func (x *Index) ObserveHeartbeat(ch Change) (bool, error) {
 		delta := int64(0)
 		if x.beats.live && h.Replaced != nil && s.matches(h.Replaced) {
 			delta--
+			s.beats.remove(h.Replaced.LastBeat)
 		}
 		if h.Lapsed != nil && s.matches(h.Lapsed) {
 			delta++
+			s.beats.add(h.Lapsed.LastBeat)
 		}
 		if delta == 0 {
+			if h.Lapsed != nil && h.Replaced != nil {
+				x.markDirty(key) // relabelled within the selection: its time may have moved
+			}
 			continue
 		}
 		if s.Stale+delta < 0 {

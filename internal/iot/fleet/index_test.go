@@ -95,7 +95,10 @@ func (w *indexWorld) writeBeat(id string, h *Heartbeat) {
 // lapse is what the operator does on a marker: a lapsed record naming the device's current labels.
 func (w *indexWorld) lapse(id string) {
 	if d := w.device(id); d != nil && !d.Removed {
-		w.writeBeat(id, &Heartbeat{Lapsed: d.Selection()})
+		l := d.Selection()
+		last := time.Unix(1_800_000_000+int64(w.beatRev)*97, 0).UTC() // a new minute, most times
+		l.LastBeat = &last
+		w.writeBeat(id, &Heartbeat{Lapsed: l})
 	}
 }
 
@@ -106,6 +109,7 @@ func (w *indexWorld) relabelLapse(id string) {
 		return
 	}
 	if cur := d.Selection(); cur.Removed != h.Lapsed.Removed || !maps.Equal(cur.Labels, h.Lapsed.Labels) {
+		cur.LastBeat = h.Lapsed.LastBeat
 		w.writeBeat(id, &Heartbeat{Lapsed: cur, Replaced: h.Lapsed})
 	}
 }
@@ -125,6 +129,25 @@ func (w *indexWorld) recount(sel labels.Selector) (matched, stale int64) {
 		}
 	}
 	return matched, stale
+}
+
+// recountBeats is what the index should say of the last heartbeats of sel's stale devices: the oldest
+// and the newest, rounded down to BeatStep (zero when none is stale).
+func (w *indexWorld) recountBeats(sel labels.Selector) (oldest, newest time.Time) {
+	for id := range w.beats {
+		h := w.beat(id)
+		if h == nil || h.Lapsed == nil || !h.Lapsed.Selectable() || !sel.Matches(labels.Set(h.Lapsed.Labels)) {
+			continue
+		}
+		t := h.Lapsed.LastBeat.Truncate(BeatStep).UTC()
+		if oldest.IsZero() || t.Before(oldest) {
+			oldest = t
+		}
+		if newest.IsZero() || t.After(newest) {
+			newest = t
+		}
+	}
+	return oldest, newest
 }
 
 // initial is what a new watch of each bucket delivers first: the last change of every key.
@@ -152,6 +175,12 @@ func TestIndexHostileDevices(t *testing.T) {
 }
 
 func testIndexInterleavings(t *testing.T, hostile bool) (hostileWrites int) {
+	beatsChecked := 0
+	defer func() {
+		if beatsChecked == 0 && !t.Failed() {
+			t.Error("no step had a stale device: the heartbeat times were never compared")
+		}
+	}()
 	zones := []string{"a", "b", "c"}
 	type dep struct {
 		key DeploymentKey
@@ -293,6 +322,13 @@ func testIndexInterleavings(t *testing.T, hostile bool) (hostileWrites int) {
 				m, s := w.recount(d.sel)
 				if got.Matched != m || got.Stale != s {
 					t.Fatalf("seed %d step %d: %s: index says %d matched, %d stale; the buckets %d, %d", seed, step, d.key, got.Matched, got.Stale, m, s)
+				}
+				o, n := w.recountBeats(d.sel)
+				if !got.Beats.Known || !got.Beats.Oldest.Equal(o) || !got.Beats.Newest.Equal(n) {
+					t.Fatalf("seed %d step %d: %s: index says last heartbeats %v..%v (known %v); the buckets %v..%v", seed, step, d.key, got.Beats.Oldest, got.Beats.Newest, got.Beats.Known, o, n)
+				}
+				if s > 0 {
+					beatsChecked++
 				}
 			}
 		}

@@ -85,6 +85,11 @@ type DeviceLabels struct {
 	// LabelTrust sets them; in a lapsed or replaced heartbeat record, the operator wrote them): a
 	// selector's requirements on a key its namespace's policy names match only these (View).
 	Credential map[string]string `json:"credential,omitempty"`
+	// LastBeat is set in a lapsed record only (the operator writes it): the device's last heartbeat
+	// before it lapsed, as the server's expiry dates it (the marker's time less the bucket's TTL). An
+	// agent's `replaced`, a copy of the lapsed object, carries it back, which takes the device out of
+	// the index's heartbeat times (BeatRange).
+	LastBeat *time.Time `json:"lastBeat,omitempty"`
 }
 
 // View is what a selector of a namespace whose policy names the label keys trusted sees of l: its

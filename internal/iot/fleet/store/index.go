@@ -91,7 +91,7 @@ func (s *Store) foldIndexOnce(ctx context.Context, x *fleet.Index, synced func()
 				return err
 			}
 			if lapsed {
-				if err := s.WriteLapse(ctx, e.Key(), e.Revision()); err != nil {
+				if err := s.writeLapse(ctx, e.Key(), e.Revision(), e.Created()); err != nil {
 					return err
 				}
 			}
@@ -109,6 +109,21 @@ func change(e jetstream.KeyValueEntry) fleet.Change {
 // came back before it was counted stale. A device without a record (or a tombstone) gets no lapsed
 // record.
 func (s *Store) WriteLapse(ctx context.Context, id string, markerRev uint64) error {
+	at := time.Now()
+	if s.js != nil {
+		if hs, err := s.js.Stream(ctx, kvStream(fleet.BucketHeartbeats)); err == nil {
+			if m, err := hs.GetMsg(ctx, markerRev); err == nil {
+				at = m.Time
+			}
+		}
+	}
+	return s.writeLapse(ctx, id, markerRev, at)
+}
+
+// writeLapse is WriteLapse with the marker's time, markerAt: the lapsed record's lastBeat is markerAt
+// less the bucket's TTL, the time of the heartbeat the server removed (it removes a message once it is
+// a TTL old).
+func (s *Store) writeLapse(ctx context.Context, id string, markerRev uint64, markerAt time.Time) error {
 	e, err := s.Devices.Get(ctx, fleet.DeviceKey(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return nil
@@ -124,6 +139,8 @@ func (s *Store) WriteLapse(ctx context.Context, id string, markerRev uint64) err
 		s.Trust(d)
 	}
 	h := fleet.Heartbeat{Version: fleet.ContractVersion, At: time.Now().UTC(), Lapsed: d.Selection()}
+	last := markerAt.Add(-s.HeartbeatTTL).UTC().Truncate(time.Second)
+	h.Lapsed.LastBeat = &last
 	return s.putLapse(ctx, id, h, markerRev)
 }
 
@@ -146,6 +163,7 @@ func (s *Store) relabelLapse(ctx context.Context, d *fleet.DeviceInfo) error {
 		if h.Lapsed.Removed == cur.Removed && maps.Equal(h.Lapsed.Labels, cur.Labels) {
 			return nil
 		}
+		cur.LastBeat = h.Lapsed.LastBeat // the device is as silent as it was: its last heartbeat stays
 		n := fleet.Heartbeat{Version: fleet.ContractVersion, At: time.Now().UTC(), Lapsed: cur, Replaced: h.Lapsed}
 		err = s.putLapse(ctx, d.ID, n, e.Revision())
 		if err == nil || !errors.Is(err, errLostRace) {
