@@ -2,6 +2,7 @@ package iot
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +59,8 @@ type DeviceCredentialReconciler struct {
 	status    *reconcile.StatusWriter
 	finalizer reconcile.Finalizer
 	now       func() time.Time
+	// reconciles counts finished reconciles (tests wait on it).
+	reconciles atomic.Int64
 }
 
 // +kubebuilder:rbac:groups=iot.nationtech.io,resources=devicecredentials,verbs=get;list;watch;patch;update
@@ -68,6 +71,7 @@ type DeviceCredentialReconciler struct {
 
 // Reconcile issues one DeviceCredential's credentials, or revokes them.
 func (r *DeviceCredentialReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	defer r.reconciles.Add(1)
 	dc := &iotv1.DeviceCredential{}
 	if found, err := reconcile.Load(ctx, r.Client, req.NamespacedName, dc, r.status.Forget); !found {
 		return ctrl.Result{}, err
@@ -151,9 +155,9 @@ func (r *DeviceCredentialReconciler) finalize(ctx context.Context, dc *iotv1.Dev
 		servers, err := r.revoke(ctx, dc, key)
 		switch {
 		case err != nil && r.clock().Sub(dc.DeletionTimestamp.Time) < r.RevokeGiveUp:
-			log := ctrl.LoggerFrom(ctx)
-			log.Info("revocation of a deleted DeviceCredential failed; retrying", "error", err.Error())
-			return ctrl.Result{RequeueAfter: brokerRetry}, nil
+			ctrl.LoggerFrom(ctx).Info("revoking a deleted DeviceCredential's credentials failed; retrying", "error", err.Error())
+			left := r.RevokeGiveUp - r.clock().Sub(dc.DeletionTimestamp.Time)
+			return ctrl.Result{RequeueAfter: min(brokerRetry, left+time.Second)}, nil
 		case err != nil:
 			r.session(dc).Warnf(iotv1.EventRevocationAbandoned,
 				"gave up revoking the credentials of device %s (user %s) after %s: %v; revoke them by hand (fleet-auth revoke) or replace the broker's authority",
