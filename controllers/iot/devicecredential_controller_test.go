@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -296,6 +297,30 @@ var _ = Describe("DeviceCredential", Ordered, func() {
 		nc, err := dial(b.url, creds["dev-c"])
 		Expect(err).NotTo(HaveOccurred())
 		nc.Close()
+	})
+
+	It("lands every one of eight revocations run at the same moment on one authority Secret", func(ctx SpecContext) {
+		// Deletions a few milliseconds apart rarely overlap; eight revocations started together do,
+		// so a write that did not check the Secret's resourceVersion would lose some.
+		ns := newNamespace()
+		startFleetBroker(ctx, ns, brokers)
+		dc := newCredential(ns, "any", "any", nil)
+		keys := make([]string, 8)
+		for i := range keys {
+			kp, err := nkeys.CreateUser()
+			Expect(err).NotTo(HaveOccurred())
+			keys[i], _ = kp.PublicKey()
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, len(keys))
+		for i, key := range keys {
+			wg.Go(func() { _, errs[i] = dcr.revoke(ctx, dc, key) })
+		}
+		wg.Wait()
+		for i, key := range keys {
+			Expect(errs[i]).NotTo(HaveOccurred())
+			Expect(revokedIn(ctx, ns, key)).To(BeTrue(), "revocation %d is in the authority Secret", i)
+		}
 	})
 
 	It("revokes with spec.revoked and keeps the object as the record", func(ctx SpecContext) {

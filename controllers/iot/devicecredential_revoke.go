@@ -15,7 +15,7 @@ import (
 
 // revokeAttempts bounds the rewrites of the authority Secret one revocation tries when other
 // revocations keep landing first.
-const revokeAttempts = 8
+const revokeAttempts = 20
 
 // revoke revokes user key in dc's broker's account: the account JWT is re-signed with the key in its
 // revocation list and written back into the authority Secret under the resourceVersion it was read at
