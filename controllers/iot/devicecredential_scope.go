@@ -16,9 +16,6 @@ type deviceCredentialScope struct {
 	status *iotv1.DeviceCredentialStatus
 	now    time.Time
 
-	// broker is the resolved FleetBroker; found is false when it could not be resolved (Ready says why).
-	broker Broker
-	found  bool
 	// issued is true once the credentials are known to be in their Secret (status.userKey then names
 	// them).
 	issued  bool

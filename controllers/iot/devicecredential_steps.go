@@ -52,12 +52,12 @@ func (r *DeviceCredentialReconciler) reconcileCredentials(ctx context.Context, s
 		}
 	}
 	if s.status.ExpiresAt != nil {
-		if left := s.status.ExpiresAt.Sub(s.now); left <= 0 {
+		left := s.status.ExpiresAt.Sub(s.now)
+		if left <= 0 {
 			s.Fail(iotv1.ConditionReady, iotv1.ReasonCredentialExpired, fmt.Sprintf("the credentials of device %s expired at %s", dc.Spec.DeviceID, s.status.ExpiresAt.UTC().Format(time.RFC3339)))
 			return ctrl.Result{}, nil
-		} else {
-			s.after(left + time.Second)
 		}
+		s.after(left + time.Second)
 	}
 	s.Set(iotv1.ConditionReady, metav1.ConditionTrue, iotv1.ReasonIssued,
 		fmt.Sprintf("the credentials of device %s (user %s) are in Secret %s, key %s", dc.Spec.DeviceID, s.status.UserKey, name, CredsKey))
