@@ -59,6 +59,8 @@ type DeviceCredentialReconciler struct {
 	status    *reconcile.StatusWriter
 	finalizer reconcile.Finalizer
 	now       func() time.Time
+	// beforePush, when set, runs before each push of an account JWT revoking key (tests order races).
+	beforePush func(key string)
 	// reconciles counts finished reconciles (tests wait on it).
 	reconciles atomic.Int64
 }

@@ -323,6 +323,37 @@ var _ = Describe("DeviceCredential", Ordered, func() {
 		}
 	})
 
+	It("ends with the latest account on the server when an earlier revocation's push arrives last", func(ctx SpecContext) {
+		// The server takes every pushed account JWT, an older one too. Revocation A writes the Secret,
+		// then stalls before pushing; revocation B writes on top of it and pushes; A's push then arrives
+		// with the older JWT. Both must still be refused: A pushes what the Secret holds after its push.
+		ns := newNamespace()
+		b := startFleetBroker(ctx, ns, brokers)
+		dc := newCredential(ns, "any", "any", nil)
+		credsA, credsB := mustIssue(b.authority, auth.RoleDevice, "dev-a"), mustIssue(b.authority, auth.RoleDevice, "dev-b")
+		keyA, _, _, _ := auth.UserOf(credsA)
+		keyB, _, _, _ := auth.UserOf(credsB)
+		aWritten, bDone := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		dcr.beforePush = func(key string) {
+			if key == keyA {
+				once.Do(func() { close(aWritten); <-bDone })
+			}
+		}
+		DeferCleanup(func() { dcr.beforePush = nil })
+		errA := make(chan error, 1)
+		go func() { _, err := dcr.revoke(ctx, dc, keyA); errA <- err }()
+		Eventually(aWritten).Should(BeClosed())
+		_, err := dcr.revoke(ctx, dc, keyB)
+		Expect(err).NotTo(HaveOccurred())
+		close(bDone)
+		Eventually(errA).Should(Receive(BeNil()))
+		for name, creds := range map[string][]byte{"dev-a": credsA, "dev-b": credsB} {
+			_, err := dial(b.url, writeCreds(creds))
+			Expect(errors.Is(err, nats.ErrAuthorization)).To(BeTrue(), "%s's revoked credentials: %v", name, err)
+		}
+	})
+
 	It("revokes with spec.revoked and keeps the object as the record", func(ctx SpecContext) {
 		ns := newNamespace()
 		b := startFleetBroker(ctx, ns, brokers)

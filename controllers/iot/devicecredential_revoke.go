@@ -47,13 +47,35 @@ func (r *DeviceCredentialReconciler) revoke(ctx context.Context, dc *iotv1.Devic
 				return nil, fmt.Errorf("write the revocation into Secret %s: %w", b.AuthoritySecret, err)
 			}
 		}
+		return r.pushCurrent(ctx, dc.Namespace, b, a, key)
+	}
+	return nil, fmt.Errorf("the authority Secret %s kept changing under %d attempts to revoke", b.AuthoritySecret, revokeAttempts)
+}
+
+// pushCurrent pushes a's account JWT to b's servers, then reads the authority Secret again and, while
+// it holds another account JWT (a revocation that landed meanwhile), pushes that one: a server takes
+// every pushed account JWT, an older one too, so a push that lost a race to a newer revocation's must
+// be followed by the newer one. The last push of every revoker is then the Secret's JWT as it read it
+// after pushing, and the servers end with the latest.
+func (r *DeviceCredentialReconciler) pushCurrent(ctx context.Context, ns string, b Broker, a *auth.Authority, key string) ([]string, error) {
+	for range revokeAttempts {
+		if r.beforePush != nil {
+			r.beforePush(key)
+		}
 		servers, err := pushAccount(ctx, b, a)
 		if err != nil {
 			return servers, fmt.Errorf("the revocation is in Secret %s, but pushing it to the servers failed: %w", b.AuthoritySecret, err)
 		}
-		return servers, nil
+		_, now, err := readAuthority(ctx, r.APIReader, ns, b)
+		if err != nil {
+			return servers, err
+		}
+		if now.AccountJWT == a.AccountJWT {
+			return servers, nil
+		}
+		a = now
 	}
-	return nil, fmt.Errorf("the authority Secret %s kept changing under %d attempts to revoke", b.AuthoritySecret, revokeAttempts)
+	return nil, fmt.Errorf("the authority Secret %s kept changing under %d pushes", b.AuthoritySecret, revokeAttempts)
 }
 
 // issuedKey is the user key of dc's credentials: its status's, or, when the status was never written

@@ -14,8 +14,9 @@ import (
 
 // ClaimsUpdateSubject is where nats-server's FULL account resolver takes an account JWT signed by its
 // trusted operator from a user of the system account: every server of a cluster subscribes, saves
-// the JWT when it is newer than the one it holds (by its issue time) and applies it at once, closing
-// the connections of users it now revokes (nats-server's accClaimsReqSubj).
+// the JWT and applies it at once, closing the connections of users it now revokes (nats-server's
+// accClaimsReqSubj). A server takes a pushed JWT whatever its issue time, an older one too: whoever
+// pushes must make sure the latest is pushed last.
 const ClaimsUpdateSubject = "$SYS.REQ.CLAIMS.UPDATE"
 
 // pushUserName names the system account's user that pushes account updates.
@@ -63,13 +64,18 @@ type claimUpdateResponse struct {
 }
 
 // PushAccount sends the account JWT accountJWT to the servers nc is connected to (as a PushUser) and
-// waits for servers answers or ctx's end, whichever comes first. It returns the names of the servers
-// that saved it; an error when any server refused it or none answered. Servers that did not answer
-// (one down, say) catch up from the others: a FULL resolver exchanges its accounts with the rest of
-// the cluster, and saves only a JWT newer than its own.
+// waits for servers answers or ctx's end (10 s without a deadline), whichever comes first. It returns
+// the names of the servers that saved it; an error when any server refused it or none answered.
+// Servers that did not answer (one down, say) catch up from the others: a FULL resolver exchanges its
+// accounts with the rest of the cluster, keeping the newer of two by issue time.
 func PushAccount(ctx context.Context, nc *nats.Conn, accountJWT string, servers int) ([]string, error) {
 	if servers < 1 {
 		servers = 1
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
 	}
 	inbox := nc.NewRespInbox()
 	sub, err := nc.SubscribeSync(inbox)
@@ -120,9 +126,10 @@ func PushAccount(ctx context.Context, nc *nats.Conn, accountJWT string, servers 
 }
 
 // RevokeLater is Revoke, and makes sure the re-signed account JWT's issue time is later than the one
-// it replaces (waiting for the next second when they would be equal): servers keep the newer of two
-// account JWTs by their issue times (seconds), so an older push arriving late never undoes a later
-// revocation. It says whether userKey was not already revoked (false: nothing changed).
+// it replaces (waiting for the next second when they would be equal): where servers choose between
+// two account JWTs by their issue times (seconds) - the configuration's preload at a restart, the
+// accounts the servers of a cluster exchange - the later revocation wins, never one signed in the
+// same second without it. It says whether userKey was not already revoked (false: nothing changed).
 func (a *Authority) RevokeLater(ctx context.Context, userKey string) (bool, error) {
 	before, err := jwt.DecodeAccountClaims(a.AccountJWT)
 	if err != nil {
