@@ -68,7 +68,7 @@ type DeviceCredentialReconciler struct {
 // +kubebuilder:rbac:groups=iot.nationtech.io,resources=devicecredentials,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=iot.nationtech.io,resources=devicecredentials/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=iot.nationtech.io,resources=devicecredentials/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile issues one DeviceCredential's credentials, or revokes them.

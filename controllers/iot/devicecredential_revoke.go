@@ -18,7 +18,8 @@ import (
 const revokeAttempts = 20
 
 // revoke revokes user key in dc's broker's account: the account JWT is re-signed with the key in its
-// revocation list and written back into the authority Secret under the resourceVersion it was read at
+// revocation list and written back into the authority Secret (a merge patch of account.jwt alone)
+// under the resourceVersion it was read at
 // (two revocations at once: the second one's write conflicts, it reads the first one's JWT and
 // revokes on top of it), then pushed to the servers, which close the user's connections and refuse
 // new ones. A key already revoked in the Secret is only pushed again. It returns the servers that
@@ -38,8 +39,9 @@ func (r *DeviceCredentialReconciler) revoke(ctx context.Context, dc *iotv1.Devic
 			return nil, err
 		}
 		if changed {
+			base := sec.DeepCopy()
 			sec.Data[auth.AccountJWTFile] = []byte(a.AccountJWT)
-			err := r.Client.Update(ctx, sec)
+			err := r.Client.Patch(ctx, sec, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 			if apierrors.IsConflict(err) {
 				continue // another revocation (or change) landed first: revoke on top of it
 			}
