@@ -23,21 +23,36 @@ type Options struct {
 	NATS *NATSOptions
 	// Credentials verify devices' credential labels (--iot-fleet-account-jwt); nil verifies none.
 	Credentials *auth.Verifier
+	// Brokers finds the FleetBrokers DeviceCredentials name; nil finds none.
+	Brokers Brokers
 }
 
 // Group is the iot API group as the manager sees it.
 func Group(opts Options) manager.Group {
-	return groupOf(&DeploymentReconciler{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Policy: opts.Policy, NATS: opts.NATS, Credentials: opts.Credentials})
+	d := &DeploymentReconciler{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Policy: opts.Policy, NATS: opts.NATS, Credentials: opts.Credentials}
+	return manager.NewGroup("iot", append(deploymentRows(d), deviceCredentialRow(&DeviceCredentialReconciler{Brokers: opts.Brokers}))...)
 }
 
-// groupOf is the group's table, run by r (tests pass a reconciler they connected and watch).
+// groupOf is the group's Deployment rows, run by r (tests pass a reconciler they connected and watch).
 func groupOf(r *DeploymentReconciler) manager.Group {
-	return manager.NewGroup("iot",
+	return manager.NewGroup("iot", deploymentRows(r)...)
+}
+
+// deviceCredentialRow is the DeviceCredential controller, run by r.
+func deviceCredentialRow(r *DeviceCredentialReconciler) manager.Row {
+	return manager.Reconciler{Name: "DeviceCredential", Cache: deviceCredentialCache, Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
+		return r.SetupWithManager(mgr)
+	}}
+}
+
+// deploymentRows are the Deployment's controller and webhook, run by r.
+func deploymentRows(r *DeploymentReconciler) []manager.Row {
+	return []manager.Row{
 		manager.Reconciler{Name: "Deployment", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return r.SetupWithManager(mgr)
 		}},
 		manager.Webhook{For: &iotv1.Deployment{}, Validator: func(ctrl.Manager) (admission.CustomValidator, error) {
 			return admit.Typed(&DeploymentValidator{Policy: r.Policy}), nil
 		}},
-	)
+	}
 }
