@@ -106,7 +106,8 @@ func brokerServerConfig(b *iotv1.FleetBroker, routePassword string) broker.Confi
 		ResolverDir:   brokerDataDir + "/resolver",
 	}
 	// JetStream may fill 90% of the claim: the resolver's files and the server's own need the rest.
-	if size := b.Spec.JetStream.Storage.Size.Value(); size > 0 {
+	if size := b.StorageSize(); size.Value() > 0 {
+		size := size.Value()
 		c.MaxFileStore = size / 10 * 9
 	}
 	if b.Spec.TLS != nil {
@@ -128,7 +129,8 @@ func brokerConfigDigest(conf string) string {
 }
 
 func brokerMeta(b *iotv1.FleetBroker, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: b.Namespace, Labels: oplabels.Labels(brokerApp, b.Name)}
+	return metav1.ObjectMeta{Name: name, Namespace: b.Namespace, Labels: oplabels.Labels(brokerApp, b.Name),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(b, iotv1.GroupVersion.WithKind("FleetBroker"))}}
 }
 
 // brokerAuthoritySecret is the generated authority Secret holding data (auth.Authority.Data).
@@ -313,7 +315,7 @@ func brokerStatefulSet(b *iotv1.FleetBroker, configDigest string) *appsv1.Statef
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName: b.Spec.JetStream.Storage.StorageClassName,
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: b.Spec.JetStream.Storage.Size}},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: b.StorageSize()}},
 		},
 	}
 	return &appsv1.StatefulSet{

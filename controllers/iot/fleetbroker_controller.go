@@ -79,13 +79,7 @@ func (r *FleetBrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // SetupWithManager registers the reconciler and its watches.
 func (r *FleetBrokerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
-	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
-	r.status = &reconcile.StatusWriter{
-		Client:     r.Client,
-		FieldOwner: fleetBrokerStatusOwner,
-		Fields:     []string{"observedGeneration", "readyServers", "clientURL", "operatorCredentialsSecret", "authoritySecret", "replicas"},
-		Conditions: append([]string{iotv1.ConditionReady}, fleetBrokerParts...),
-	}
+	r.init()
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("fleetbroker").
 		For(&iotv1.FleetBroker{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -100,6 +94,17 @@ func (r *FleetBrokerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Owns(&cmv1.Certificate{})
 	}
 	return b.Complete(r)
+}
+
+// init makes the applier and the status writer from Client and APIReader.
+func (r *FleetBrokerReconciler) init() {
+	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
+	r.status = &reconcile.StatusWriter{
+		Client:     r.Client,
+		FieldOwner: fleetBrokerStatusOwner,
+		Fields:     []string{"observedGeneration", "readyServers", "clientURL", "operatorCredentialsSecret", "authoritySecret", "replicas"},
+		Conditions: append([]string{iotv1.ConditionReady}, fleetBrokerParts...),
+	}
 }
 
 // brokersForSecret maps a Secret to the brokers in its namespace that made it (their instance label) or

@@ -20,7 +20,7 @@ type FleetBrokerSpec struct {
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Enum=1;3;5
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Servers",xDescriptors="urn:alm:descriptor:com.tectonic.ui:podCount"
-	Servers int32 `json:"servers"`
+	Servers int32 `json:"servers,omitempty"`
 
 	// JetStream is the fleet's buckets' replication and each server's storage.
 	// +optional
@@ -81,9 +81,10 @@ type FleetBrokerJetStream struct {
 // FleetBrokerStorage is one server's claim.
 type FleetBrokerStorage struct {
 	// Size is each server's claim; JetStream may fill 90% of it.
+	// +optional
 	// +kubebuilder:default="10Gi"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Size"
-	Size resource.Quantity `json:"size,omitempty"`
+	Size *resource.Quantity `json:"size,omitempty"`
 
 	// StorageClassName is the claims' storage class; the cluster's default when unset.
 	// +optional
@@ -235,6 +236,17 @@ type FleetBroker struct {
 	// Status is what the operator made and how many servers are ready.
 	// +optional
 	Status FleetBrokerStatus `json:"status,omitempty"`
+}
+
+// DefaultBrokerStorage is each server's claim when spec.jetStream.storage.size is unset.
+var DefaultBrokerStorage = resource.MustParse("10Gi")
+
+// StorageSize is each server's claim: spec.jetStream.storage.size or DefaultBrokerStorage.
+func (b *FleetBroker) StorageSize() resource.Quantity {
+	if s := b.Spec.JetStream.Storage.Size; s != nil && !s.IsZero() {
+		return *s
+	}
+	return DefaultBrokerStorage
 }
 
 // BucketReplicas is the fleet buckets' replica count: spec.jetStream.replicas, or min(servers, 3).
