@@ -37,6 +37,15 @@ func getSecret(ctx SpecContext, ns, name string) *corev1.Secret {
 	return &s
 }
 
+// secretData is a Secret's data, nil while it does not exist: for Eventually.
+func secretData(ctx SpecContext, ns, name string) map[string][]byte {
+	var s corev1.Secret
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
+		return nil
+	}
+	return s.Data
+}
+
 func brokerCondition(ctx SpecContext, b *iotv1.FleetBroker, t string) func(Gomega) *metav1.Condition {
 	return func(g Gomega) *metav1.Condition {
 		var live iotv1.FleetBroker
@@ -272,7 +281,7 @@ var _ = Describe("FleetBroker", func() {
 		secret.Data[auth.AccountJWTFile] = []byte(a.AccountJWT)
 		Expect(k8s.Update(ctx, secret)).To(Succeed())
 
-		Eventually(func() []byte { return getSecret(ctx, ns, "fleet-config").Data[BrokerConfigKey] }).Should(ContainSubstring(a.AccountJWT),
+		Eventually(func() []byte { return secretData(ctx, ns, "fleet-config")[BrokerConfigKey] }).Should(ContainSubstring(a.AccountJWT),
 			"the config preloads the new account JWT (a restarted server knows the revocation)")
 		Expect(k8s.Get(ctx, key, &sts)).To(Succeed())
 		Expect(sts.Spec.Template.Annotations[brokerConfigDigestAnnotation]).To(Equal(digest))
@@ -350,7 +359,7 @@ var _ = Describe("FleetBroker", func() {
 		Eventually(brokerCondition(ctx, b, iotv1.ConditionAuthority)).Should(HaveField("Reason", iotv1.ReasonAuthorityProvided))
 		Expect(getSecret(ctx, ns, "keys").Data).To(Equal(data), "the user's Secret is not changed")
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet-authority"}, &corev1.Secret{}))).To(BeTrue())
-		Eventually(func() []byte { return getSecret(ctx, ns, "fleet-config").Data[BrokerConfigKey] }).Should(ContainSubstring(a.OperatorJWT))
+		Eventually(func() []byte { return secretData(ctx, ns, "fleet-config")[BrokerConfigKey] }).Should(ContainSubstring(a.OperatorJWT))
 		Eventually(func(g Gomega) {
 			var s corev1.Secret
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet-operator-creds"}, &s)).To(Succeed())
@@ -368,7 +377,7 @@ var _ = Describe("FleetBroker", func() {
 		Eventually(brokerCondition(ctx, b, iotv1.ConditionBrokerCertificate)).Should(HaveField("Reason", iotv1.ReasonBrokerAPINotAvailable))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
 		Expect(b.Status.ClientURL).To(Equal("tls://fleet." + ns + ".svc:4222"))
-		Eventually(func() []byte { return getSecret(ctx, ns, "fleet-config").Data[BrokerConfigKey] }).Should(ContainSubstring("/etc/nats/tls/ca.crt"))
+		Eventually(func() []byte { return secretData(ctx, ns, "fleet-config")[BrokerConfigKey] }).Should(ContainSubstring("/etc/nats/tls/ca.crt"))
 		var sts appsv1.StatefulSet
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(b), &sts)).To(Succeed())
 		Expect(sts.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "fleet-tls")))

@@ -276,12 +276,12 @@ func (r *FleetBrokerReconciler) reconcileServices(ctx context.Context, s *fleetB
 	if ok, res, err := s.Apply(ctx, brokerClusterService(s.broker), iotv1.ConditionBrokerService); !ok {
 		return res, err
 	}
-	client := brokerClientService(s.broker)
-	if ok, res, err := s.Apply(ctx, client, iotv1.ConditionBrokerService); !ok {
+	clientSvc := brokerClientService(s.broker)
+	if ok, res, err := s.Apply(ctx, clientSvc, iotv1.ConditionBrokerService); !ok {
 		return res, err
 	}
 	s.Set(iotv1.ConditionBrokerService, metav1.ConditionTrue, iotv1.ReasonBrokerApplied,
-		fmt.Sprintf("Service %s (%s) serves clients and Service %s the servers' routes", client.Name, client.Spec.Type, brokerClusterServiceName(s.broker)))
+		fmt.Sprintf("Service %s (%s) serves clients and Service %s the servers' routes", clientSvc.Name, clientSvc.Spec.Type, brokerClusterServiceName(s.broker)))
 	return ctrl.Result{}, nil
 }
 
