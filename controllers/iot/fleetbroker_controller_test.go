@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
@@ -105,6 +106,14 @@ var _ = Describe("FleetBroker admission", func() {
 		b.Spec.Service = iotv1.FleetBrokerService{Type: iotv1.ServiceClusterIP, NodePort: ptr.To[int32](30422)}
 		Expect(apierrors.IsInvalid(create(b))).To(BeTrue())
 
+		By("the sample in config/samples is admitted as written, strictly")
+		raw, err := os.ReadFile("../../config/samples/iot_v1alpha1_fleetbroker.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		sample := &iotv1.FleetBroker{}
+		Expect(yaml.UnmarshalStrict(raw, sample)).To(Succeed())
+		sample.Namespace = ns
+		Expect(k8s.Create(ctx, sample, client.DryRunAll, client.FieldValidation("Strict"))).To(Succeed())
+
 		By("the defaults: 3 servers, 10Gi, ClusterIP; storage does not change once made")
 		b = &iotv1.FleetBroker{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "defaults"}}
 		Expect(k8s.Create(ctx, b)).To(Succeed())
@@ -113,7 +122,7 @@ var _ = Describe("FleetBroker admission", func() {
 		Expect(b.Spec.Service.Type).To(Equal(iotv1.ServiceClusterIP))
 		Expect(b.BucketReplicas()).To(BeEquivalentTo(3))
 		b.Spec.JetStream.Storage.Size = ptr.To(resource.MustParse("20Gi"))
-		err := k8s.Update(ctx, b)
+		err = k8s.Update(ctx, b)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(ContainSubstring("storage cannot change"))
 	})
