@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	"github.com/nats-io/nats-server/v2/server"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -19,11 +21,13 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/broker"
+	"github.com/platform-operator/platform-operator/internal/kit/platform"
 )
 
 // newBroker is a FleetBroker of servers servers, as a user writes it (the API server fills the defaults).
@@ -390,5 +394,86 @@ var _ = Describe("FleetBroker", func() {
 		var sts appsv1.StatefulSet
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(b), &sts)).To(Succeed())
 		Expect(sts.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "fleet-tls")))
+	})
+})
+
+var _ = Describe("FleetBroker with cert-manager", func() {
+	It("asks cert-manager for the servers' certificate, is Ready only once it is issued, and the connector trusts its CA", func(ctx SpecContext) {
+		// The suite's manager started without cert-manager; this spec serves its Certificate API and runs
+		// a reconciler that knows it is there.
+		_, err := envtest.InstallCRDs(testEnv.Config, envtest.CRDInstallOptions{
+			Paths: []string{filepath.Join(testEnv.Root, "config", "crd", "external", "cert-manager.io_certificates.yaml")}})
+		Expect(err).NotTo(HaveOccurred())
+		ns := newNamespace()
+		r := &FleetBrokerReconciler{Client: k8s, APIReader: k8s, Recorder: record.NewFakeRecorder(100), Capabilities: platform.Capabilities{CertManager: true}}
+		r.init()
+		b := newBroker(ns, "tlsfleet", 1)
+		b.Spec.TLS = &iotv1.FleetBrokerTLS{IssuerRef: iotv1.BrokerIssuerRef{Name: "ca"}, DNSNames: []string{"nats.example.com"}}
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		key := client.ObjectKeyFromObject(b)
+		// The suite's manager reconciles it too, without cert-manager: its status writes may race ours,
+		// so the spec reads the children and this reconciler's verdicts, not the stored status.
+		reconcileOnce := func() {
+			GinkgoHelper()
+			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Eventually(func() error { reconcileOnce(); return k8s.Get(ctx, key, &cmv1.Certificate{}) }).Should(Succeed())
+		var cert cmv1.Certificate
+		Expect(k8s.Get(ctx, key, &cert)).To(Succeed())
+		Expect(metav1.IsControlledBy(&cert, b)).To(BeTrue())
+		Expect(cert.Spec.SecretName).To(Equal("tlsfleet-tls"))
+		Expect(cert.Spec.IssuerRef.Name).To(Equal("ca"))
+		Expect(cert.Spec.DNSNames).To(ContainElements("tlsfleet."+ns+".svc", "*.tlsfleet-cluster."+ns+".svc", "nats.example.com"))
+		Expect(cert.Spec.Usages).To(ContainElements(cmv1.UsageServerAuth, cmv1.UsageClientAuth))
+
+		By("issued: cert-manager's Ready condition and the Secret with ca.crt")
+		cert.Status.Conditions = []cmv1.CertificateCondition{{Type: cmv1.CertificateConditionReady, Status: cmmeta.ConditionTrue, Reason: "Issued"}}
+		Expect(k8s.Status().Update(ctx, &cert)).To(Succeed())
+		const caPEM = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUJ6mIUdoY5VdYoFhQhbS0Bq8EBpQwCgYIKoZIzj0EAwIw\n-----END CERTIFICATE-----\n"
+		tlsSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tlsfleet-tls"}, Data: map[string][]byte{"ca.crt": []byte(caPEM)}}
+		Expect(k8s.Create(ctx, tlsSecret)).To(Succeed())
+		var sts appsv1.StatefulSet
+		Expect(k8s.Get(ctx, key, &sts)).To(Succeed())
+		sts.Status.Replicas, sts.Status.ReadyReplicas, sts.Status.ObservedGeneration = 1, 1, sts.Generation
+		Expect(k8s.Status().Update(ctx, &sts)).To(Succeed())
+		s := r.newFleetBrokerScope(b)
+		_, err = r.reconcileCertificate(ctx, s)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(meta.IsStatusConditionTrue(*s.Conditions, iotv1.ConditionBrokerCertificate)).To(BeTrue())
+
+		By("the control: an unissued certificate is not ready")
+		cert.Status.Conditions = []cmv1.CertificateCondition{{Type: cmv1.CertificateConditionReady, Status: cmmeta.ConditionFalse, Reason: "Pending", Message: "waiting for the issuer"}}
+		Expect(k8s.Status().Update(ctx, &cert)).To(Succeed())
+		s = r.newFleetBrokerScope(b)
+		_, err = r.reconcileCertificate(ctx, s)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(meta.FindStatusCondition(*s.Conditions, iotv1.ConditionBrokerCertificate)).To(HaveField("Reason", iotv1.ReasonBrokerCertificatePending))
+
+		By("the connector reads the CA of the broker's certificate")
+		// Ready as this reconciler would find it; the suite's manager (no cert-manager) may write its own
+		// verdict in between, so set and read again until the read sees it.
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, key, b)).To(Succeed())
+			meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: iotv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready"})
+			b.Status.OperatorCredentialsSecret = "tlsfleet-operator-creds"
+			g.Expect(k8s.Status().Update(ctx, b)).To(Succeed())
+			o, err := resolveBroker(ctx, k8s, NATSOptions{Broker: &key})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(o.CA).To(Equal([]byte(caPEM)))
+			g.Expect(o.URL).To(HavePrefix("tls://"))
+		}).Should(Succeed())
+
+		By("the control: without ca.crt the connector refuses to guess")
+		tlsSecret.Data = map[string][]byte{"tls.crt": []byte(caPEM)}
+		Expect(k8s.Update(ctx, tlsSecret)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, key, b)).To(Succeed())
+			meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: iotv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready"})
+			b.Status.OperatorCredentialsSecret = "tlsfleet-operator-creds"
+			g.Expect(k8s.Status().Update(ctx, b)).To(Succeed())
+			_, err := resolveBroker(ctx, k8s, NATSOptions{Broker: &key})
+			g.Expect(err).To(MatchError(ContainSubstring("has no ca.crt")))
+		}).Should(Succeed())
 	})
 })
