@@ -194,7 +194,7 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 	case r.NATS != nil:
-		if err := mgr.Add(&natsConnector{r: r}); err != nil {
+		if err := mgr.Add(&natsConnector{r: r, reader: mgr.GetAPIReader()}); err != nil {
 			return err
 		}
 	default:

@@ -8,9 +8,9 @@ import (
 	"github.com/nats-io/nats.go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
 )
 
@@ -35,11 +35,37 @@ type Brokers interface {
 	Broker(ctx context.Context, namespace, name string) (Broker, error)
 }
 
-// noBrokers is the Brokers of an operator without FleetBroker support: none is ever found.
-type noBrokers struct{}
+// fleetBrokers are the FleetBrokers themselves, read from the API server on each use (a credential is
+// issued or revoked rarely; the broker's Secrets are never cached).
+type fleetBrokers struct{ reader client.Reader }
 
-func (noBrokers) Broker(_ context.Context, _, name string) (Broker, error) {
-	return Broker{}, apierrors.NewNotFound(schema.GroupResource{Group: "iot.nationtech.io", Resource: "fleetbrokers"}, name)
+// Broker is the FleetBroker namespace/name as a DeviceCredential uses it: its authority Secret (which
+// need not be Ready to issue), its client URL and server count, and with spec.tls the CA of its
+// certificate (a revocation's push waits for it).
+func (f fleetBrokers) Broker(ctx context.Context, namespace, name string) (Broker, error) {
+	var b iotv1.FleetBroker
+	if err := f.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &b); err != nil {
+		return Broker{}, err // NotFound passes through: the credential says BrokerNotFound
+	}
+	out := Broker{AuthoritySecret: brokerAuthoritySecretOf(&b), URL: b.Status.ClientURL, Servers: int(b.Spec.Servers)}
+	if out.URL == "" {
+		out.URL = brokerClientURL(&b)
+	}
+	if b.Spec.TLS != nil {
+		var certs corev1.Secret
+		if err := f.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: brokerTLSSecretName(&b)}, &certs); err != nil {
+			if apierrors.IsNotFound(err) { // the broker's certificate, not the broker, is missing: retried
+				return Broker{}, fmt.Errorf("the certificate Secret of FleetBroker %s/%s is not there yet", namespace, name)
+			}
+			return Broker{}, err
+		}
+		opts, err := NATSOptions{CA: certs.Data["ca.crt"]}.inMemory()
+		if err != nil {
+			return Broker{}, fmt.Errorf("FleetBroker %s/%s's certificate: %w", namespace, name, err)
+		}
+		out.Options = opts
+	}
+	return out, nil
 }
 
 // pushTimeout bounds one push of the account JWT to the broker's servers, the connection included.

@@ -36,8 +36,8 @@ const credentialAppName = "device-credential"
 // authority Secret and servers reachable) before its finalizer is released anyway, with a Warning.
 const DefaultRevokeGiveUp = 10 * time.Minute
 
-// brokerRetry is how soon a DeviceCredential waiting for its broker (or revoking) tries again.
-const brokerRetry = 10 * time.Second
+// credentialBrokerRetry is how soon a DeviceCredential waiting for its broker (or revoking) tries again.
+const credentialBrokerRetry = 10 * time.Second
 
 // DeviceCredentialReconciler issues a device's credentials from its FleetBroker's authority into a
 // Secret, and revokes them in the broker's account (pushed to the running servers) on deletion or
@@ -108,7 +108,7 @@ func deviceCredentialCache(platform.Capabilities) []manager.CacheRule {
 func (r *DeviceCredentialReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	if r.Brokers == nil {
-		r.Brokers = noBrokers{}
+		r.Brokers = fleetBrokers{reader: mgr.GetAPIReader()}
 	}
 	if r.RevokeGiveUp == 0 {
 		r.RevokeGiveUp = DefaultRevokeGiveUp
@@ -159,7 +159,7 @@ func (r *DeviceCredentialReconciler) finalize(ctx context.Context, dc *iotv1.Dev
 		case err != nil && r.clock().Sub(dc.DeletionTimestamp.Time) < r.RevokeGiveUp:
 			ctrl.LoggerFrom(ctx).Info("revoking a deleted DeviceCredential's credentials failed; retrying", "error", err.Error())
 			left := r.RevokeGiveUp - r.clock().Sub(dc.DeletionTimestamp.Time)
-			return ctrl.Result{RequeueAfter: min(brokerRetry, left+time.Second)}, nil
+			return ctrl.Result{RequeueAfter: min(credentialBrokerRetry, left+time.Second)}, nil
 		case err != nil:
 			r.session(dc).Warnf(iotv1.EventRevocationAbandoned,
 				"gave up revoking the credentials of device %s (user %s) after %s: %v; revoke them by hand (fleet-auth revoke) or replace the broker's authority",

@@ -70,7 +70,7 @@ func (r *DeviceCredentialReconciler) issue(ctx context.Context, s *deviceCredent
 	b, err := r.Brokers.Broker(ctx, dc.Namespace, dc.Spec.Broker)
 	if apierrors.IsNotFound(err) {
 		s.Fail(iotv1.ConditionReady, iotv1.ReasonBrokerNotFound, fmt.Sprintf("FleetBroker %s is not found in namespace %s", dc.Spec.Broker, dc.Namespace))
-		return ctrl.Result{RequeueAfter: brokerRetry}, nil
+		return ctrl.Result{RequeueAfter: credentialBrokerRetry}, nil
 	}
 	if err != nil {
 		s.Set(iotv1.ConditionReady, metav1.ConditionUnknown, iotv1.ReasonBrokerNotReady, err.Error())
@@ -79,7 +79,7 @@ func (r *DeviceCredentialReconciler) issue(ctx context.Context, s *deviceCredent
 	_, a, err := readAuthority(ctx, r.APIReader, dc.Namespace, b)
 	if err != nil {
 		s.Fail(iotv1.ConditionReady, iotv1.ReasonBrokerNotReady, fmt.Sprintf("FleetBroker %s's authority: %v", dc.Spec.Broker, err))
-		return ctrl.Result{RequeueAfter: brokerRetry}, nil
+		return ctrl.Result{RequeueAfter: credentialBrokerRetry}, nil
 	}
 	// Held from the issue on: the credentials leave Kubernetes, and only the revocation takes them back.
 	if err := r.finalizer.Ensure(ctx, dc); err != nil {
@@ -96,7 +96,7 @@ func (r *DeviceCredentialReconciler) issue(ctx context.Context, s *deviceCredent
 	creds, err := a.IssueWithLabels(auth.RoleDevice, dc.Spec.DeviceID, expires, labels)
 	if err != nil {
 		s.Fail(iotv1.ConditionReady, iotv1.ReasonBrokerNotReady, fmt.Sprintf("issue the credentials: %v", err))
-		return ctrl.Result{RequeueAfter: brokerRetry}, nil
+		return ctrl.Result{RequeueAfter: credentialBrokerRetry}, nil
 	}
 	sec := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
@@ -166,7 +166,7 @@ func (r *DeviceCredentialReconciler) reconcileRevocation(ctx context.Context, s 
 		if err != nil {
 			s.Fail(iotv1.ConditionRevoked, iotv1.ReasonRevocationPending, fmt.Sprintf("revoking user %s: %v", s.status.UserKey, err))
 			s.Set(iotv1.ConditionReady, metav1.ConditionFalse, iotv1.ReasonRevocationPending, "the credentials are being revoked")
-			return ctrl.Result{RequeueAfter: brokerRetry}, nil
+			return ctrl.Result{RequeueAfter: credentialBrokerRetry}, nil
 		}
 		s.status.RevokedAt = ptrTime(s.now)
 		s.Set(iotv1.ConditionRevoked, metav1.ConditionTrue, iotv1.ReasonRevoked,

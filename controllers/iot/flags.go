@@ -4,7 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
@@ -18,7 +21,11 @@ type Flags struct {
 	maxDevices, deploymentsPerDevice              *int
 	fleetPolicy, registries, accountJWT           *string
 	requireDigest                                 *bool
+	broker                                        *string
 }
+
+// FlagFleetBroker names the FleetBroker (NAMESPACE/NAME) the operator connects to instead of --nats-url.
+const FlagFleetBroker = "iot-fleet-broker"
 
 // BindFlags defines the iot flags on fs. Their defaults come from the environment where an OLM
 // Subscription sets them (NATS_URL, IOT_FLEET_POLICY, IOT_ALLOWED_REGISTRIES, IOT_REQUIRE_DIGEST).
@@ -35,6 +42,7 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 		fleetPolicy:          fs.String(FlagFleetPolicy, os.Getenv("IOT_FLEET_POLICY"), "Which devices each namespace's iot Deployments may target: NAMESPACE=KEY:VALUE|VALUE (the selector must require label KEY to be one of the VALUEs) or NAMESPACE=* (any selector, {} included), entries separated by ; (NAMESPACE * for namespaces no entry names); empty allows no targeting (default $IOT_FLEET_POLICY, which an OLM Subscription can set; docs/iot.md, Tenancy and image policy)."),
 		accountJWT:           fs.String(FlagFleetAccountJWT, os.Getenv("IOT_FLEET_ACCOUNT_JWT"), "The fleet account's JWT (account.jwt, written by fleet-auth init, revoke and update-permissions): the operator trusts the labels of a device's credential only when that account's device signing key signed it, for that device, unexpired and unrevoked. A namespace whose --iot-fleet-policy names label keys matches those keys against credential labels only, so without it such a namespace targets no device (default $IOT_FLEET_ACCOUNT_JWT; docs/fleet.md, Credential labels)."),
 		registries:           fs.String(FlagAllowedRegistries, os.Getenv("IOT_ALLOWED_REGISTRIES"), "Comma-separated registries iot Deployment images may come from: a host (any port), host:port, or host/path prefix (docker.io/library for official Docker Hub images); empty allows any (default $IOT_ALLOWED_REGISTRIES)."),
+		broker:               fs.String(FlagFleetBroker, os.Getenv("IOT_FLEET_BROKER"), "NAMESPACE/NAME of the FleetBroker whose NATS the operator connects to: its client URL, the operator's credentials and CA are read from the broker and its Secrets, retried until it is Ready, and the fleet's buckets get its replica count (default $IOT_FLEET_BROKER; docs/fleet-broker.md). Exclusive with --nats-url."),
 		requireDigest:        fs.Bool(FlagRequireDigest, os.Getenv("IOT_REQUIRE_DIGEST") == "true", "Refuse iot Deployment images not pinned by digest (image@sha256:...); default true when $IOT_REQUIRE_DIGEST is true."),
 	}
 }
@@ -60,6 +68,18 @@ func (f *Flags) Options(workers int) (Options, error) {
 	}
 	opts := Options{MaxConcurrentReconciles: workers, Credentials: creds, Policy: Policy{
 		Fleet: fleetPolicy, Images: ImagePolicy{Registries: registries, RequireDigest: *f.requireDigest}}}
+	if *f.broker != "" {
+		if *f.natsURL != "" {
+			return Options{}, fmt.Errorf("--nats-url and --%s are exclusive: the operator connects either to a NATS server you run or to the FleetBroker it runs; set one", FlagFleetBroker)
+		}
+		ns, name, ok := strings.Cut(*f.broker, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return Options{}, fmt.Errorf("--%s=%q: want NAMESPACE/NAME of a FleetBroker", FlagFleetBroker, *f.broker)
+		}
+		opts.NATS = &NATSOptions{Broker: &types.NamespacedName{Namespace: ns, Name: name}, HeartbeatTTL: *f.heartbeatTTL,
+			Limits: store.Limits{Devices: *f.maxDevices, DeploymentsPerDevice: *f.deploymentsPerDevice}}
+		return opts, nil
+	}
 	if *f.natsURL != "" {
 		// Connected in the background, retried until NATS answers: the other APIs do not wait for it.
 		opts.NATS = &NATSOptions{URL: *f.natsURL, CredentialsFile: *f.natsCreds, CAFile: *f.natsCA, CertFile: *f.natsCert, KeyFile: *f.natsKey,

@@ -31,3 +31,31 @@ func TestFlagsNameAMalformedFlagOnce(t *testing.T) {
 		t.Errorf("well-formed flags: %v", err)
 	}
 }
+
+// --iot-fleet-broker connects to a FleetBroker; with --nats-url too, the operator refuses to start.
+func TestFlagsFleetBroker(t *testing.T) {
+	options := func(args ...string) (Options, error) {
+		fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+		f := BindFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return f.Options(1)
+	}
+	o, err := options("--" + FlagFleetBroker + "=iot/fleet")
+	if err != nil || o.NATS == nil || o.NATS.Broker == nil || o.NATS.Broker.String() != "iot/fleet" || o.NATS.URL != "" {
+		t.Fatalf("--%s=iot/fleet: %+v, %v", FlagFleetBroker, o.NATS, err)
+	}
+	if _, err := options("--"+FlagFleetBroker+"=iot/fleet", "--nats-url=nats://nats:4222"); err == nil || !strings.Contains(err.Error(), "exclusive") {
+		t.Errorf("both set: %v, want a refusal naming them exclusive", err)
+	}
+	for _, bad := range []string{"fleet", "/fleet", "iot/", "a/b/c"} {
+		if _, err := options("--" + FlagFleetBroker + "=" + bad); err == nil {
+			t.Errorf("--%s=%s accepted", FlagFleetBroker, bad)
+		}
+	}
+	// Control: --nats-url alone still works.
+	if o, err := options("--nats-url=nats://nats:4222"); err != nil || o.NATS == nil || o.NATS.Broker != nil {
+		t.Errorf("--nats-url alone: %+v, %v", o.NATS, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet"
@@ -180,6 +181,8 @@ type changes struct{ first, last time.Time }
 // fleet watch: the operator starts (and serves its other APIs) whether or not NATS is up.
 type natsConnector struct {
 	r *DeploymentReconciler
+	// reader reads the FleetBroker and its Secrets from the API server when r.NATS.Broker is set.
+	reader client.Reader
 }
 
 // NeedLeaderElection: only the leader talks to the fleet.
@@ -192,9 +195,17 @@ func (c *natsConnector) Start(ctx context.Context) error {
 	var closeNATS func()
 	// Tried at once, then natsRetry after each failure, until it connects or ctx ends.
 	err := wait.ExponentialBackoffWithContext(ctx, retryForever(natsRetry), func(ctx context.Context) (bool, error) {
-		st, closeConn, err := Connect(ctx, *c.r.NATS, 10*time.Second)
+		opts := *c.r.NATS
+		if opts.Broker != nil {
+			var err error
+			if opts, err = resolveBroker(ctx, c.reader, opts); err != nil {
+				log.Info("waiting for the fleet broker; retrying", "broker", opts.Broker.String(), "reason", err.Error())
+				return false, nil
+			}
+		}
+		st, closeConn, err := Connect(ctx, opts, 10*time.Second)
 		if err != nil {
-			log.Error(err, "connect to NATS; retrying", "url", c.r.NATS.Redacted())
+			log.Error(err, "connect to NATS; retrying", "url", opts.Redacted())
 			return false, nil
 		}
 		closeNATS = closeConn

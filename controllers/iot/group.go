@@ -51,6 +51,9 @@ func deploymentRows(r *DeploymentReconciler) []manager.Row {
 		manager.Reconciler{Name: "Deployment", Setup: func(mgr ctrl.Manager, _ platform.Capabilities) error {
 			return r.SetupWithManager(mgr)
 		}},
+		manager.Reconciler{Name: "FleetBroker", Cache: fleetBrokerCache, Setup: func(mgr ctrl.Manager, caps platform.Capabilities) error {
+			return (&FleetBrokerReconciler{Capabilities: caps}).SetupWithManager(mgr)
+		}},
 		manager.Webhook{For: &iotv1.Deployment{}, Validator: func(ctrl.Manager) (admission.CustomValidator, error) {
 			return admit.Typed(&DeploymentValidator{Policy: r.Policy}), nil
 		}},
