@@ -26,6 +26,10 @@ type deploymentScope struct {
 	progress        fleet.Progress
 	hold            fleet.Hold
 	stale           int
+	// rollback is the rollback of the current generation under way or through; rollbackUnavailable says
+	// why a failed rollout that should roll back cannot.
+	rollback            *rollback
+	rollbackUnavailable string
 	// oldest is the oldest "at" of the state records folded since the Deployment's last status.
 	oldest   time.Time
 	counting bool
