@@ -144,11 +144,11 @@ func (r *DeploymentReconciler) reconcileRollback(ctx context.Context, s *deploym
 	}
 	n := fleet.RollbackBatch(s.d.Spec.Rollout, len(matched),
 		fleet.RollbackProgress{Remaining: len(remaining), Given: rb.given, Answered: rb.answered})
-	if !rb.started {
-		rb.started = true
+	if !rb.started && rb.given == 0 {
 		s.Warn(iotv1.ReasonRollingBack, fmt.Sprintf("generation %d failed (%s): giving the %d selected devices that received it generation %d again; generation %d is not published again until the spec changes",
 			gen, rb.reason, len(remaining)+rb.given, to, gen))
 	}
+	rb.started = true
 	if n > 0 {
 		if err := giveDesired(ctx, st, s.key, remaining[:n], fleet.Desired{Generation: to, Score: score, RollbackOf: gen}); err != nil {
 			return s.natsFailed(err)

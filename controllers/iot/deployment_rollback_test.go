@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -231,6 +232,47 @@ var _ = Describe("iot Deployment rollbacks", func() {
 		}
 		Expect(reconciler.counters.Snapshot(key).ByGeneration[1]).To(Equal(fleet.PhaseCounts{Running: 3}))
 		Expect(reconciler.counters.Snapshot(key).ByGeneration[2]).To(Equal(fleet.PhaseCounts{}))
+
+		By("losing status.rolledBackTo as well as the memory: the desired states (rollbackOf) still say generation 2 was rolled back, and it is not published again")
+		// No device fails generation 2 any more, so only the desired states can tell.
+		Expect(k8s.Status().Patch(ctx, get(ctx, d), client.RawPatch(types.MergePatchType, []byte(`{"status":{"rolledBackTo":null}}`)))).To(Succeed())
+		Expect(get(ctx, d).Status.RolledBackTo).To(BeNil())
+		reconciler.plans.forget(key)
+		reconciler.status.Forget(client.ObjectKeyFromObject(d))
+		reconciler.wakeUp(ctx, client.ObjectKeyFromObject(d))
+		Eventually(func() *iotv1.RollbackStatus { return get(ctx, d).Status.RolledBackTo }).ShouldNot(BeNil())
+		Expect(get(ctx, d).Status.RolledBackTo.Generation).To(BeEquivalentTo(1))
+		Consistently(func() map[string]int64 { return desiredGenerations(ctx, d) }, "2s").Should(Equal(
+			map[string]int64{ns + "-dev-0": 1, ns + "-dev-1": 1, ns + "-dev-2": 1}))
+		Expect(condition(get(ctx, d), iotv1.ConditionProgressing).Reason).To(Equal(iotv1.ReasonRolledBack))
+	})
+
+	It("rolls an Immediate rollout back at once when its progress deadline passes", func(ctx SpecContext) {
+		ns := newNamespace()
+		devices := startDevices(ns, 3)
+		for _, dev := range devices[1:] {
+			dev.Runtime.SetFail("registry.example/web:2", "manifest unknown")
+		}
+		d := fleettest.Deployment(ns, "web", ns, "registry.example/web:1")
+		d.Spec.Rollout.OnFailure = iotv1.RolloutFailureRollback
+		d.Spec.Rollout.ProgressDeadlineSeconds = 2
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		Eventually(func() []int64 { return revisionGenerations(ctx, d) }).Should(Equal([]int64{1}))
+		setImage(ctx, d, "registry.example/web:2")
+		By("device 0 running generation 2 until the deadline passes, devices 1 and 2 failing it")
+		Eventually(func() string { return runningImage(devices[0], ns) }).Should(Equal("registry.example/web:2"))
+		Eventually(func(g Gomega) {
+			got := get(ctx, d)
+			c := condition(got, iotv1.ConditionProgressing)
+			g.Expect(c.Reason).To(Equal(iotv1.ReasonRolledBack))
+			g.Expect(c.Message).To(HavePrefix("rolled back to generation 1: generation 2 failed (ProgressDeadlineExceeded), and the 3 devices that received it"))
+			g.Expect(got.Status.RolledBackTo.Reason).To(Equal(iotv1.ReasonProgressDeadlineExceeded))
+		}, "20s").Should(Succeed())
+		for i, dev := range devices {
+			Expect(runningImage(dev, ns)).To(Equal("registry.example/web:1"), "device %d", i)
+		}
+		Consistently(func() map[string]int64 { return desiredGenerations(ctx, d) }, "3s").Should(Equal(
+			map[string]int64{ns + "-dev-0": 1, ns + "-dev-1": 1, ns + "-dev-2": 1}))
 	})
 
 	It("pauses with RollbackUnavailable when there is no previous successful score: its ControllerRevision deleted, or the first generation failed", func(ctx SpecContext) {
