@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -78,30 +77,32 @@ func (r *DeploymentReconciler) rollbackDue(s *deploymentScope) bool {
 // reconcileRollback gives the selected devices that received the failed generation the previous
 // successful score again, batch by batch (fleet.RollbackBatch), and never the failed generation. With
 // no previous successful score to return to, it says RollbackUnavailable: a rollback that had not begun
-// leaves the rollout to onFailure Pause's behaviour, one that had begun publishes nothing more.
-func (r *DeploymentReconciler) reconcileRollback(ctx context.Context, s *deploymentScope, st *store.Store, sel labels.Selector, epoch uint64) (ctrl.Result, error) {
+// leaves the rollout to onFailure Pause's behaviour (pause: the caller's ordinary step goes on), one that
+// had begun publishes nothing more.
+func (r *DeploymentReconciler) reconcileRollback(ctx context.Context, s *deploymentScope, st *store.Store, sel labels.Selector, epoch uint64) (res ctrl.Result, pause bool, err error) {
 	rb, gen := s.rollback, s.d.Generation
 	if p := r.plans.get(s.key); p.current(gen, epoch, sel.String(), r.clock()) && p.rolledBack != nil && p.rolledBack.to == rb.to {
 		done := *p.rolledBack
 		s.rollback = &done
 		s.progress.Published = 0
 		r.recordRollback(s)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, false, nil
 	}
 
 	to, score, why, err := r.previousScore(ctx, s.d, rb.to)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, false, err
 	}
 	if why != "" {
 		s.rollback, s.rollbackUnavailable = nil, why
 		if !rb.started {
-			return r.pausedInstead(ctx, s, st, sel, epoch)
+			return ctrl.Result{}, true, nil
 		}
 		// The devices given the previous score back keep it; the failed generation is not published.
 		_, desired, err := r.selectDevices(ctx, s, st, sel)
 		if err != nil {
-			return s.natsFailed(err)
+			res, err = s.natsFailed(err)
+			return res, false, err
 		}
 		s.progress.Published = 0
 		for _, d := range desired {
@@ -109,8 +110,15 @@ func (r *DeploymentReconciler) reconcileRollback(ctx context.Context, s *deploym
 				s.progress.Published++
 			}
 		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, false, nil
 	}
+	res, err = r.rollBack(ctx, s, st, sel, epoch, to, score)
+	return res, false, err
+}
+
+// rollBack is reconcileRollback's pass over the devices, with the generation to return to and its score.
+func (r *DeploymentReconciler) rollBack(ctx context.Context, s *deploymentScope, st *store.Store, sel labels.Selector, epoch uint64, to int64, score iotv1.Score) (ctrl.Result, error) {
+	rb, gen := s.rollback, s.d.Generation
 	rb.to = to
 
 	matched, desired, err := r.selectDevices(ctx, s, st, sel)
@@ -181,20 +189,6 @@ func (r *DeploymentReconciler) recordRollback(s *deploymentScope) {
 	if rb.done && reconcile.Changed(s.Before, iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonRolledBack) {
 		s.Normal(iotv1.ReasonRolledBack, rolledBackMessage(rb))
 	}
-}
-
-// pausedInstead is a failed rollout without a score to roll back to: onFailure Pause's behaviour, the
-// ordinary pass (which holds at TooManyFailures), with RollbackUnavailable said once.
-func (r *DeploymentReconciler) pausedInstead(ctx context.Context, s *deploymentScope, st *store.Store, sel labels.Selector, epoch uint64) (ctrl.Result, error) {
-	published, err := r.publish(ctx, s, st, sel)
-	if errors.Is(err, errRolledBackDevices) {
-		return ctrl.Result{}, nil // begun after all: the next reconcile reads it from the desired states
-	}
-	if err != nil {
-		return s.natsFailed(err)
-	}
-	r.plans.set(s.key, &plan{generation: s.d.Generation, epoch: epoch, selector: sel.String(), published: published, at: r.clock()})
-	return ctrl.Result{}, nil
 }
 
 func rollingBackMessage(rb *rollback) string {

@@ -58,7 +58,9 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *dep
 	s.stale = int(counts.Stale)
 
 	if r.rollbackDue(s) {
-		return r.reconcileRollback(ctx, s, st, sel, counts.Epoch)
+		if res, pause, err := r.reconcileRollback(ctx, s, st, sel, counts.Epoch); !pause {
+			return res, err
+		}
 	}
 
 	// The status comes from the counters and the index alone. The devices are read only when the
@@ -82,7 +84,8 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *dep
 		// Desired states name this generation as rolled back, and the status does not say so yet (the
 		// operator stopped between its rollback's first batch and its status write): go on with it.
 		s.rollback = &rollback{failed: gen, reason: string(fleet.HoldFailures), started: true}
-		return r.reconcileRollback(ctx, s, st, sel, counts.Epoch)
+		res, _, err := r.reconcileRollback(ctx, s, st, sel, counts.Epoch) // begun: it never pauses
+		return res, err
 	}
 	if err != nil {
 		return s.natsFailed(err)
