@@ -55,6 +55,20 @@ func eventReasons(ctx context.Context, ns, name string) []string {
 	return out
 }
 
+// eventCount is how many times (Event.count summed) an event of type and reason was emitted about object
+// name in ns.
+func eventCount(ctx context.Context, ns, name, eventType, reason string) int32 {
+	var list corev1.EventList
+	Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var n int32
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && e.Type == eventType && e.Reason == reason {
+			n += max(e.Count, 1)
+		}
+	}
+	return n
+}
+
 // batchedWeb creates "web" of registry.example/web:1 for ns's devices, batched, with onFailure, and
 // waits until every device runs it.
 func batchedWeb(ctx context.Context, ns string, size, maxUnavailable, threshold int32, onFailure iotv1.RolloutFailurePolicy, devices int) *iotv1.Deployment {
@@ -156,6 +170,16 @@ var _ = Describe("iot Deployment rollbacks", func() {
 			map[string]int64{ns + "-dev-0": 1, ns + "-dev-1": 1, ns + "-dev-2": 1, ns + "-dev-3": 1}))
 		Expect(eventReasons(ctx, ns, "web")).To(ContainElements("Warning "+iotv1.ReasonRollingBack, "Normal "+iotv1.ReasonRolledBack))
 		Expect(eventReasons(ctx, ns, "web")).NotTo(ContainElement("Warning " + iotv1.ReasonRollbackUnavailable))
+		By("the rollback's Warning and its end said once, however often the fleet woke the Deployment")
+		Expect(eventCount(ctx, ns, "web", corev1.EventTypeWarning, iotv1.ReasonRollingBack)).To(BeEquivalentTo(1))
+		Expect(eventCount(ctx, ns, "web", corev1.EventTypeNormal, iotv1.ReasonRolledBack)).To(BeEquivalentTo(1))
+		By("a rolled-back Deployment reconciled again: no write, no event")
+		rv, before, n := get(ctx, d).ResourceVersion, writes.In(ns), reconciler.reconciles.Load()
+		reconciler.wakeUp(ctx, client.ObjectKeyFromObject(d))
+		Eventually(reconciler.reconciles.Load).Should(BeNumerically(">", n))
+		Consistently(func() int32 { return eventCount(ctx, ns, "web", corev1.EventTypeNormal, iotv1.ReasonRolledBack) }, "1s").Should(BeEquivalentTo(1))
+		Expect(writes.In(ns)).To(Equal(before), "writes on an unchanged re-reconcile")
+		Expect(get(ctx, d).ResourceVersion).To(Equal(rv))
 
 		By("a new spec (generation 3, an image every device runs, one revision kept) rolling out normally")
 		for _, dev := range devices {
