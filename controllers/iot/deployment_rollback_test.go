@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -337,5 +338,49 @@ var _ = Describe("iot Deployment rollbacks", func() {
 			g.Expect(c.Message).To(ContainSubstring(fmt.Sprintf("generation %d failed", 1)))
 		}).Should(Succeed())
 		Consistently(func() map[string]int64 { return desiredGenerations(ctx, first) }, "1s").Should(HaveLen(2))
+	})
+
+	It("refuses an unknown onFailure and a revisionHistoryLimit below 1 at admission, and defaults both", func(ctx SpecContext) {
+		ns := newNamespace()
+		bad := fleettest.Deployment(ns, "bad", ns, "registry.example/web:1")
+		bad.Spec.Rollout.OnFailure = "Retry"
+		Expect(k8s.Create(ctx, bad)).To(MatchError(ContainSubstring("spec.rollout.onFailure")))
+		bad = fleettest.Deployment(ns, "bad", ns, "registry.example/web:1")
+		bad.Spec.Rollout.RevisionHistoryLimit = -1
+		Expect(k8s.Create(ctx, bad)).To(MatchError(ContainSubstring("spec.rollout.revisionHistoryLimit")))
+		By("the control: the same Deployment without them, defaulted")
+		ok := fleettest.Deployment(ns, "ok", ns, "registry.example/web:1")
+		Expect(k8s.Create(ctx, ok)).To(Succeed())
+		got := get(ctx, ok)
+		Expect(got.Spec.Rollout.OnFailure).To(Equal(iotv1.RolloutFailurePause))
+		Expect(got.Spec.Rollout.RevisionHistoryLimit).To(BeEquivalentTo(10))
+	})
+
+	It("never adopts a ControllerRevision of its name that it does not control, nor rolls back to its score", func(ctx SpecContext) {
+		ns := newNamespace()
+		devices := startDevices(ns, 2)
+		for _, dev := range devices {
+			dev.Runtime.SetFail("registry.example/web:2", "manifest unknown")
+		}
+		planted := &appsv1.ControllerRevision{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-score-1", Labels: revisionLabels(&iotv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}})},
+			Data:       runtime.RawExtension{Raw: []byte(`{"type":"PodmanV0","podmanV0":{"services":[{"name":"app","image":"evil.example/miner:1"}]}}`)},
+			Revision:   1,
+		}
+		Expect(k8s.Create(ctx, planted)).To(Succeed())
+		d := batchedWeb(ctx, ns, 1, 0, 100, iotv1.RolloutFailureRollback, 2)
+		Eventually(func() []string { return eventReasons(ctx, ns, "web") }).Should(ContainElement("Warning " + iotv1.ReasonRollbackUnavailable))
+		setImage(ctx, d, "registry.example/web:2")
+		Eventually(func(g Gomega) {
+			c := condition(get(ctx, d), iotv1.ConditionProgressing)
+			g.Expect(c.Reason).To(Equal(iotv1.ReasonRollbackUnavailable))
+		}).Should(Succeed())
+		Consistently(func() map[string]int64 { return desiredGenerations(ctx, d) }, "1s").Should(Equal(map[string]int64{ns + "-dev-0": 2, ns + "-dev-1": 1}))
+		for _, dev := range devices {
+			Expect(runningImage(dev, ns)).NotTo(ContainSubstring("evil"))
+		}
+		live := &appsv1.ControllerRevision{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(planted), live)).To(Succeed())
+		Expect(live.OwnerReferences).To(BeEmpty())
 	})
 })
