@@ -239,8 +239,14 @@ func (r *DeploymentReconciler) previousScore(ctx context.Context, d *iotv1.Deplo
 		if rev.Revision >= d.Generation || (want != 0 && rev.Revision != want) {
 			continue
 		}
-		if err := json.Unmarshal(rev.Data.Raw, &score); err != nil {
-			return 0, score, fmt.Sprintf("generation %d failed and rollout.onFailure is Rollback, but ControllerRevision %s does not hold a score (%v); the rollout pauses instead", d.Generation, rev.Name, err), nil
+		if err := json.Unmarshal(rev.Data.Raw, &score); err != nil || score.PodmanV0 == nil {
+			return 0, score, fmt.Sprintf("generation %d failed and rollout.onFailure is Rollback, but ControllerRevision %s does not hold a score; the rollout pauses instead", d.Generation, rev.Name), nil
+		}
+		// The kept score passed the policy when it was the spec; the policy may have changed since.
+		for _, svc := range score.PodmanV0.Services {
+			if msg := r.Policy.Images.Check(svc.Image); msg != "" {
+				return 0, score, fmt.Sprintf("generation %d failed and rollout.onFailure is Rollback, but generation %d's score is outside the operator's policy now (service %s: %s); the rollout pauses instead", d.Generation, rev.Revision, svc.Name, msg), nil
+			}
 		}
 		return rev.Revision, score, "", nil
 	}

@@ -1,11 +1,19 @@
 package iot
 
 import (
+	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	iotv1 "github.com/platform-operator/platform-operator/api/iot/v1alpha1"
 	"github.com/platform-operator/platform-operator/internal/iot/fleet"
@@ -81,6 +89,67 @@ func TestRollbackDue(t *testing.T) {
 			}
 			if rb := s.rollback; rb.to != tt.wantTo || rb.failed != 2 || rb.started != tt.started || rb.reason != tt.reason {
 				t.Errorf("rollback %+v, want to %d, failed 2, started %v, reason %q", *rb, tt.wantTo, tt.started, tt.reason)
+			}
+		})
+	}
+}
+
+// TestPreviousScore: the score a rollback returns to is the newest generation before the current one among
+// the ControllerRevisions the Deployment controls, and only while it is within the operator's image
+// policy (which may have changed since it was the spec).
+func TestPreviousScore(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := iotv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	d := fleettest.Deployment("team-a", "web", "x", "registry.example/web:3")
+	d.UID, d.Generation = "uid-web", 3
+	rev := func(gen int64, image string, owned bool) *appsv1.ControllerRevision {
+		score := fleettest.Deployment("team-a", "web", "x", image).Spec.Score
+		data, _ := json.Marshal(score)
+		r := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: revisionName(d, gen), Labels: revisionLabels(d)},
+			Data: runtime.RawExtension{Raw: data}, Revision: gen}
+		if owned {
+			if err := controllerutil.SetControllerReference(d, r, scheme); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return r
+	}
+	strict := ImagePolicy{Registries: []string{"registry.example"}}
+	tests := []struct {
+		name    string
+		revs    []*appsv1.ControllerRevision
+		policy  ImagePolicy
+		want    int64
+		image   string
+		whyPart string
+	}{
+		{"the newest before the current generation", []*appsv1.ControllerRevision{rev(1, "registry.example/web:1", true), rev(2, "registry.example/web:2", true)}, strict, 2, "registry.example/web:2", ""},
+		{"a revision not controlled by the Deployment is not read", []*appsv1.ControllerRevision{rev(1, "registry.example/web:1", true), rev(2, "evil.example/miner:1", false)}, ImagePolicy{}, 1, "registry.example/web:1", ""},
+		{"none kept", nil, ImagePolicy{}, 0, "", "no earlier generation completed its rollout"},
+		{"outside the image policy now", []*appsv1.ControllerRevision{rev(2, "other.example/web:2", true)}, strict, 0, "", "outside the operator's policy now"},
+		{"control: the same without a policy", []*appsv1.ControllerRevision{rev(2, "other.example/web:2", true)}, ImagePolicy{}, 2, "other.example/web:2", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := fake.NewClientBuilder().WithScheme(scheme)
+			for _, r := range tt.revs {
+				b = b.WithObjects(r)
+			}
+			r := &DeploymentReconciler{APIReader: b.Build(), Policy: Policy{Images: tt.policy}}
+			gen, score, why, err := r.previousScore(context.Background(), d, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gen != tt.want || (tt.whyPart == "") != (why == "") || !strings.Contains(why, tt.whyPart) {
+				t.Fatalf("previousScore = %d, %q; want %d, a reason with %q", gen, why, tt.want, tt.whyPart)
+			}
+			if tt.image != "" && score.PodmanV0.Services[0].Image != tt.image {
+				t.Errorf("score image %s, want %s", score.PodmanV0.Services[0].Image, tt.image)
 			}
 		})
 	}
