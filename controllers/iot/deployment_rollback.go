@@ -153,6 +153,7 @@ func (r *DeploymentReconciler) rollBack(ctx context.Context, s *deploymentScope,
 	n := fleet.RollbackBatch(s.d.Spec.Rollout, len(matched),
 		fleet.RollbackProgress{Remaining: len(remaining), Given: rb.given, Answered: rb.answered})
 	if !rb.started && rb.given == 0 {
+		rollbacks.WithLabelValues(rb.reason).Inc()
 		s.Warn(iotv1.ReasonRollingBack, fmt.Sprintf("generation %d failed (%s): giving the %d selected devices that received it generation %d again; generation %d is not published again until the spec changes",
 			gen, rb.reason, len(remaining)+rb.given, to, gen))
 	}

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,6 +121,7 @@ var _ = Describe("iot Deployment rollbacks", func() {
 	}
 
 	It("gives the devices that received a failed generation the previous successful score again, never publishes the failed one again, and rolls a new spec out", func(ctx SpecContext) {
+		begun := testutil.ToFloat64(rollbacks.WithLabelValues(iotv1.ReasonTooManyFailures))
 		ns, devices, d, applies := failFirstBatch(ctx, iotv1.RolloutFailureRollback)
 		key := fleet.DeploymentKey{Namespace: ns, Name: "web"}
 
@@ -174,6 +176,7 @@ var _ = Describe("iot Deployment rollbacks", func() {
 		By("the rollback's Warning and its end said once, however often the fleet woke the Deployment")
 		Expect(eventCount(ctx, ns, "web", corev1.EventTypeWarning, iotv1.ReasonRollingBack)).To(BeEquivalentTo(1))
 		Expect(eventCount(ctx, ns, "web", corev1.EventTypeNormal, iotv1.ReasonRolledBack)).To(BeEquivalentTo(1))
+		Expect(testutil.ToFloat64(rollbacks.WithLabelValues(iotv1.ReasonTooManyFailures))).To(BeNumerically(">=", begun+1))
 		By("a rolled-back Deployment reconciled again: no write, no event")
 		rv, before, n := get(ctx, d).ResourceVersion, writes.In(ns), reconciler.reconciles.Load()
 		reconciler.wakeUp(ctx, client.ObjectKeyFromObject(d))
