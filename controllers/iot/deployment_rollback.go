@@ -89,10 +89,17 @@ func (r *DeploymentReconciler) reconcileRollback(ctx context.Context, s *deploym
 		return ctrl.Result{}, false, nil
 	}
 
-	to, score, why, err := r.previousScore(ctx, s.d, rb.to)
+	revs, err := r.revisions(ctx, s.d)
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
+	if !rb.started && slices.ContainsFunc(revs, func(rev appsv1.ControllerRevision) bool { return rev.Revision == gen }) {
+		// This generation completed its rollout once: a device that joined since and fails it is not the
+		// rollout failing. onFailure Pause's behaviour, without a word about rollbacks.
+		s.rollback = nil
+		return ctrl.Result{}, true, nil
+	}
+	to, score, why := r.previousScore(s.d, revs, rb.to)
 	if why != "" {
 		s.rollback, s.rollbackUnavailable = nil, why
 		if !rb.started {
@@ -228,33 +235,29 @@ func (r *DeploymentReconciler) revisions(ctx context.Context, d *iotv1.Deploymen
 	return out, nil
 }
 
-// previousScore is the score to roll d's current generation back to: generation want's when want is
-// set (a rollback under way), else the newest kept generation before the current one. why says, when
-// there is none, why not.
-func (r *DeploymentReconciler) previousScore(ctx context.Context, d *iotv1.Deployment, want int64) (gen int64, score iotv1.Score, why string, err error) {
-	revs, err := r.revisions(ctx, d)
-	if err != nil {
-		return 0, score, "", err
-	}
+// previousScore is the score to roll d's current generation back to, among its ControllerRevisions revs
+// (newest first): generation want's when want is set (a rollback under way), else the newest kept
+// generation before the current one. why says, when there is none, why not.
+func (r *DeploymentReconciler) previousScore(d *iotv1.Deployment, revs []appsv1.ControllerRevision, want int64) (gen int64, score iotv1.Score, why string) {
 	for _, rev := range revs {
 		if rev.Revision >= d.Generation || (want != 0 && rev.Revision != want) {
 			continue
 		}
 		if err := json.Unmarshal(rev.Data.Raw, &score); err != nil || score.PodmanV0 == nil {
-			return 0, score, fmt.Sprintf("generation %d failed and rollout.onFailure is Rollback, but ControllerRevision %s does not hold a score; the rollout pauses instead", d.Generation, rev.Name), nil
+			return 0, score, fmt.Sprintf("generation %d failed and rollout.onFailure is Rollback, but ControllerRevision %s does not hold a score; the rollout pauses instead", d.Generation, rev.Name)
 		}
 		// The kept score passed the policy when it was the spec; the policy may have changed since.
 		for _, svc := range score.PodmanV0.Services {
 			if msg := r.Policy.Images.Check(svc.Image); msg != "" {
-				return 0, score, fmt.Sprintf("generation %d failed and rollout.onFailure is Rollback, but generation %d's score is outside the operator's policy now (service %s: %s); the rollout pauses instead", d.Generation, rev.Revision, svc.Name, msg), nil
+				return 0, score, fmt.Sprintf("generation %d failed and rollout.onFailure is Rollback, but generation %d's score is outside the operator's policy now (service %s: %s); the rollout pauses instead", d.Generation, rev.Revision, svc.Name, msg)
 			}
 		}
-		return rev.Revision, score, "", nil
+		return rev.Revision, score, ""
 	}
 	if want != 0 {
-		return 0, score, fmt.Sprintf("generation %d failed and was being rolled back to generation %d, but ControllerRevision %s is gone; the rollout pauses: devices keep what they were given, and generation %d is not published again", d.Generation, want, revisionName(d, want), d.Generation), nil
+		return 0, score, fmt.Sprintf("generation %d failed and was being rolled back to generation %d, but ControllerRevision %s is gone; the rollout pauses: devices keep what they were given, and generation %d is not published again", d.Generation, want, revisionName(d, want), d.Generation)
 	}
-	return 0, score, fmt.Sprintf("generation %d failed and rollout.onFailure is Rollback, but no earlier generation completed its rollout (or its ControllerRevision was pruned or deleted); the rollout pauses instead", d.Generation), nil
+	return 0, score, fmt.Sprintf("generation %d failed and rollout.onFailure is Rollback, but no earlier generation completed its rollout (or its ControllerRevision was pruned or deleted); the rollout pauses instead", d.Generation)
 }
 
 // reconcileRevision keeps the current generation's score as a ControllerRevision once its rollout is

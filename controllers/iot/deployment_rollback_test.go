@@ -386,4 +386,27 @@ var _ = Describe("iot Deployment rollbacks", func() {
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(planted), live)).To(Succeed())
 		Expect(live.OwnerReferences).To(BeEmpty())
 	})
+
+	It("never rolls back a generation that completed its rollout: a device joining later and failing it holds the rollout as Pause does", func(ctx SpecContext) {
+		ns := newNamespace()
+		startDevices(ns, 2)
+		d := batchedWeb(ctx, ns, 2, 0, 100, iotv1.RolloutFailureRollback, 2)
+		setImage(ctx, d, "registry.example/web:2")
+		Eventually(func(g Gomega) {
+			got := get(ctx, d)
+			g.Expect(got.Status.ObservedGeneration).To(BeEquivalentTo(2))
+			g.Expect(condition(got, iotv1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+		}).Should(Succeed())
+		Eventually(func() []int64 { return revisionGenerations(ctx, d) }).Should(ConsistOf(int64(1), int64(2)))
+
+		By("a third device that cannot run generation 2 joining")
+		late := &fleettest.FakeRuntime{}
+		late.SetFail("registry.example/web:2", "manifest unknown")
+		dev := fleettest.StartDevice(suiteCtx, fleetStore, ns+"-dev-9", map[string]string{"fleet": ns}, late)
+		DeferCleanup(dev.Stop)
+		Eventually(func() string { return condition(get(ctx, d), iotv1.ConditionProgressing).Reason }).Should(Equal(iotv1.ReasonTooManyFailures))
+		Consistently(func() map[string]int64 { return desiredGenerations(ctx, d) }, "2s").Should(Equal(
+			map[string]int64{ns + "-dev-0": 2, ns + "-dev-1": 2, ns + "-dev-9": 2}))
+		Expect(get(ctx, d).Status.RolledBackTo).To(BeNil())
+	})
 })

@@ -141,10 +141,11 @@ func TestPreviousScore(t *testing.T) {
 				b = b.WithObjects(r)
 			}
 			r := &DeploymentReconciler{APIReader: b.Build(), Policy: Policy{Images: tt.policy}}
-			gen, score, why, err := r.previousScore(context.Background(), d, 0)
+			revs, err := r.revisions(context.Background(), d)
 			if err != nil {
 				t.Fatal(err)
 			}
+			gen, score, why := r.previousScore(d, revs, 0)
 			if gen != tt.want || (tt.whyPart == "") != (why == "") || !strings.Contains(why, tt.whyPart) {
 				t.Fatalf("previousScore = %d, %q; want %d, a reason with %q", gen, why, tt.want, tt.whyPart)
 			}
