@@ -65,9 +65,12 @@ type DeploymentReconciler struct {
 	// verifies none, so such a namespace targets no device.
 	Credentials *auth.Verifier
 
-	// Client reads from the manager's cache and writes to the API server; the manager's when nil, as is
-	// Recorder.
+	// Client reads from the manager's cache and writes to the API server; the manager's when nil, as are
+	// APIReader and Recorder.
 	Client client.Client
+	// APIReader reads the Deployments' ControllerRevisions (their kept scores) from the API server: rare
+	// reads, not worth a cache of every ControllerRevision of the cluster.
+	APIReader client.Reader
 	// Recorder emits the events users see with kubectl describe.
 	Recorder record.EventRecorder
 
@@ -75,6 +78,7 @@ type DeploymentReconciler struct {
 	counters fleet.Counters
 	index    fleet.Index
 	plans    plans
+	saved    savedRevisions
 	status   *reconcile.StatusWriter
 	// finalizer holds a Deployment until its desired state is purged from NATS.
 	finalizer reconcile.Finalizer
@@ -129,7 +133,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 		return s.summarize(r.clock())
 	}
-	res, err = reconcile.Finish(ctx, r.status, s, status, r.reconcileDesiredState)
+	res, err = reconcile.Finish(ctx, r.status, s, status, r.reconcileDesiredState, r.reconcileRevision)
 	return reconcile.Soonest(res, s.requeue), err
 }
 
@@ -139,6 +143,7 @@ func (r *DeploymentReconciler) finalize(ctx context.Context, d *iotv1.Deployment
 		return ctrl.Result{}, nil
 	}
 	key := fleet.DeploymentKey{Namespace: d.Namespace, Name: d.Name}
+	r.saved.forget(d.UID)
 	if st := r.store.Load(); st != nil || r.NATS != nil {
 		n, err := 0, errors.New("not connected to NATS yet")
 		if st != nil {
@@ -170,12 +175,12 @@ func (r *DeploymentReconciler) clock() time.Time {
 // SetupWithManager registers the reconciler, and with a store the fleet watches: the counters' fold
 // over the state bucket, the device registry, and the ticker that turns counter changes into reconciles.
 func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	reconcile.FromManager(mgr, &r.Client, nil, &r.Recorder)
+	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: Finalizer}
 	r.status = &reconcile.StatusWriter{
 		Client:     r.Client,
 		FieldOwner: statusFieldOwner,
-		Fields:     []string{"observedGeneration", "aggregate", "publishedDevices", "lastProgressTime", "recentEvents"},
+		Fields:     []string{"observedGeneration", "aggregate", "publishedDevices", "lastProgressTime", "recentEvents", "rolledBackTo"},
 		Conditions: []string{iotv1.ConditionReady, iotv1.ConditionProgressing, iotv1.ConditionAvailable, iotv1.ConditionPaused},
 	}
 	r.wake = make(chan event.TypedGenericEvent[*iotv1.Deployment], 1024)

@@ -28,6 +28,10 @@ type deploymentScope struct {
 	stale           int
 	// beats are the index's counts of the selection, for the aggregate's heartbeat times.
 	beats fleet.SelectionCounts
+	// rollback is the rollback of the current generation under way or through; rollbackUnavailable says
+	// why a failed rollout that should roll back cannot.
+	rollback            *rollback
+	rollbackUnavailable string
 	// oldest is the oldest "at" of the state records folded since the Deployment's last status.
 	oldest   time.Time
 	counting bool

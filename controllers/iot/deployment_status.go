@@ -73,6 +73,13 @@ func (s *deploymentScope) setProgressing(now time.Time) {
 		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonNATSUnavailable, "NATS: "+s.natsError)
 	case s.d.Spec.Paused:
 		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonPaused, "the rollout is paused")
+	case s.rollback != nil && s.rollback.done:
+		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonRolledBack, rolledBackMessage(s.rollback))
+	case s.rollback != nil:
+		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonRollingBack, rollingBackMessage(s.rollback))
+	case s.rollbackUnavailable != "":
+		s.WarnOnce(iotv1.ConditionProgressing, iotv1.ReasonRollbackUnavailable, s.rollbackUnavailable)
+		s.Set(iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonRollbackUnavailable, s.rollbackUnavailable)
 	case p.Matched > 0 && int(a.Succeeded) == p.Matched:
 		s.Set(iotv1.ConditionProgressing, metav1.ConditionTrue, iotv1.ReasonRolloutComplete,
 			fmt.Sprintf("all %d selected devices run generation %d", p.Matched, s.d.Generation))
@@ -119,6 +126,13 @@ func (s *deploymentScope) setAvailable() {
 		}
 	case s.progress.Matched == 0:
 		s.Set(iotv1.ConditionAvailable, metav1.ConditionFalse, iotv1.ReasonNoDevices, "the target selector selects no registered device")
+	case s.rollback != nil:
+		reason := iotv1.ReasonRollingBack
+		if s.rollback.done {
+			reason = iotv1.ReasonRolledBack
+		}
+		s.Set(iotv1.ConditionAvailable, metav1.ConditionFalse, reason,
+			fmt.Sprintf("generation %d failed and is taken back: the devices that received it are given generation %d again", s.rollback.failed, s.rollback.to))
 	case s.hold == fleet.HoldFailures:
 		s.Set(iotv1.ConditionAvailable, metav1.ConditionFalse, iotv1.ReasonTooManyFailures,
 			fmt.Sprintf("%d devices failed generation %d", a.Failed, s.d.Generation))

@@ -2,6 +2,7 @@ package iot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -56,11 +57,17 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *dep
 	s.progress = fleet.Progress{Matched: int(counts.Matched), Succeeded: int(cur.Running), Failed: int(cur.Failed)}
 	s.stale, s.beats = int(counts.Stale), counts
 
+	if r.rollbackDue(s) {
+		if res, pause, err := r.reconcileRollback(ctx, s, st, sel, counts.Epoch); !pause {
+			return res, err
+		}
+	}
+
 	// The status comes from the counters and the index alone. The devices are read only when the
 	// selection, the generation or the rollout's next step calls for it.
 	p, full := r.plans.get(s.key), false
 	switch {
-	case p == nil || p.generation != gen || p.epoch != counts.Epoch || p.selector != sel.String() || r.clock().Sub(p.at) > planMaxAge:
+	case !p.current(gen, counts.Epoch, sel.String(), r.clock()):
 		full = true
 	default:
 		s.progress.Published = p.published
@@ -73,6 +80,13 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *dep
 		return ctrl.Result{}, nil
 	}
 	published, err := r.publish(ctx, s, st, sel)
+	if errors.Is(err, errRolledBackDevices) {
+		// Desired states name this generation as rolled back, and the status does not say so yet (the
+		// operator stopped between its rollback's first batch and its status write): go on with it.
+		s.rollback = &rollback{failed: gen, reason: string(fleet.HoldFailures), started: true}
+		res, _, err := r.reconcileRollback(ctx, s, st, sel, counts.Epoch) // begun: it never pauses
+		return res, err
+	}
 	if err != nil {
 		return s.natsFailed(err)
 	}
@@ -84,38 +98,17 @@ func (r *DeploymentReconciler) reconcileDesiredState(ctx context.Context, s *dep
 // selected, and gives the current generation to as many selected devices as the rollout allows now. It
 // returns how many selected devices have the current generation. What it reads lives only for this pass.
 func (r *DeploymentReconciler) publish(ctx context.Context, s *deploymentScope, st *store.Store, sel labels.Selector) (int, error) {
-	var matched []string
-	trusted := r.Policy.Fleet.TrustedKeys(s.key.Namespace)
-	if err := st.EachDevice(ctx, func(d *fleet.DeviceInfo) {
-		if sel.Matches(labels.Set(d.Selection().View(trusted))) {
-			matched = append(matched, d.ID)
-		}
-	}); err != nil {
+	matched, current, err := r.selectDevices(ctx, s, st, sel)
+	if err != nil {
 		return 0, err
 	}
-	slices.Sort(matched)
-	desiredGen := map[string]int64{}
-	if err := st.EachDesired(ctx, s.key, func(device string, d *fleet.Desired) { desiredGen[device] = d.Generation }); err != nil {
-		return 0, err
-	}
-
-	// Withdraw from devices no longer selected (or no longer registered).
-	withdrawn := 0
-	for device := range desiredGen {
-		if _, ok := slices.BinarySearch(matched, device); ok {
-			continue
-		}
-		if err := st.Withdraw(ctx, device, s.key); err != nil {
-			return 0, err
-		}
-		delete(desiredGen, device)
-		withdrawn++
-	}
-	if withdrawn > 0 {
-		s.Normalf(iotv1.EventWithdrawn, "withdrew the deployment from %d devices the selector no longer selects", withdrawn)
-	}
-
 	gen := s.d.Generation
+	desiredGen := make(map[string]int64, len(current))
+	rolledBack := false
+	for device, d := range current {
+		desiredGen[device] = d.Generation
+		rolledBack = rolledBack || d.RollbackOf == gen
+	}
 	s.progress.Published = 0
 	for _, device := range matched {
 		if desiredGen[device] == gen {
@@ -124,6 +117,9 @@ func (r *DeploymentReconciler) publish(ctx context.Context, s *deploymentScope, 
 	}
 	if s.d.Spec.Paused {
 		return s.progress.Published, nil
+	}
+	if rolledBack {
+		return 0, errRolledBackDevices
 	}
 	// The rollout's step from the devices just read (the index may lag them by a change, which wakes
 	// this Deployment again).
@@ -140,17 +136,7 @@ func (r *DeploymentReconciler) publish(ctx context.Context, s *deploymentScope, 
 			give = append(give, device)
 		}
 	}
-	// A few requests in flight at once: one at a time, a fleet of 100,000 waits for 100,000 round trips.
-	desired := fleet.Desired{Generation: gen, Score: s.d.Spec.Score}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(publishConcurrency)
-	for _, device := range give {
-		g.Go(func() error {
-			_, err := st.Publish(gctx, device, s.key, desired)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+	if err := giveDesired(ctx, st, s.key, give, fleet.Desired{Generation: gen, Score: s.d.Spec.Score}); err != nil {
 		return 0, err
 	}
 	published := len(give)
@@ -160,6 +146,59 @@ func (r *DeploymentReconciler) publish(ctx context.Context, s *deploymentScope, 
 			gen, published, s.progress.Published, len(matched))
 	}
 	return s.progress.Published, nil
+}
+
+// give_ writes desired as the desired state of each of devices for deployment key, a few requests in
+// flight at once: one at a time, a fleet of 100,000 waits for 100,000 round trips.
+func giveDesired(ctx context.Context, st *store.Store, key fleet.DeploymentKey, devices []string, desired fleet.Desired) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(publishConcurrency)
+	for _, device := range devices {
+		g.Go(func() error {
+			_, err := st.Publish(gctx, device, key, desired)
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// errRolledBackDevices is publish finding desired states that roll the current generation back.
+var errRolledBackDevices = errors.New("desired states roll the current generation back")
+
+// selectDevices reads the devices sel selects (sorted) and the Deployment's desired states, and withdraws
+// it from the devices no longer selected (or no longer registered); desired is then the selected
+// devices' desired states.
+func (r *DeploymentReconciler) selectDevices(ctx context.Context, s *deploymentScope, st *store.Store, sel labels.Selector) ([]string, map[string]*fleet.Desired, error) {
+	var matched []string
+	trusted := r.Policy.Fleet.TrustedKeys(s.key.Namespace)
+	if err := st.EachDevice(ctx, func(d *fleet.DeviceInfo) {
+		if sel.Matches(labels.Set(d.Selection().View(trusted))) {
+			matched = append(matched, d.ID)
+		}
+	}); err != nil {
+		return nil, nil, err
+	}
+	slices.Sort(matched)
+	desired := map[string]*fleet.Desired{}
+	if err := st.EachDesired(ctx, s.key, func(device string, d *fleet.Desired) { desired[device] = d }); err != nil {
+		return nil, nil, err
+	}
+
+	withdrawn := 0
+	for device := range desired {
+		if _, ok := slices.BinarySearch(matched, device); ok {
+			continue
+		}
+		if err := st.Withdraw(ctx, device, s.key); err != nil {
+			return nil, nil, err
+		}
+		delete(desired, device)
+		withdrawn++
+	}
+	if withdrawn > 0 {
+		s.Normalf(iotv1.EventWithdrawn, "withdrew the deployment from %d devices the selector no longer selects", withdrawn)
+	}
+	return matched, desired, nil
 }
 
 // publishConcurrency is how many desired states a pass writes at once.
@@ -177,6 +216,14 @@ type plan struct {
 	selector   string
 	published  int
 	at         time.Time
+	// rolledBack is a rollback of generation found complete: nothing more to publish for it.
+	rolledBack *rollback
+}
+
+// current says whether p (nil: none) still describes the Deployment's devices: same generation,
+// device set and selector, and not older than planMaxAge at now.
+func (p *plan) current(gen int64, epoch uint64, selector string, now time.Time) bool {
+	return p != nil && p.generation == gen && p.epoch == epoch && p.selector == selector && now.Sub(p.at) <= planMaxAge
 }
 
 // plans are the Deployments' last passes.

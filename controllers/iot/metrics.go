@@ -24,6 +24,8 @@ var (
 		"Device records the operator refused (they moved no count), by bucket and reason.")
 	recounts = instruments.Counter("fleet_recounts_total", []string{"cause"},
 		"Counts of the fleet's buckets from scratch (the phase counters and the device index), by cause.")
+	rollbacks = instruments.Counter("fleet_rollbacks_total", []string{"reason"},
+		"Rollbacks begun of a failed generation to the previous successful one (rollout.onFailure Rollback), by why the generation failed.")
 	aggregationLag = instruments.Histogram("fleet_aggregation_lag_seconds", []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300}, nil,
 		"Time from a device's state record (its at, by the device's clock) to the status that first shows it; the oldest record of each status write.")
 	natsConnected = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -61,8 +63,11 @@ func RegisterMetrics(reg prometheus.Registerer) error {
 	for _, c := range store.RecountCauses {
 		recounts.WithLabelValues(c)
 	}
+	for _, r := range []fleet.Hold{fleet.HoldFailures, fleet.HoldDeadline} {
+		rollbacks.WithLabelValues(string(r))
+	}
 	aggregationLag.WithLabelValues()
-	for _, c := range []prometheus.Collector{rejectedRecords, recounts, aggregationLag, natsConnected, fleetGauges} {
+	for _, c := range []prometheus.Collector{rejectedRecords, recounts, rollbacks, aggregationLag, natsConnected, fleetGauges} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

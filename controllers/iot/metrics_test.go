@@ -215,7 +215,7 @@ func TestFleetMetricsDocumented(t *testing.T) {
 			t.Errorf("docs/metrics.md lists %s, which the controller does not register", name)
 		}
 	}
-	if len(documented) != 7 {
-		t.Errorf("%d fleet metrics documented, the catalog has 7", len(documented))
+	if len(documented) != 8 {
+		t.Errorf("%d fleet metrics documented, the catalog has 8", len(documented))
 	}
 }

@@ -2,6 +2,7 @@ package iot
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -75,7 +76,11 @@ var _ = BeforeSuite(func() {
 	reconciler = &DeploymentReconciler{Store: fleetStore, StatusInterval: 200 * time.Millisecond, MaxConcurrentReconciles: 2, Policy: suitePolicy(),
 		Credentials: verifier}
 	webhookCerts, webhookPort = startWebhookCerts()
-	startManager(suiteCtx, testEnv.Config, reconciler, writes)
+	// The manager runs with exactly the operator's ClusterRole (config/rbac/role.yaml, generated from the
+	// +kubebuilder:rbac markers): a rule missing there (the ControllerRevisions of rollbacks) fails here.
+	managerConfig, err := testEnv.ClusterRoleUser(suiteCtx, "iot-manager", filepath.Join("..", "..", "config", "rbac", "role.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	startManager(suiteCtx, managerConfig, reconciler, writes)
 })
 
 var _ = AfterSuite(func() {

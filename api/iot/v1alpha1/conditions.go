@@ -31,6 +31,17 @@ const (
 	// ReasonTooManyFailures is Progressing and Available False when more devices failed the current
 	// score than maxUnavailable allows; no further batch is published.
 	ReasonTooManyFailures = "TooManyFailures"
+	// ReasonRollingBack is Progressing, Available and Ready False while the devices that received a failed
+	// generation are given the previous successful score again (rollout.onFailure Rollback).
+	ReasonRollingBack = "RollingBack"
+	// ReasonRolledBack is Progressing, Available and Ready False once every device that received the
+	// failed generation was given the previous successful score and reports it; the message names both
+	// generations. The failed generation is not published again until the spec changes.
+	ReasonRolledBack = "RolledBack"
+	// ReasonRollbackUnavailable is Progressing False for a failed rollout with onFailure Rollback that has
+	// no previous successful score to return to (the first generation failed, or its ControllerRevision was
+	// pruned or deleted): the rollout pauses instead, as with onFailure Pause.
+	ReasonRollbackUnavailable = "RollbackUnavailable"
 	// ReasonNoDevices is Available False when the selector selects no registered device.
 	ReasonNoDevices = "NoDevicesMatched"
 	// ReasonDevicesRunning is Available True: devices run the current score.

@@ -185,14 +185,47 @@ type Rollout struct {
 	Batched *BatchedRollout `json:"batched,omitempty"`
 
 	// ProgressDeadlineSeconds is how long a rollout may go without a device reaching the new score
-	// before Progressing turns False with reason ProgressDeadlineExceeded. The rollout is not undone.
+	// before Progressing turns False with reason ProgressDeadlineExceeded; onFailure says what happens
+	// then.
 	// +optional
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=604800
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Progress Deadline Seconds"
 	ProgressDeadlineSeconds int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// OnFailure is what the operator does when the rollout fails (more devices failed than
+	// batched.maxUnavailable allows, or progressDeadlineSeconds passed): Pause gives no further device
+	// the new score and leaves the devices given it as they are; Rollback gives those devices the
+	// previous successful score again (status.rolledBackTo) and does not publish the failed score again
+	// until the spec changes.
+	// +optional
+	// +kubebuilder:default=Pause
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="On Failure"
+	OnFailure RolloutFailurePolicy `json:"onFailure,omitempty"`
+
+	// RevisionHistoryLimit is how many successful scores (generations whose rollout completed) the
+	// operator keeps as ControllerRevisions, the newest ones, for a rollback to return to.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Revision History Limit"
+	RevisionHistoryLimit int32 `json:"revisionHistoryLimit,omitempty"`
 }
+
+// RolloutFailurePolicy is what a failed rollout does: pause, or give the devices back the previous
+// successful score.
+// +kubebuilder:validation:Enum=Pause;Rollback
+type RolloutFailurePolicy string
+
+const (
+	// RolloutFailurePause stops the rollout where it failed (no further device is given the new score).
+	RolloutFailurePause RolloutFailurePolicy = "Pause"
+	// RolloutFailureRollback gives the devices that received the failed score the previous successful
+	// score again.
+	RolloutFailureRollback RolloutFailurePolicy = "Rollback"
+)
 
 // BatchedRollout are the batches of a Batched rollout.
 type BatchedRollout struct {
@@ -255,12 +288,35 @@ type DeploymentStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Recent Events"
 	RecentEvents []FleetEvent `json:"recentEvents,omitempty"`
 
+	// RolledBackTo is the last rollback: the generation whose score the devices that received a failed
+	// generation were given back, and that failed generation. Kept after the spec changes, as a record.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Rolled Back To"
+	RolledBackTo *RollbackStatus `json:"rolledBackTo,omitempty"`
+
 	// Conditions are Progressing, Available, Paused and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors="urn:alm:descriptor:io.kubernetes.conditions"
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RollbackStatus is one rollback of a failed generation to the previous successful one.
+type RollbackStatus struct {
+	// Generation is the previous successful generation whose score the devices were given back.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Generation"
+	Generation int64 `json:"generation"`
+	// FailedGeneration is the generation that failed and was taken back from the devices; it is not
+	// published again.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Failed Generation"
+	FailedGeneration int64 `json:"failedGeneration"`
+	// Reason is why the failed generation was rolled back: TooManyFailures or ProgressDeadlineExceeded.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Reason"
+	Reason string `json:"reason"`
+	// StartTime is when the rollback began.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Start Time"
+	StartTime metav1.Time `json:"startTime"`
 }
 
 // Aggregate counts the selected devices by the state they report for this deployment's current

@@ -231,6 +231,13 @@ func TestPluralUpgrade(t *testing.T) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(b.Object, want); err != nil {
 			t.Fatal(err)
 		}
+		// Fields the old CRD did not have come back with the new CRD's defaults.
+		if want.Spec.Rollout.OnFailure == "" {
+			want.Spec.Rollout.OnFailure = iotv1.RolloutFailurePause
+		}
+		if want.Spec.Rollout.RevisionHistoryLimit == 0 {
+			want.Spec.Rollout.RevisionHistoryLimit = 10
+		}
 		if got.Spec.Score.PodmanV0 == nil || got.Spec.Score.PodmanV0.Services[0].Image != want.Spec.Score.PodmanV0.Services[0].Image ||
 			got.Spec.TargetSelector.MatchLabels["site"] != want.Spec.TargetSelector.MatchLabels["site"] || got.Spec.Rollout != want.Spec.Rollout {
 			t.Errorf("%s after the upgrade: spec %+v, want %+v", b.GetName(), got.Spec, want.Spec)

@@ -157,6 +157,10 @@ type Desired struct {
 	Generation int64 `json:"generation"`
 	// Score is what to run.
 	Score iotv1.Score `json:"score"`
+	// RollbackOf, when set, is the failed generation this record takes back: Generation and Score are
+	// then an earlier, successful generation's, given again by a rollback. Agents need not read it; the
+	// operator reads it to know which devices it rolled back.
+	RollbackOf int64 `json:"rollbackOf,omitempty"`
 }
 
 // State is a device's state for one deployment in BucketState: its phase for a generation, and the

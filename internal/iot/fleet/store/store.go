@@ -308,6 +308,20 @@ func (s *Store) EachDesired(ctx context.Context, d fleet.DeploymentKey, fn func(
 	})
 }
 
+// EachState calls fn with every device's state record for deployment d (records that do not decode are
+// skipped). A rollback reads them to know which devices it gave the previous score answered.
+func (s *Store) EachState(ctx context.Context, d fleet.DeploymentKey, fn func(device string, st *fleet.State)) error {
+	return each(ctx, s.State, fleet.StateDeploymentFilter(d), func(e jetstream.KeyValueEntry) {
+		_, device, err := fleet.ParseStateKey(e.Key())
+		if err != nil {
+			return
+		}
+		if st, err := fleet.DecodeState(e.Value()); err == nil {
+			fn(device, st)
+		}
+	})
+}
+
 // Publish writes a device's desired state for deployment d, only when it changed; it says whether it
 // wrote.
 func (s *Store) Publish(ctx context.Context, device string, d fleet.DeploymentKey, desired fleet.Desired) (bool, error) {
