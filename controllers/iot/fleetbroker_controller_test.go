@@ -433,8 +433,11 @@ var _ = Describe("FleetBroker with cert-manager", func() {
 		const caPEM = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUJ6mIUdoY5VdYoFhQhbS0Bq8EBpQwCgYIKoZIzj0EAwIw\n-----END CERTIFICATE-----\n"
 		tlsSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tlsfleet-tls"}, Data: map[string][]byte{"ca.crt": []byte(caPEM)}}
 		Expect(k8s.Create(ctx, tlsSecret)).To(Succeed())
+		// The StatefulSet comes from a later step of a reconcile than the Certificate: the one that made
+		// the Certificate may have stopped before it (waiting for the authority the suite's manager was
+		// writing at the same moment).
 		var sts appsv1.StatefulSet
-		Expect(k8s.Get(ctx, key, &sts)).To(Succeed())
+		Eventually(func() error { reconcileOnce(); return k8s.Get(ctx, key, &sts) }).Should(Succeed())
 		sts.Status.Replicas, sts.Status.ReadyReplicas, sts.Status.ObservedGeneration = 1, 1, sts.Generation
 		Expect(k8s.Status().Update(ctx, &sts)).To(Succeed())
 		s := r.newFleetBrokerScope(b)
