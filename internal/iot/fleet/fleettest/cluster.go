@@ -297,7 +297,9 @@ func (c *Cluster) ServerIndex(name string) int {
 }
 
 // ClientURL is server i's client URL.
-func (c *Cluster) ClientURL(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.servers[i].client) }
+func (c *Cluster) ClientURL(i int) string {
+	return fmt.Sprintf("nats://127.0.0.1:%d", c.servers[i].client)
+}
 
 // ClientURLs are every server's client URL, comma-separated, as a client is given them (nats.Connect
 // picks one at random and reconnects to another when it goes).
