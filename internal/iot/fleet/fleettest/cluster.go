@@ -143,6 +143,10 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 			for i := range c.servers {
 				tb.Logf("nats-server %s log (tail):\n%s", c.servers[i].name, c.LogTail(i, 30))
 			}
+			// The logs stay for a look: the servers are killed, their directories kept.
+			c.Stop()
+			tb.Logf("the cluster's directory (configuration, storage, logs) is kept: %s", c.Dir)
+			return
 		}
 		c.Shutdown()
 	})
@@ -382,6 +386,12 @@ func (c *Cluster) WaitReady(timeout time.Duration) error {
 
 // Shutdown kills every server and removes the cluster's directory.
 func (c *Cluster) Shutdown() {
+	c.Stop()
+	_ = os.RemoveAll(c.Dir)
+}
+
+// Stop kills every server and closes the administrator's connection; the directory stays.
+func (c *Cluster) Stop() {
 	c.adminMu.Lock()
 	if c.adminConn != nil {
 		c.adminConn.Close()
@@ -392,7 +402,6 @@ func (c *Cluster) Shutdown() {
 			_ = c.Kill(i)
 		}
 	}
-	_ = os.RemoveAll(c.Dir)
 }
 
 // LogTail is the last n lines of server i's log.
@@ -440,6 +449,12 @@ func (c *Cluster) ConnectOperator(ctx context.Context, ttl time.Duration, limits
 // every server's URL, with the device's own credentials and credential labels, as Authorized.StartDevice
 // does on a single server. The connection closes when ctx ends.
 func (c *Cluster) StartDevice(ctx context.Context, id string, labels map[string]string, rt *FakeRuntime) (*Device, error) {
+	return c.StartDeviceBind(ctx, ctx, id, labels, rt)
+}
+
+// StartDeviceBind is StartDevice with the buckets bound under bindCtx (a timeout of the caller's: a
+// request in flight when its server dies is never answered) and the agent run under ctx.
+func (c *Cluster) StartDeviceBind(ctx, bindCtx context.Context, id string, labels map[string]string, rt *FakeRuntime) (*Device, error) {
 	creds, err := c.Creds(auth.RoleDevice, id, labels)
 	if err != nil {
 		return nil, err
@@ -449,7 +464,7 @@ func (c *Cluster) StartDevice(ctx context.Context, id string, labels map[string]
 		return nil, err
 	}
 	nc, st, err := connect(c.ClientURLs(), auth.Client{CredentialsFile: creds}, func(js jetstream.JetStream) (*store.Store, error) {
-		return store.Bind(ctx, js)
+		return store.Bind(bindCtx, js)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("device %s: %w", id, err)
@@ -597,4 +612,9 @@ func (c *Cluster) Current(ctx context.Context, stream string) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// MonitorURL is server i's HTTP monitoring address (/healthz, /varz, /jsz).
+func (c *Cluster) MonitorURL(i int) string {
+	return fmt.Sprintf("http://127.0.0.1:%d", c.servers[i].health)
 }
