@@ -288,7 +288,6 @@ func fleetPointRun(ctx context.Context, c *config, o fleetOptions, logDir string
 	return p, nil
 }
 
-
 // await waits for reached, failing early when the operator exits or the simulator failed.
 func await(ctx context.Context, reached <-chan time.Time, timeout time.Duration, op *operator, sim *simulator) (time.Time, error) {
 	deadline := time.After(timeout)
