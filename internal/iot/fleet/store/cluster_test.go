@@ -336,13 +336,16 @@ func (f *clusterFleet) exact() bool {
 // waitExact waits until the counts are exact and returns when they first were (polled every 20 ms).
 func (f *clusterFleet) waitExact(what string, since time.Time) time.Time {
 	f.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	// Patient: under the race detector on 2 busy cores, the agents of the killed server's clients (a
+	// third of the fleet) each watching again (a consumer created through the cluster's meta leader)
+	// took minutes, where they take seconds without it.
+	deadline := time.Now().Add(5 * time.Minute)
 	for !f.exact() {
 		if time.Now().After(deadline) {
 			want, n := f.expected()
 			m, ok := f.matched()
-			f.t.Fatalf("%s: after %s the counters say %v and the index %d matched (counted %v), want %v and %d",
-				what, time.Since(since).Round(time.Millisecond), f.counters.Snapshot(f.d).ByGeneration, m, ok, want, n)
+			f.t.Fatalf("%s: after %s the counters say %v and the index %d matched (counted %v), want %v and %d; devices behind: %s",
+				what, time.Since(since).Round(time.Millisecond), f.counters.Snapshot(f.d).ByGeneration, m, ok, want, n, f.behind())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -503,4 +506,23 @@ func eachState(ctx context.Context, st *store.Store, d fleet.DeploymentKey, fn f
 			fn(device, s)
 		}
 	}
+}
+
+// behind names up to 10 devices of the fleet whose state record is not at the rollout's generation.
+func (f *clusterFleet) behind() string {
+	states := map[string]*fleet.State{}
+	if err := eachState(f.ctx, f.st, f.d, func(device string, s *fleet.State) { states[device] = s }); err != nil {
+		return err.Error()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for id := range f.devices {
+		if s := states[id]; s == nil || s.Generation != f.gen || s.Phase == fleet.PhasePending {
+			if len(out) < 10 {
+				out = append(out, fmt.Sprintf("%s=%+v", id, s))
+			}
+		}
+	}
+	return fmt.Sprint(out)
 }
