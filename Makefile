@@ -73,6 +73,13 @@ KUBECTL_BIN = $(ENVTEST_ASSETS)/kubectl
 ETCD = $(ENVTEST_ASSETS)/etcd
 KWOK = $(ENVTEST_ASSETS)/kwok
 
+# NATS_SERVER is nats-server built from the module go.mod pins (github.com/nats-io/nats-server/v2, the
+# same code the in-process test servers run): the fleet's cluster tests (fleettest.StartCluster) run three
+# of it as processes, and find it through this variable, exported to every test. It is rebuilt when go.mod
+# or go.sum change, so it always is the pinned version (the cluster tests check its --version).
+NATS_SERVER ?= $(LOCALBIN)/nats-server
+export NATS_SERVER
+
 # Tool binaries carry their version in the file name, so bumping a pin rebuilds the tool.
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
@@ -186,17 +193,17 @@ verify: ## Regenerate code, manifests, the OLM bundle and catalog, gofmt, tidy e
 	@echo "make verify: generated files, formatting and go.mod files are up to date."
 
 .PHONY: test
-test: manifests generate fmt vet $(TEST_DEPS) versitygw redis-server postgres postgres-versions podman ## Run every test with the race detector: unit, golden, fuzz seeds, envtest, then the e2e suite; coverage goes to cover.out.
+test: manifests generate fmt vet $(TEST_DEPS) $(NATS_SERVER) versitygw redis-server postgres postgres-versions podman ## Run every test with the race detector: unit, golden, fuzz seeds, envtest, then the e2e suite; coverage goes to cover.out.
 	$(run-unit-tests)
 	$(if $(wildcard $(E2E_DIR)),$(run-e2e-tests))
 	$(run-olm-tests)
 
 .PHONY: test-unit
-test-unit: manifests generate fmt vet controlplane-full build $(SCORECARD_TEST) $(PROMTOOL_BIN)/promtool versitygw redis-server postgres postgres-versions podman $(KUSTOMIZE) ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
+test-unit: manifests generate fmt vet controlplane-full build $(NATS_SERVER) $(SCORECARD_TEST) $(PROMTOOL_BIN)/promtool versitygw redis-server postgres postgres-versions podman $(KUSTOMIZE) ## Run every test except test/e2e (envtest, bundle validation, scorecard and a tiny bench run included).
 	$(run-unit-tests)
 
 .PHONY: bench
-bench: controlplane build postgres ## Measure convergence against the API server's floor, writes, steady state, memory and latency; writes docs/performance.md (BENCH_ARGS adds flags, e.g. -sizes=100 -sweep= -out=).
+bench: controlplane build postgres $(NATS_SERVER) ## Measure convergence against the API server's floor, writes, steady state, memory and latency; writes docs/performance.md (BENCH_ARGS adds flags, e.g. -sizes=100 -sweep= -out=).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -operator "$(abspath bin/platform-operator)" $(BENCH_ARGS)
 
 .PHONY: bench-backup
@@ -293,6 +300,13 @@ build: manifests generate fmt vet ## Build the operator binary into bin/platform
 .PHONY: fleet-agent
 fleet-agent: fmt vet ## Build the IoT fleet's on-device agent into bin/fleet-agent (static; GOARCH=arm64 for a Raspberry Pi).
 	CGO_ENABLED=0 go build -trimpath -o bin/fleet-agent ./cmd/fleet-agent
+
+.PHONY: nats-server
+nats-server: $(NATS_SERVER) ## Build nats-server from the version go.mod pins into bin/nats-server (the fleet's three-server cluster tests and bench run it).
+$(NATS_SERVER): go.mod go.sum
+	@mkdir -p $(@D)
+	$(TOOL_GO_BUILD) -ldflags "-s -w" -o $@ github.com/nats-io/nats-server/v2
+	@touch $@
 
 .PHONY: fleetctl
 fleetctl: fmt vet ## Build fleetctl, the fleet's command line for people (apply, delete and get Deployments as the reference's applier did; logs, events, states of devices), into bin/fleetctl.

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/labels"
@@ -42,7 +41,10 @@ const fleetName = "fleet"
 
 // fleetOptions are the fleet workload's flags.
 type fleetOptions struct {
-	Sizes       []int
+	Sizes []int
+	// Servers are the NATS server counts each size runs on: 1 (an in-process server) and 3 (a
+	// JetStream cluster of nats-server processes with R3 buckets, fleettest.Cluster).
+	Servers     []int
 	Batch       int
 	Connections int
 	Workers     int
@@ -50,14 +52,16 @@ type fleetOptions struct {
 }
 
 var (
-	fleetOpts  = fleetOptions{Sizes: []int{10_000, 100_000}, Batch: 1000, Connections: 4, Workers: 64, Timeout: 10 * time.Minute}
-	fleetSizes string
+	fleetOpts    = fleetOptions{Sizes: []int{10_000, 100_000}, Servers: []int{1, 3}, Batch: 1000, Connections: 4, Workers: 64, Timeout: 10 * time.Minute}
+	fleetSizes   string
+	fleetServers string
 	// fleetReport is what the fleet run measured, for render.
 	fleetReport *fleetResults
 )
 
 func init() {
 	flag.StringVar(&fleetSizes, "fleet-sizes", "10000,100000", "Fleet: numbers of simulated devices, one run each.")
+	flag.StringVar(&fleetServers, "fleet-servers", "1,3", "Fleet: NATS server counts each size runs on: 1 (in-process) and 3 (a JetStream cluster of nats-server processes, R3 buckets; needs bin/nats-server).")
 	flag.IntVar(&fleetOpts.Batch, "fleet-batch", 1000, "Fleet: devices whose state changes at once in the status-latency measurement.")
 	flag.IntVar(&fleetOpts.Connections, "fleet-connections", 4, "Fleet: NATS connections the simulated devices share.")
 	flag.IntVar(&fleetOpts.Workers, "fleet-workers", 64, "Fleet: concurrent writers the simulated devices share.")
@@ -91,6 +95,8 @@ type fleetResults struct {
 // fleetPoint is one fleet size's figures.
 type fleetPoint struct {
 	N int
+	// Servers is how many NATS servers the fleet ran on (3: a cluster with R3 buckets).
+	Servers int
 	// Register is how long the simulator took to write N device records and heartbeats.
 	Register time.Duration
 	// Converge is from the Deployment's create to the status saying succeeded = N.
@@ -122,15 +128,21 @@ func runFleet(ctx context.Context, c *config, o fleetOptions) (*fleetResults, er
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
-	for _, n := range o.Sizes {
-		p, err := fleetPointRun(ctx, c, o, logDir, n)
-		if err != nil {
-			return res, fmt.Errorf("fleet, N=%d: %w", n, err)
+	servers := o.Servers
+	if len(servers) == 0 {
+		servers = []int{1}
+	}
+	for _, k := range servers {
+		for _, n := range o.Sizes {
+			p, err := fleetPointRun(ctx, c, o, logDir, n, k)
+			if err != nil {
+				return res, fmt.Errorf("fleet, N=%d on %d servers: %w", n, k, err)
+			}
+			c.logf("fleet N=%d on %d servers: converged in %s, batch of %d reflected in %s / %s, live heap %.1f MiB, naive tick %s",
+				n, k, p.Converge.Round(time.Millisecond), p.Batch, p.FailReflected.Round(time.Millisecond),
+				p.RecoverReflect.Round(time.Millisecond), p.Mem.HeapAlloc/(1<<20), p.NaiveTick.Round(time.Millisecond))
+			res.Points = append(res.Points, p)
 		}
-		c.logf("fleet N=%d: converged in %s, batch of %d reflected in %s / %s, live heap %.1f MiB, naive tick %s",
-			n, p.Converge.Round(time.Millisecond), p.Batch, p.FailReflected.Round(time.Millisecond),
-			p.RecoverReflect.Round(time.Millisecond), p.Mem.HeapAlloc/(1<<20), p.NaiveTick.Round(time.Millisecond))
-		res.Points = append(res.Points, p)
 	}
 	return res, nil
 }
@@ -146,16 +158,16 @@ const memReadings = 3
 // simulator writes one heartbeat per device.
 const fleetHeartbeatTTL = time.Hour
 
-func fleetPointRun(ctx context.Context, c *config, o fleetOptions, logDir string, n int) (fleetPoint, error) {
-	p := fleetPoint{N: n, Batch: min(o.Batch, n)}
+func fleetPointRun(ctx context.Context, c *config, o fleetOptions, logDir string, n, servers int) (fleetPoint, error) {
+	p := fleetPoint{N: n, Servers: servers, Batch: min(o.Batch, n)}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	srv, err := fleettest.StartAuthorizedServer(nil)
+	srv, err := startFleetNATS(servers)
 	if err != nil {
 		return p, err
 	}
-	defer srv.Shutdown()
+	defer srv.shutdown()
 	sim, err := newSimulator(ctx, srv, o)
 	if err != nil {
 		return p, err
@@ -184,9 +196,9 @@ func fleetPointRun(ctx context.Context, c *config, o fleetOptions, logDir string
 		return p, err
 	}
 	lop, err := localcluster.StartOperator(ctx, localcluster.OperatorOptions{
-		Binary: c.Operator, Kubeconfig: cl.KubeconfigPath(), Name: fmt.Sprintf("fleet-%d", n), LogDir: logDir,
+		Binary: c.Operator, Kubeconfig: cl.KubeconfigPath(), Name: fmt.Sprintf("fleet-%d-%d", n, servers), LogDir: logDir,
 		// The bench's Deployments target every simulated device: its namespace is allowed that.
-		Args: append([]string{"--nats-url=" + srv.ClientURL(), "--nats-credentials-file=" + srv.OperatorCreds,
+		Args: append([]string{"--nats-url=" + srv.url(), "--nats-credentials-file=" + srv.operatorCreds(),
 			"--nats-heartbeat-ttl=" + fleetHeartbeatTTL.String(), "--iot-fleet-policy=" + benchNamespace + "=*"}, c.Args...),
 		Env: []string{"RELATED_IMAGE_ERGO=" + ergoImage}, Pprof: true, StopTimeout: operatorStopTimeout,
 	})
@@ -195,6 +207,9 @@ func fleetPointRun(ctx context.Context, c *config, o fleetOptions, logDir string
 	}
 	defer func() { _ = lop.Stop() }()
 	op := &operator{Operator: lop, controllers: []string{"iotdeployment"}}
+	if err := srv.afterOperator(ctx, lop.LogPath, fleetHeartbeatTTL); err != nil {
+		return p, err
+	}
 
 	feed, err := watchDeployment(ctx, kc)
 	if err != nil {
@@ -204,7 +219,7 @@ func fleetPointRun(ctx context.Context, c *config, o fleetOptions, logDir string
 	go sim.follow(ctx)
 
 	d := fleettest.Deployment(benchNamespace, "fleet", "bench", "registry.example/app:1")
-	v0 := varz(srv)
+	v0 := srv.varz()
 	w0 := sim.written()
 	start = time.Now()
 	converged := feed.when(func(a iotv1.Aggregate, gen, observed int64) bool { return observed == gen && a.Succeeded == int32(n) })
@@ -216,7 +231,7 @@ func fleetPointRun(ctx context.Context, c *config, o fleetOptions, logDir string
 		return p, fmt.Errorf("converge: %w", err)
 	}
 	p.Converge = at.Sub(start)
-	v1 := varz(srv)
+	v1 := srv.varz()
 	p.Transitions = int(sim.written() - w0)
 	p.MsgsIn, p.MsgsOut = float64(v1.InMsgs-v0.InMsgs), float64(v1.OutMsgs-v0.OutMsgs)
 
@@ -263,22 +278,14 @@ func fleetPointRun(ctx context.Context, c *config, o fleetOptions, logDir string
 	}
 
 	// The reference's way, for comparison: a recount of every device per tick.
-	v2 := varz(srv)
+	v2 := srv.varz()
 	p.NaiveTick, p.NaiveAlloc, err = naiveTick(ctx, sim.st, fleet.DeploymentKey{Namespace: d.Namespace, Name: d.Name}, n)
 	if err != nil {
 		return p, fmt.Errorf("naive recount: %w", err)
 	}
-	v3 := varz(srv)
+	v3 := srv.varz()
 	p.NaiveMsgs = float64(v3.OutMsgs - v2.OutMsgs)
 	return p, nil
-}
-
-func varz(s *fleettest.Authorized) *server.Varz {
-	v, err := s.Varz(nil)
-	if err != nil {
-		return &server.Varz{}
-	}
-	return v
 }
 
 // await waits for reached, failing early when the operator exits or the simulator failed.
@@ -433,10 +440,10 @@ type simJob struct {
 	done   *sync.WaitGroup
 }
 
-func newSimulator(ctx context.Context, srv *fleettest.Authorized, o fleetOptions) (*simulator, error) {
+func newSimulator(ctx context.Context, srv fleetNATS, o fleetOptions) (*simulator, error) {
 	s := &simulator{}
 	for range max(o.Connections, 1) {
-		nc, st, err := srv.ConnectOperator(ctx, fleetHeartbeatTTL)
+		nc, st, err := srv.connectOperator(ctx, fleetHeartbeatTTL)
 		if err != nil {
 			s.close()
 			return nil, err
@@ -633,8 +640,13 @@ func renderFleet(w func(format string, args ...any), r *fleetResults) {
 		"simulator in the bench process playing each device's agent with the fake runtime: it registers the devices "+
 		"(a device record and one heartbeat each; the heartbeat TTL, %s, outlasts the run), then follows the desired-state "+
 		"bucket and reports Pending, then Running, with compare-and-swap, as the agent does; %d workers on %d NATS "+
-		"connections write for all devices, with the operator's credentials. NATS is an in-process server with JetStream on "+
-		"127.0.0.1 enforcing the fleet's permissions as shipped (fleet-auth's configuration); the operator is the real binary, "+
+		"connections write for all devices, with the operator's credentials. NATS is either an in-process server with JetStream on "+
+		"127.0.0.1 enforcing the fleet's permissions as shipped (fleet-auth's configuration), or (*3-server cluster, R3*) three "+
+		"nats-server processes (bin/nats-server, the pinned module) started from the configuration the operator generates for "+
+		"its StatefulSet, with every bucket on all three servers; the operator, given every server's URL, opens the buckets "+
+		"with one replica (its --nats-url has no replica count) and the bench raises them to three before the Deployment is "+
+		"created. Messages on the cluster are summed over the three servers, so they include the replication between them. "+
+		"The operator is the real binary, "+
 		"on a control plane of its own per size, with `--nats-url` pointing at it and the operator's credentials, so its "+
 		"figures include the server's permission checks. *Converge* is from the "+
 		"Deployment's create to a status with `aggregate.succeeded` = N, seen by a watch. Then a batch of %d devices fails "+
@@ -642,31 +654,31 @@ func renderFleet(w func(format string, args ...any), r *fleetResults) {
 		"of it. Each batch comes after %s without changes (the operator writes a Deployment's status at most once a second: "+
 		"a batch right after a write waits for the rest of that second).", fleetHeartbeatTTL, o.Workers, o.Connections, o.Batch, batchQuiet)))
 	w("Flags: `%s`.\n\n", fleetFlagsSummary(o))
-	w("| devices | registered in | **converge** | batch failing: written | **reflected** | batch recovering: written | **reflected** | status updates |\n")
-	w("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	w("| devices | NATS | registered in | **converge** | batch failing: written | **reflected** | batch recovering: written | **reflected** | status updates |\n")
+	w("|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, p := range r.Points {
-		w("| %d | %s | **%s** | %s | **%s** | %s | **%s** | %d |\n", p.N, ms(p.Register), ms(p.Converge), ms(p.FailWritten),
+		w("| %d | %s | %s | **%s** | %s | **%s** | %s | **%s** | %d |\n", p.N, natsName(p.Servers), ms(p.Register), ms(p.Converge), ms(p.FailWritten),
 			ms(p.FailReflected), ms(p.RecoverWritten), ms(p.RecoverReflect), p.StatusWrites)
 	}
 	w("\n%s\n", para("NATS messages per device state transition during convergence, everything the server carried "+
 		"included (the operator's desired-state writes and their acknowledgements, the simulator's state writes and theirs, "+
 		"the watches' deliveries to the operator and the simulator, flow control):"))
-	w("| devices | transitions | messages in / transition | messages out / transition |\n|---:|---:|---:|---:|\n")
+	w("| devices | NATS | transitions | messages in / transition | messages out / transition |\n|---:|---|---:|---:|---:|\n")
 	for _, p := range r.Points {
-		w("| %d | %d | %s | %s |\n", p.N, p.Transitions, per(p.MsgsIn, p.Transitions), per(p.MsgsOut, p.Transitions))
+		w("| %d | %s | %d | %s | %s |\n", p.N, natsName(p.Servers), p.Transitions, per(p.MsgsIn, p.Transitions), per(p.MsgsOut, p.Transitions))
 	}
 	w("\n%s\n", para(fmt.Sprintf("The operator's memory after convergence and the batches (live heap and heap in use after a forced "+
 		"collection through pprof, and RSS; the reading with the least live heap of %d taken 2 s apart, since a reading can catch NATS "+
 		"messages received and not yet consumed), against what the reference's way costs: a recount of every device per tick "+
 		"(here one such recount by the bench against the same server: every device's state record and device record read "+
 		"and decoded), which the operator never does once its counters are initialised.", memReadings)))
-	w("| devices | **live heap** | heap in use | RSS | naive recount: one tick | allocated per tick | messages per tick |\n")
-	w("|---:|---:|---:|---:|---:|---:|---:|\n")
+	w("| devices | NATS | **live heap** | heap in use | RSS | naive recount: one tick | allocated per tick | messages per tick |\n")
+	w("|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, p := range r.Points {
-		w("| %d | **%s** | %s | %s | %s | %s | %.0f |\n", p.N, mib(p.Mem.HeapAlloc), mib(p.Mem.HeapInuse), mib(p.Mem.RSS),
+		w("| %d | %s | **%s** | %s | %s | %s | %s | %.0f |\n", p.N, natsName(p.Servers), mib(p.Mem.HeapAlloc), mib(p.Mem.HeapInuse), mib(p.Mem.RSS),
 			ms(p.NaiveTick), mib(p.NaiveAlloc), p.NaiveMsgs)
 	}
-	if len(r.Points) >= 2 {
+	if len(r.Points) >= 2 && r.Points[0].Servers == r.Points[len(r.Points)-1].Servers {
 		a, b := r.Points[0], r.Points[len(r.Points)-1]
 		w("\n%s", para(fmt.Sprintf("From %d to %d devices the operator's live heap moved by %s (%.2f bytes per added device).",
 			a.N, b.N, mib(b.Mem.HeapAlloc-a.Mem.HeapAlloc), (b.Mem.HeapAlloc-a.Mem.HeapAlloc)/float64(b.N-a.N))))
@@ -679,7 +691,11 @@ func fleetFlagsSummary(o fleetOptions) string {
 	for i, n := range o.Sizes {
 		s[i] = fmt.Sprint(n)
 	}
-	return fmt.Sprintf("-fleet-sizes=%s -fleet-batch=%d", strings.Join(s, ","), o.Batch)
+	k := make([]string, len(o.Servers))
+	for i, n := range o.Servers {
+		k[i] = fmt.Sprint(n)
+	}
+	return fmt.Sprintf("-fleet-sizes=%s -fleet-servers=%s -fleet-batch=%d", strings.Join(s, ","), strings.Join(k, ","), o.Batch)
 }
 
 // fleetMain runs the fleet when -workloads asked for it, after the other workloads; the figures are
@@ -692,9 +708,26 @@ func fleetMain(ctx context.Context, c *config, rep *report) error {
 	if len(sizes) == 0 || slices.Contains(sizes, 0) {
 		return errors.New("-fleet-sizes: at least one size, none 0")
 	}
+	servers, err := parseInts(fleetServers)
+	if err != nil {
+		return fmt.Errorf("-fleet-servers: %w", err)
+	}
+	for _, k := range servers {
+		if k != 1 && k != 3 {
+			return fmt.Errorf("-fleet-servers: %d: 1 or 3", k)
+		}
+	}
 	o := fleetOpts
-	o.Sizes = sizes
+	o.Sizes, o.Servers = sizes, servers
 	fleetReport, err = runFleet(ctx, c, o)
 	rep.Finished = time.Now()
 	return err
+}
+
+// natsName names a point's NATS in the report.
+func natsName(servers int) string {
+	if servers == 3 {
+		return "3-server cluster, R3"
+	}
+	return "1 server"
 }

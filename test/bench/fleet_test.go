@@ -15,14 +15,28 @@ func TestFleetTinyRun(t *testing.T) {
 	c := tinyRunConfig(t, "starts a control plane, a NATS server and the operator")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := runFleet(ctx, c, fleetOptions{Sizes: []int{3}, Batch: 2, Connections: 2, Workers: 3, Timeout: 2 * time.Minute})
+	res, err := runFleet(ctx, c, fleetOptions{Sizes: []int{3}, Servers: []int{1, 3}, Batch: 2, Connections: 2, Workers: 3, Timeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatalf("fleet: %v (logs in %s)", err, c.LogDir)
 	}
-	if len(res.Points) != 1 {
-		t.Fatalf("%d points, want 1", len(res.Points))
+	if len(res.Points) != 2 || res.Points[0].Servers != 1 || res.Points[1].Servers != 3 {
+		t.Fatalf("%d points, want 2: one server, then the three-server cluster", len(res.Points))
 	}
-	p := res.Points[0]
+	for _, p := range res.Points {
+		checkTinyFleetPoint(t, p)
+	}
+	var b strings.Builder
+	renderFleet(func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }, res)
+	for _, want := range []string{"### IoT fleet (`-workloads=fleet`)", "| 3 | 1 server |", "| 3 | 3-server cluster, R3 |", "naive recount"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// checkTinyFleetPoint checks that every figure of a tiny run was measured.
+func checkTinyFleetPoint(t *testing.T, p fleetPoint) {
+	t.Helper()
 	if p.Converge <= 0 || p.FailReflected <= 0 || p.RecoverReflect <= 0 {
 		t.Errorf("times not measured: converge %s, batch reflected %s and %s", p.Converge, p.FailReflected, p.RecoverReflect)
 	}
@@ -38,13 +52,6 @@ func TestFleetTinyRun(t *testing.T) {
 	}
 	if p.StatusWrites < 3 {
 		t.Errorf("%d status updates seen, want at least converged, failed and recovered", p.StatusWrites)
-	}
-	var b strings.Builder
-	renderFleet(func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }, res)
-	for _, want := range []string{"### IoT fleet (`-workloads=fleet`)", "| 3 |", "naive recount"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, b.String())
-		}
 	}
 }
 

@@ -2,10 +2,13 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/platform-operator/platform-operator/internal/iot/fleet"
@@ -218,7 +221,14 @@ func (s *Store) untargeted(ctx context.Context, ch fleet.Change) (*fleet.Rejecti
 			return nil, fmt.Errorf("open the stream of %s: %w", fleet.BucketDesired, err)
 		}
 	}
-	m, err := s.desired.GetLastMsgForSubject(ctx, "$KV."+fleet.BucketDesired+"."+fleet.DesiredKey(device, d))
+	subj := "$KV." + fleet.BucketDesired + "." + fleet.DesiredKey(device, d)
+	m, err := s.desired.GetLastMsgForSubject(ctx, subj)
+	if errors.Is(err, jetstream.ErrMsgNotFound) && s.nc != nil {
+		// Direct gets are answered by any replica of a JetStream cluster, a follower that has not
+		// applied the newest writes too: "none" is confirmed by the stream's leader before it is
+		// believed (one request, only for records it would refuse).
+		m, err = leaderLastMsg(ctx, s.nc, kvStream(fleet.BucketDesired), subj)
+	}
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return untargetedRecord(ch.Key, d, device, "no desired state was ever given to the device"), nil
@@ -246,4 +256,50 @@ func stopWatch(w jetstream.KeyWatcher) {
 		for range w.Updates() { //nolint:revive // draining
 		}
 	}()
+}
+
+// leaderLastMsg is the last message of subject in stream as the stream's leader has it
+// ($JS.API.STREAM.MSG.GET, which only the leader answers, unlike a direct get), or
+// jetstream.ErrMsgNotFound. Only the headers are read.
+func leaderLastMsg(ctx context.Context, nc *nats.Conn, stream, subject string) (*jetstream.RawStreamMsg, error) {
+	req, err := json.Marshal(map[string]string{"last_by_subj": subject})
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+	}
+	msg, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return nil, fmt.Errorf("read the last message of %s from the leader of %s: %w", subject, stream, err)
+	}
+	var resp struct {
+		Message *struct {
+			Header []byte `json:"hdrs"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return nil, fmt.Errorf("read the last message of %s from the leader of %s: %w", subject, stream, err)
+	}
+	if resp.Error != nil {
+		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+			return nil, jetstream.ErrMsgNotFound
+		}
+		return nil, fmt.Errorf("read the last message of %s from the leader of %s: %w", subject, stream, resp.Error)
+	}
+	if resp.Message == nil {
+		return nil, jetstream.ErrMsgNotFound
+	}
+	m := &jetstream.RawStreamMsg{Subject: subject, Header: nats.Header{}}
+	if h := string(resp.Message.Header); strings.Contains(h, "KV-Operation:") {
+		for _, line := range strings.Split(h, "\r\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "KV-Operation" {
+				m.Header.Set("KV-Operation", strings.TrimSpace(v))
+			}
+		}
+	}
+	return m, nil
 }

@@ -394,19 +394,55 @@ func (s *Store) Transition(ctx context.Context, d fleet.DeploymentKey, device st
 // operator's Withdraw never counts a withdrawn device again.
 func (s *Store) Report(ctx context.Context, d fleet.DeploymentKey, device string, gen int64, p fleet.Phase, msg string) (bool, error) {
 	return s.transition(ctx, d, device, func(cur *fleet.State) (*fleet.State, error) {
-		e, err := s.Desired.Get(ctx, fleet.DesiredKey(device, d))
-		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			return nil, nil
-		}
+		des, err := s.desiredAtLeast(ctx, fleet.DesiredKey(device, d), gen)
 		if err != nil {
-			return nil, fmt.Errorf("read desired state: %w", err)
+			return nil, err
 		}
-		des, err := fleet.DecodeDesired(e.Value())
-		if err != nil || des.Generation != gen {
-			return nil, nil //nolint:nilerr // a newer (or unreadable) desired state: this report is moot
+		if des == nil || des.Generation != gen {
+			return nil, nil // withdrawn, or a newer (or unreadable) desired state: this report is moot
 		}
 		return fleet.Next(cur, gen, p, msg, time.Now()), nil
 	})
+}
+
+// StaleReadWait is how long a read of a record the caller knows exists (at least at some generation)
+// is tried again when a server answers with none or an older one. On a JetStream cluster a KV get is a
+// direct get that any replica answers, a follower included, which may not have applied the newest
+// writes yet (the device's watch is delivered by the stream's leader): without this, an agent whose
+// report read such a follower would take its transition for moot and never write it.
+const StaleReadWait = 2 * time.Second
+
+// desiredAtLeast reads the desired state at key, which the caller saw at generation gen: nil when it
+// was withdrawn (a delete or purge marker) or does not decode. A missing key or an older generation is
+// read again, up to StaleReadWait, before it is believed.
+func (s *Store) desiredAtLeast(ctx context.Context, key string, gen int64) (*fleet.Desired, error) {
+	deadline := time.Now().Add(StaleReadWait)
+	for {
+		e, err := s.Desired.Get(ctx, key)
+		var des *fleet.Desired
+		switch {
+		case errors.Is(err, jetstream.ErrKeyDeleted):
+			return nil, nil
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("read desired state: %w", err)
+		default:
+			if des, err = fleet.DecodeDesired(e.Value()); err != nil {
+				return nil, nil //nolint:nilerr // unreadable: nothing to report against
+			}
+			if des.Generation >= gen {
+				return des, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return des, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // StateOf is a device's current state record for deployment d, or nil.
