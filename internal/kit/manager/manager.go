@@ -119,8 +119,8 @@ func New(cfg *rest.Config, kitOpts Options, caps platform.Capabilities, groups .
 		return nil, errContentType
 	}
 	var events *protobufEvents
-	if opts.EventBroadcaster != nil {
-		events = &protobufEvents{EventBroadcaster: opts.EventBroadcaster, cfg: cfg}
+	if b := opts.EventBroadcaster; b != nil {
+		events = &protobufEvents{EventBroadcaster: b, cfg: cfg}
 		opts.EventBroadcaster = events
 	}
 
