@@ -90,7 +90,9 @@ type Options struct {
 // LeaderElectionID unless opts names one, managed fields stripped from every cached object, and the cache
 // rules of every group merged into opts.Cache.ByObject (which the caller leaves empty). It then calls each
 // group's Setup with the manager it returns, whose controllers take opts.Retry (ControllerOptions) and
-// opts.Controller (controller-runtime's: ReconciliationTimeout among them).
+// opts.Controller (controller-runtime's: ReconciliationTimeout among them). cfg's ContentType stays empty
+// (controller-runtime speaks protobuf for built-in kinds, JSON for custom resources), and the events of
+// opts.EventBroadcaster, when set, go as protobuf (protobuf.go).
 func New(cfg *rest.Config, kitOpts Options, caps platform.Capabilities, groups ...Group) (ctrl.Manager, error) {
 	opts := kitOpts.Options
 	if err := kitOpts.Retry.validate(); err != nil {
@@ -113,10 +115,21 @@ func New(cfg *rest.Config, kitOpts Options, caps platform.Capabilities, groups .
 		return nil, err
 	}
 	opts.Cache.ByObject = byObject
+	if cfg.ContentType != "" {
+		return nil, errContentType
+	}
+	var events *protobufEvents
+	if b := opts.EventBroadcaster; b != nil {
+		events = &protobufEvents{EventBroadcaster: b, cfg: cfg}
+		opts.EventBroadcaster = events
+	}
 
 	crMgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, err
+	}
+	if events != nil {
+		events.httpClient = crMgr.GetHTTPClient()
 	}
 	mgr := &kitManager{Manager: crMgr, retry: kitOpts.Retry}
 	for _, g := range groups {
