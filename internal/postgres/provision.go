@@ -161,6 +161,14 @@ func (p *Provisioner) Ensure(ctx context.Context, req Request) (Result, error) {
 		return r, nil
 	}
 
+	// A password to set gets its verifier (4096 rounds of PBKDF2) before a session of the budget is taken.
+	verifier := ""
+	if setPassword {
+		var err error
+		if verifier, err = NewScramVerifier(password); err != nil {
+			return Result{}, err
+		}
+	}
 	admin, err := Sessions.AcquireWithin(ctx, req.SessionOwner, req.Admin, req.MaxSessions)
 	if err != nil {
 		reason, after := p.LoginFailure(err)
@@ -182,7 +190,7 @@ func (p *Provisioner) Ensure(ctx context.Context, req Request) (Result, error) {
 				fmt.Sprintf("%s on %s lacks %s: it cannot make the %s's role and database", p.Login, at, priv.Missing(), p.Kind))
 		}
 	}
-	done, err := admin.Ensure(ctx, Database{Name: req.Name, Owner: req.Owner, Password: password, SetPassword: setPassword})
+	done, err := admin.Ensure(ctx, Database{Name: req.Name, Owner: req.Owner, Password: password, SetPassword: setPassword, Verifier: verifier})
 	if len(done) > 0 {
 		res.Updated = fmt.Sprintf("On %s: %s", at, strings.Join(done, "; "))
 	}
