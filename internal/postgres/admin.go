@@ -234,17 +234,17 @@ func (a *Admin) inspect(ctx context.Context, name string) (state, error) {
 		canLogin, member, dbPublic, open *bool
 		dbOwner                          *string
 	)
-	err := a.conn.QueryRow(ctx, `SELECT current_setting('server_version_num')::int,
+	err := a.conn.QueryRow(ctx, `SELECT pg_get_userbyid(datdba), current_setting('server_version_num')::int,
 		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user),
 		r.oid IS NOT NULL, r.rolcanlogin, shobj_description(r.oid, 'pg_authid'),
 		CASE WHEN r.oid IS NULL THEN NULL
 			WHEN current_setting('server_version_num')::int >= $2 THEN pg_has_role(current_user, r.oid, 'SET')
 			ELSE pg_has_role(current_user, r.oid, 'MEMBER') END,
-		d.oid IS NOT NULL, pg_get_userbyid(datdba), shobj_description(d.oid, 'pg_database'),
+		d.oid IS NOT NULL, shobj_description(d.oid, 'pg_database'),
 		d.datacl IS NULL OR EXISTS (SELECT 1 FROM unnest(d.datacl::text[]) AS acl WHERE acl LIKE '=%'), d.datallowconn
 		FROM (VALUES (1)) AS one LEFT JOIN pg_roles r ON r.rolname = $1 LEFT JOIN pg_database d ON d.datname = $1`,
-		name, Version16).Scan(&a.version, &st.superuser, &st.roleExists, &canLogin, &st.roleComment, &member,
-		&st.dbExists, &dbOwner, &st.dbComment, &dbPublic, &open)
+		name, Version16).Scan(&dbOwner, &a.version, &st.superuser, &st.roleExists, &canLogin, &st.roleComment, &member,
+		&st.dbExists, &st.dbComment, &dbPublic, &open)
 	if err != nil {
 		return st, err
 	}
