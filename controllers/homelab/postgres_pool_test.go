@@ -2,12 +2,14 @@ package homelab
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	homelabv1 "github.com/platform-operator/platform-operator/api/homelab/v1"
@@ -71,5 +73,38 @@ var _ = Describe("PostgreSQL admin sessions", func() {
 		Eventually(sqlBy(operator, offset)).Should(ContainElement(ContainSubstring("pg_get_userbyid(datdba)")))
 		expectCondition(db, homelabv1.ConditionReady, metav1.ConditionTrue, homelabv1.ReasonReady)
 		Expect(postgres.Sessions.Has(old)).To(BeFalse(), "the former login was used again")
+	})
+
+	It("keeps a connection's sessions within its spec.maxSessions, and moves them when the budget changes", func() {
+		ns := newNamespace("pgbudget")
+		conn, _ := readyConnection(ns, "main")
+		secret := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: conn.Spec.Secret}, secret)).To(Succeed())
+		settings, err := postgres.SettingsFromSecret(secret.Data)
+		Expect(err).NotTo(HaveOccurred())
+		// Without a budget, the default: the control for the checks below.
+		Expect(postgres.Sessions.Has(settings)).To(BeTrue(), "no session kept for the connection's login")
+		Expect(postgres.Sessions.HasWithin(settings, 6)).To(BeFalse())
+
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(conn), conn)).To(Succeed())
+		conn.Spec.MaxSessions = ptr.To[int32](6)
+		Expect(k8s.Update(ctx, conn)).To(Succeed())
+		expectCondition(conn, homelabv1.ConditionReady, metav1.ConditionTrue, homelabv1.ReasonReady)
+		db := readyDatabase(newDatabase(ns, "wiki", "main"))
+		Eventually(func() bool { return postgres.Sessions.HasWithin(settings, 6) }).Should(BeTrue(), "the budget of 6 was not used")
+		Expect(postgres.Sessions.Has(settings)).To(BeFalse(), "the sessions of the default budget were kept")
+		expectCondition(db, homelabv1.ConditionReady, metav1.ConditionTrue, homelabv1.ReasonReady)
+	})
+
+	It("refuses a budget outside 1 to 64", func() {
+		ns := newNamespace("pgbudgetbad")
+		for _, n := range []int32{0, 65} {
+			c := &homelabv1.PostgresConnection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("b%d", n)},
+				Spec: homelabv1.PostgresConnectionSpec{Secret: "x", MaxSessions: ptr.To(n)}}
+			Expect(k8s.Create(ctx, c)).NotTo(Succeed(), "maxSessions %d was admitted", n)
+		}
+		ok := &homelabv1.PostgresConnection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ok"},
+			Spec: homelabv1.PostgresConnectionSpec{Secret: "x", MaxSessions: ptr.To[int32](64)}}
+		Expect(k8s.Create(ctx, ok)).To(Succeed())
 	})
 })

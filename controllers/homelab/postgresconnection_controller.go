@@ -110,7 +110,7 @@ func (r *PostgresConnectionReconciler) reconcileServer(ctx context.Context, s *p
 		s.Set(homelabv1.ConditionServer, metav1.ConditionUnknown, homelabv1.ReasonWaitingForDependency, "waiting for a usable Secret")
 		return ctrl.Result{}, nil
 	}
-	admin, err := postgres.Sessions.Acquire(ctx, sessionOwner(s.conn.Namespace, s.conn.Name), *s.settings)
+	admin, err := postgres.Sessions.AcquireWithin(ctx, sessionOwner(s.conn.Namespace, s.conn.Name), *s.settings, s.conn.Spec.SessionBudget())
 	if err != nil {
 		reason, retry := connectFailure(err)
 		s.Fail(homelabv1.ConditionServer, reason, fmt.Sprintf("cannot log in to %s as %q: %v", s.address, s.settings.User, err))

@@ -264,7 +264,7 @@ func (r *PostgresDatabaseReconciler) reconcileDatabase(ctx context.Context, s *p
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	res, err := r.db.Ensure(ctx, postgres.Request{UID: s.db.UID, Admin: *s.settings, SessionOwner: sessionOwner(s.conn.Namespace, s.conn.Name),
-		Name: s.name, Owner: s.owner, Live: s.secretLive, Rotation: s.rotation})
+		MaxSessions: s.conn.Spec.SessionBudget(), Name: s.name, Owner: s.owner, Live: s.secretLive, Rotation: s.rotation})
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -54,7 +54,7 @@ func (r *PostgresDatabaseReconciler) reconcileDelete(ctx context.Context, s *pos
 	c := postgres.Cleanup{UID: db.UID, Admin: settings, Unusable: err, Name: s.name, Owner: s.owner,
 		Deleting: time.Since(db.DeletionTimestamp.Time)}
 	if settings != nil {
-		c.SessionOwner = sessionOwner(conn.Namespace, conn.Name)
+		c.SessionOwner, c.MaxSessions = sessionOwner(conn.Namespace, conn.Name), conn.Spec.SessionBudget()
 	}
 	cleaned := r.db.Drop(ctx, c)
 	if cleaned.Event.Reason != "" {

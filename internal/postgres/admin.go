@@ -197,10 +197,23 @@ type Database struct {
 	// SetPassword asks Ensure to set Password on a role that exists already (a new or rotated password,
 	// or one the role may not have).
 	SetPassword bool
+	// Verifier, when set, is Password's SCRAM verifier (NewScramVerifier), made before the session was
+	// taken: its PBKDF2 then does not hold a session of the budget. Empty: Ensure makes one when needed.
+	Verifier string
+}
+
+// verifier is d.Verifier, or a new verifier of d.Password.
+func (d Database) verifier() (string, error) {
+	if d.Verifier != "" {
+		return d.Verifier, nil
+	}
+	return NewScramVerifier(d.Password)
 }
 
 // state is what the server holds of one Database.
 type state struct {
+	// superuser is the login's rolsuper.
+	superuser                    bool
 	roleExists, canLogin, member bool
 	roleComment                  *string
 	dbExists, publicHasAccess    bool
@@ -211,30 +224,37 @@ type state struct {
 }
 
 func (a *Admin) inspect(ctx context.Context, name string) (state, error) {
-	var st state
-	version, err := a.ServerVersionNum(ctx)
+	// One round trip: the server's version, whether the login is a superuser (what a role it creates
+	// gives it), and what the server holds of the role and of the database. A create waits for it
+	// before its first write, so each query more was one more round trip per create.
+	// member is whether the login already has what GrantMembership gives, by the version's rules
+	// (MembershipPrivilege: SET from 16 on, MEMBER before).
+	var (
+		st                               state
+		canLogin, member, dbPublic, open *bool
+		dbOwner                          *string
+	)
+	err := a.conn.QueryRow(ctx, `SELECT pg_get_userbyid(datdba), current_setting('server_version_num')::int,
+		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user),
+		r.oid IS NOT NULL, r.rolcanlogin, shobj_description(r.oid, 'pg_authid'),
+		CASE WHEN r.oid IS NULL THEN NULL
+			WHEN current_setting('server_version_num')::int >= $2 THEN pg_has_role(current_user, r.oid, 'SET')
+			ELSE pg_has_role(current_user, r.oid, 'MEMBER') END,
+		d.oid IS NOT NULL, shobj_description(d.oid, 'pg_database'),
+		d.datacl IS NULL OR EXISTS (SELECT 1 FROM unnest(d.datacl::text[]) AS acl WHERE acl LIKE '=%'), d.datallowconn
+		FROM (VALUES (1)) AS one LEFT JOIN pg_roles r ON r.rolname = $1 LEFT JOIN pg_database d ON d.datname = $1`,
+		name, Version16).Scan(&dbOwner, &a.version, &st.superuser, &st.roleExists, &canLogin, &st.roleComment, &member,
+		&st.dbExists, &st.dbComment, &dbPublic, &open)
 	if err != nil {
 		return st, err
 	}
-	// member is whether the login already has what GrantMembership gives, by the version's rules.
-	err = a.conn.QueryRow(ctx, `SELECT rolcanlogin, shobj_description(oid, 'pg_authid'), pg_has_role(current_user, oid, $2)
-		FROM pg_roles WHERE rolname = $1`, name, MembershipPrivilege(version)).Scan(&st.canLogin, &st.roleComment, &st.member)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
-		return st, err
-	default:
-		st.roleExists = true
-	}
-	err = a.conn.QueryRow(ctx, `SELECT pg_get_userbyid(datdba), shobj_description(oid, 'pg_database'),
-		datacl IS NULL OR EXISTS (SELECT 1 FROM unnest(datacl::text[]) AS acl WHERE acl LIKE '=%'), datallowconn
-		FROM pg_database WHERE datname = $1`, name).Scan(&st.dbOwner, &st.dbComment, &st.publicHasAccess, &st.dbAllowConn)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
-		return st, err
-	default:
-		st.dbExists = true
+	deref := func(b *bool) bool { return b != nil && *b }
+	st.canLogin, st.member = deref(canLogin), deref(member)
+	if st.dbExists {
+		st.publicHasAccess, st.dbAllowConn = deref(dbPublic), deref(open)
+		if dbOwner != nil {
+			st.dbOwner = *dbOwner
+		}
 	}
 	return st, nil
 }
@@ -294,7 +314,7 @@ func (a *Admin) Ensure(ctx context.Context, d Database) (changed []string, err e
 	comment := d.Owner.Comment()
 	var stmts []string
 	if !st.roleExists {
-		v, err := NewScramVerifier(d.Password)
+		v, err := d.verifier()
 		if err != nil {
 			return nil, err
 		}
@@ -312,14 +332,12 @@ func (a *Admin) Ensure(ctx context.Context, d Database) (changed []string, err e
 			return nil, fmt.Errorf("create role %s: %w", d.Name, err)
 		}
 		changed = append(changed, "created role "+d.Name)
-		p, err := a.Privileges(ctx)
-		if err != nil {
-			return changed, err
-		}
-		st.member = p.Superuser
+		// A superuser is a member of every role; any other login of a role it created, by the grant
+		// below.
+		st.member = st.superuser
 	} else {
 		if d.SetPassword || !st.canLogin {
-			v, err := NewScramVerifier(d.Password)
+			v, err := d.verifier()
 			if err != nil {
 				return nil, err
 			}

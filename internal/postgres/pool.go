@@ -14,9 +14,12 @@ import (
 
 // Pool bounds and defaults.
 const (
-	// DefaultPoolSize is how many sessions one login keeps at most, in use and idle together: the
-	// reconcilers' workers (8 by default) share them, the rest wait for one to be released.
+	// DefaultPoolSize is how many sessions one login keeps at most, in use and idle together, when its
+	// owner sets no budget (a PostgresConnection's spec.maxSessions): the reconcilers' workers (8 by
+	// default) share them, the rest wait for one to be released.
 	DefaultPoolSize = 4
+	// MaxPoolSize bounds a budget: PostgreSQL's default max_connections is 100.
+	MaxPoolSize = 64
 	// DefaultPoolIdle is how long a session is kept unused before it is closed.
 	DefaultPoolIdle = 2 * time.Minute
 )
@@ -26,10 +29,14 @@ const (
 var Sessions = NewPool(DefaultPoolSize, DefaultPoolIdle)
 
 // loginKey is a digest of everything a session depends on: host, port, user, password, database and TLS
-// mode. The password is never kept in clear as a key.
+// mode, and of the login's budget of sessions (so that a changed budget is a new login, and the sessions
+// of the former budget are closed as a rotated Secret's are). The password is never kept in clear as a key.
 type loginKey [sha256.Size]byte
 
-func keyOf(s Settings) loginKey {
+func keyOf(s Settings) loginKey { return keyWithin(s, 0) }
+
+// keyWithin is the key of s's sessions with a budget of size (0: the pool's default).
+func keyWithin(s Settings, size int) loginKey {
 	h := sha256.New()
 	for _, v := range []string{s.Host, s.User, s.Password, s.SSLMode, s.Database} {
 		var n [8]byte
@@ -40,6 +47,11 @@ func keyOf(s Settings) loginKey {
 	var p [8]byte
 	binary.BigEndian.PutUint64(p[:], uint64(s.Port))
 	h.Write(p[:])
+	if size > 0 {
+		binary.BigEndian.PutUint64(p[:], uint64(size))
+		h.Write([]byte("sessions"))
+		h.Write(p[:])
+	}
 	var k loginKey
 	copy(k[:], h.Sum(nil))
 	return k
@@ -82,7 +94,14 @@ func NewPool(size int, idle time.Duration) *Pool {
 // the sessions of its former settings are closed at once unless another owner still uses them. An empty
 // owner tracks nothing. Acquire waits while the login's sessions are all in use.
 func (p *Pool) Acquire(ctx context.Context, owner string, s Settings) (*Admin, error) {
-	k := keyOf(s)
+	return p.AcquireWithin(ctx, owner, s, 0)
+}
+
+// AcquireWithin is Acquire with a budget: the login keeps at most size sessions (0 or less: the pool's
+// size; at most MaxPoolSize). Callers that share a login pass the same budget (a PostgresConnection's
+// spec.maxSessions); a changed budget closes the sessions kept under the former one.
+func (p *Pool) AcquireWithin(ctx context.Context, owner string, s Settings, size int) (*Admin, error) {
+	k, size := p.key(s, size)
 	p.mu.Lock()
 	if owner != "" {
 		if old, ok := p.owners[owner]; ok && old != k {
@@ -94,7 +113,7 @@ func (p *Pool) Acquire(ctx context.Context, owner string, s Settings) (*Admin, e
 		p.owners[owner] = k
 	}
 	p.mu.Unlock()
-	l, err := p.slot(ctx, k)
+	l, err := p.slot(ctx, k, size)
 	if err != nil {
 		return nil, err
 	}
@@ -134,12 +153,12 @@ func (p *Pool) Acquire(ctx context.Context, owner string, s Settings) (*Admin, e
 // slot takes one of k's session slots, waiting while they are all in use. A login closed meanwhile (a
 // rotation, an idle sweep) is replaced by a new one, so that a session is never released to a login the
 // pool no longer holds.
-func (p *Pool) slot(ctx context.Context, k loginKey) (*login, error) {
+func (p *Pool) slot(ctx context.Context, k loginKey, size int) (*login, error) {
 	for {
 		p.mu.Lock()
 		l := p.logins[k]
 		if l == nil {
-			l = &login{slots: make(chan struct{}, p.size)}
+			l = &login{slots: make(chan struct{}, size)}
 			p.logins[k] = l
 		}
 		p.mu.Unlock()
@@ -156,6 +175,17 @@ func (p *Pool) slot(ctx context.Context, k loginKey) (*login, error) {
 		}
 		<-l.slots
 	}
+}
+
+// key is the key of s's sessions with the budget size asks for, and that budget: the pool's size when
+// none, at most MaxPoolSize. The pool's own size is keyed as none, so that a budget equal to the default
+// is the same login as no budget.
+func (p *Pool) key(s Settings, size int) (loginKey, int) {
+	if size <= 0 || size == p.size {
+		return keyWithin(s, 0), p.size
+	}
+	size = min(size, MaxPoolSize)
+	return keyWithin(s, size), size
 }
 
 func (p *Pool) releaser(l *login) func(context.Context, *pgx.Conn) error {
@@ -272,10 +302,15 @@ func (p *Pool) Stats() (logins, idle int) {
 	return len(p.logins), idle
 }
 
-// Has says whether the pool keeps sessions (idle or in use) of the login s describes.
-func (p *Pool) Has(s Settings) bool {
+// Has says whether the pool keeps sessions (idle or in use) of the login s describes, with the pool's
+// default budget.
+func (p *Pool) Has(s Settings) bool { return p.HasWithin(s, 0) }
+
+// HasWithin is Has for the login s describes with a budget of size sessions.
+func (p *Pool) HasWithin(s Settings, size int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	l := p.logins[keyOf(s)]
+	k, _ := p.key(s, size)
+	l := p.logins[k]
 	return l != nil && (len(l.idle) > 0 || len(l.slots) > 0)
 }

@@ -200,3 +200,66 @@ func TestPoolClosesRotatedAndIdle(t *testing.T) {
 	}
 	q.CloseIdle()
 }
+
+// A budget bounds a login's sessions: with a budget of 3 (the pool's own size is 2) a third session is
+// handed out and a fourth waits; the budget of 1 lets one through and holds the second. Changing an
+// owner's budget is a new login: the sessions kept under the former budget are closed.
+func TestPoolBudget(t *testing.T) {
+	ctx := context.Background()
+	s := operator(t)
+	p := NewPool(2, time.Hour)
+	defer p.CloseIdle()
+
+	// Logins are given 30 s (a loaded machine); a session beyond the budget waits: 200 ms tells.
+	within := func(size int) (*Admin, error) { return p.AcquireWithin(ctx, "c", s, size) }
+	beyond := func(size int) error {
+		c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		a, err := p.AcquireWithin(c, "c", s, size)
+		if err == nil {
+			_ = a.Close(ctx)
+		}
+		return err
+	}
+	var held []*Admin
+	for i := range 3 {
+		a, err := within(3)
+		if err != nil {
+			t.Fatalf("session %d of a budget of 3: %v", i+1, err)
+		}
+		held = append(held, a)
+	}
+	if beyond(3) == nil {
+		t.Error("a fourth session was handed out beyond the budget of 3")
+	}
+	for _, a := range held {
+		_ = a.Close(ctx)
+	}
+	if !p.HasWithin(s, 3) || p.Has(s) {
+		t.Errorf("HasWithin(3) = %v, Has = %v after a budget of 3; want true, false", p.HasWithin(s, 3), p.Has(s))
+	}
+
+	// The owner moves to a budget of 1: the three idle sessions of the budget of 3 are closed.
+	a, err := within(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.HasWithin(s, 3) {
+		t.Error("the sessions of the former budget are still kept")
+	}
+	if beyond(1) == nil {
+		t.Error("a second session was handed out beyond the budget of 1")
+	}
+	_ = a.Close(ctx)
+	if logins, idle := p.Stats(); logins != 1 || idle != 1 {
+		t.Errorf("Stats = %d logins, %d idle; want 1, 1", logins, idle)
+	}
+
+	// A budget equal to the pool's size is the same login as none.
+	if k, _ := p.key(s, 2); k != keyOf(s) {
+		t.Error("a budget equal to the pool's size is another login")
+	}
+	if k, n := p.key(s, MaxPoolSize+10); n != MaxPoolSize || k != keyWithin(s, MaxPoolSize) {
+		t.Errorf("a budget above MaxPoolSize gives %d sessions, want %d", n, MaxPoolSize)
+	}
+}

@@ -76,6 +76,9 @@ type Request struct {
 	Admin Settings
 	// SessionOwner names who Admin belongs to, for Sessions; "" for none.
 	SessionOwner string
+	// MaxSessions is the budget of Admin's login in Sessions (a PostgresConnection's spec.maxSessions):
+	// how many admin sessions the operator keeps on that server at most; 0 for DefaultPoolSize.
+	MaxSessions int
 	// Name names the role and the database.
 	Name string
 	// Owner is the object, recorded as their comment.
@@ -158,7 +161,15 @@ func (p *Provisioner) Ensure(ctx context.Context, req Request) (Result, error) {
 		return r, nil
 	}
 
-	admin, err := Sessions.Acquire(ctx, req.SessionOwner, req.Admin)
+	// A password to set gets its verifier (4096 rounds of PBKDF2) before a session of the budget is taken.
+	verifier := ""
+	if setPassword {
+		var err error
+		if verifier, err = NewScramVerifier(password); err != nil {
+			return Result{}, err
+		}
+	}
+	admin, err := Sessions.AcquireWithin(ctx, req.SessionOwner, req.Admin, req.MaxSessions)
 	if err != nil {
 		reason, after := p.LoginFailure(err)
 		as := ""
@@ -179,7 +190,7 @@ func (p *Provisioner) Ensure(ctx context.Context, req Request) (Result, error) {
 				fmt.Sprintf("%s on %s lacks %s: it cannot make the %s's role and database", p.Login, at, priv.Missing(), p.Kind))
 		}
 	}
-	done, err := admin.Ensure(ctx, Database{Name: req.Name, Owner: req.Owner, Password: password, SetPassword: setPassword})
+	done, err := admin.Ensure(ctx, Database{Name: req.Name, Owner: req.Owner, Password: password, SetPassword: setPassword, Verifier: verifier})
 	if len(done) > 0 {
 		res.Updated = fmt.Sprintf("On %s: %s", at, strings.Join(done, "; "))
 	}
@@ -219,6 +230,8 @@ type Cleanup struct {
 	Unusable error
 	// SessionOwner names who Admin belongs to, for Sessions; "" for none.
 	SessionOwner string
+	// MaxSessions is Admin's budget of sessions, as Request's.
+	MaxSessions int
 	// Name and Owner are the role's and database's, as Ensure made them.
 	Name  string
 	Owner Owner
@@ -283,7 +296,7 @@ func (p *Provisioner) drop(ctx context.Context, c Cleanup) (dropped, kept []stri
 		return nil, nil, "", c.Unusable
 	}
 	at = where(*c.Admin)
-	admin, err := Sessions.Acquire(ctx, c.SessionOwner, *c.Admin)
+	admin, err := Sessions.AcquireWithin(ctx, c.SessionOwner, *c.Admin, c.MaxSessions)
 	if err != nil {
 		return nil, nil, at, fmt.Errorf("log in to %s: %w", at, err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"sync"
 	"time"
@@ -52,6 +53,12 @@ const (
 
 var pgLoginPassword = "bench-" + pgLogin
 
+// pgBudget is the sessions the floor and the operator each have on the server: the floor's pool of the
+// connection's login, and the PostgresConnection's spec.maxSessions. The operator's workers
+// (--max-concurrent-reconciles, 8) must not be the lower bound.
+var pgBudget = flag.Int("postgres-sessions", postgres.DefaultPoolSize,
+	"PostgresDatabase: sessions of the connection's login on the server, for the floor and the operator (its PostgresConnection's spec.maxSessions).")
+
 func (*postgresWorkload) Info() Info {
 	return Info{
 		Name: "postgres", Kind: "PostgresDatabase", Resource: "postgresdatabases",
@@ -67,9 +74,11 @@ func (*postgresWorkload) Info() Info {
 			"PUBLIC's privileges revoked, two owner comments, and one child in the cluster, the Secret with the "+
 			"credentials. The connection, its Secret and a Ready connection exist before the clock starts; every run "+
 			"drops what an earlier run made of its databases before it starts. The floor runs the same writing "+
-			"statements as the operator's login through a pool of %[1]d sessions (no catalog reads, no login per "+
-			"database). A run makes at most %[2]d databases (%[2]d × 7.5 MB of disk): larger sizes are measured at %[2]d.",
-			32, pgMaxObjects),
+			"statements as the operator's login (its SCRAM verifier computed per database, as the operator does) "+
+			"through a pool of %[1]d sessions (no catalog reads, no login per database); the operator has the same "+
+			"budget, the connection's `spec.maxSessions: %[1]d` (`-postgres-sessions`). A run makes at most %[2]d "+
+			"databases (%[2]d × 7.5 MB of disk): larger sizes are measured at %[2]d.",
+			*pgBudget, pgMaxObjects),
 		// A rotation costs two logins and an ALTER ROLE: at N = 3 and 10 edits/s a database would be edited
 		// again before its last rotation is done.
 		EditInterval: pgEditInterval,
@@ -104,9 +113,10 @@ func (w *postgresWorkload) database(namespace string, i int) *homelabv1.Postgres
 }
 
 func (*postgresWorkload) connection(namespace string) *homelabv1.PostgresConnection {
+	budget := int32(*pgBudget)
 	return &homelabv1.PostgresConnection{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pgConnection},
-		Spec:       homelabv1.PostgresConnectionSpec{Secret: pgSecret},
+		Spec:       homelabv1.PostgresConnectionSpec{Secret: pgSecret, MaxSessions: &budget},
 	}
 }
 
@@ -129,13 +139,13 @@ func (w *postgresWorkload) start(ctx context.Context) (*postgrestest.Server, err
 		return nil, errors.Join(err, s.Stop())
 	}
 	w.server = s
-	w.operator = newSessions(s.ConnString(pgLogin, pgLoginPassword, "postgres"))
-	w.admin = newSessions(s.ConnString(s.User, s.Password, "postgres"))
+	w.operator = newSessions(s.ConnString(pgLogin, pgLoginPassword, "postgres"), *pgBudget)
+	w.admin = newSessions(s.ConnString(s.User, s.Password, "postgres"), pgAdminSessions)
 	w.offset, w.totals = s.LogSize(), postgrestest.Activity{}
 	return s, nil
 }
 
-// sessions are up to pgSessions sessions of one login, opened when first needed and kept.
+// sessions are a bounded number of sessions of one login, opened when first needed and kept.
 type sessions struct {
 	conn  string
 	slots chan struct{} // one per session in use
@@ -143,11 +153,11 @@ type sessions struct {
 	idle  []*pgx.Conn
 }
 
-// pgSessions is how many sessions of each login the bench opens at most: as many as its clients.
-const pgSessions = 32
+// pgAdminSessions is how many superuser sessions the bench's own preparation opens at most.
+const pgAdminSessions = 32
 
-func newSessions(conn string) *sessions {
-	return &sessions{conn: conn, slots: make(chan struct{}, pgSessions)}
+func newSessions(conn string, n int) *sessions {
+	return &sessions{conn: conn, slots: make(chan struct{}, max(n, 1))}
 }
 
 // do runs f on a session of its own, opening one when none is idle.

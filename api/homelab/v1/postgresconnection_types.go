@@ -55,6 +55,24 @@ type PostgresConnectionSpec struct {
 	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Allowed Namespaces"
 	AllowedNamespaces []string `json:"allowedNamespaces,omitempty"`
+	// MaxSessions is the operator's budget of admin sessions on this server: how many it keeps open at
+	// most (in use and idle) as the Secret's login, shared by every PostgresDatabase on this connection,
+	// so that up to that many creates, drops and checks run at once. Leave room under the server's
+	// max_connections for the applications. Unset: 4. Databases are reconciled at most --max-concurrent-
+	// reconciles at once (8 by default), so a budget above that is not used.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Max Sessions",xDescriptors="urn:alm:descriptor:com.tectonic.ui:number"
+	MaxSessions *int32 `json:"maxSessions,omitempty"`
+}
+
+// SessionBudget is spec.maxSessions, 0 when unset (the operator's default).
+func (s *PostgresConnectionSpec) SessionBudget() int {
+	if s.MaxSessions == nil {
+		return 0
+	}
+	return int(*s.MaxSessions)
 }
 
 // PostgresConnectionStatus is what the operator found when it logged in.
