@@ -223,10 +223,11 @@ func (s *Store) untargeted(ctx context.Context, ch fleet.Change) (*fleet.Rejecti
 	}
 	subj := "$KV." + fleet.BucketDesired + "." + fleet.DesiredKey(device, d)
 	m, err := s.desired.GetLastMsgForSubject(ctx, subj)
-	if errors.Is(err, jetstream.ErrMsgNotFound) && s.nc != nil {
+	if s.nc != nil && (errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Header.Get("KV-Operation") != "" && st.Phase != fleet.PhaseRemoved)) {
 		// Direct gets are answered by any replica of a JetStream cluster, a follower that has not
-		// applied the newest writes too: "none" is confirmed by the stream's leader before it is
-		// believed (one request, only for records it would refuse).
+		// applied the newest writes too: "none", and a withdrawal the device's record contradicts, are
+		// confirmed by the stream's leader before they are believed (one request, only for records it
+		// would refuse). A refusal is for good: the counters would never count that record.
 		m, err = leaderLastMsg(ctx, s.nc, kvStream(fleet.BucketDesired), subj)
 	}
 	switch {
