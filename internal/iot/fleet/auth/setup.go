@@ -116,6 +116,21 @@ func (a *Authority) AccountKey() (string, error) {
 // ServerConfig is the nats-server configuration include that trusts this operator and preloads its
 // accounts in a memory resolver. The including file adds the listeners, TLS and JetStream.
 func (a *Authority) ServerConfig() (string, error) {
+	trust, err := a.TrustConfig("resolver: MEMORY\n")
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# The fleet's NATS authorization, written by fleet-auth (docs/fleet.md). Include it from\n")
+	fmt.Fprintf(&b, "# nats-server.conf; rewrite it (fleet-auth revoke) and reload the server to revoke a user.\n")
+	b.WriteString(trust)
+	return b.String(), nil
+}
+
+// TrustConfig is the part of a nats-server configuration that trusts this authority: its operator, the
+// system account, resolver (the caller's line or block: a MEMORY resolver for fleet-auth's include, a
+// FULL one for a FleetBroker's servers) and the system and fleet accounts preloaded, last.
+func (a *Authority) TrustConfig(resolver string) (string, error) {
 	oc, err := jwt.DecodeOperatorClaims(a.OperatorJWT)
 	if err != nil {
 		return "", fmt.Errorf("read the operator JWT: %w", err)
@@ -129,12 +144,10 @@ func (a *Authority) ServerConfig() (string, error) {
 		return "", fmt.Errorf("read the account JWT: %w", err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# The fleet's NATS authorization, written by fleet-auth (docs/fleet.md). Include it from\n")
-	fmt.Fprintf(&b, "# nats-server.conf; rewrite it (fleet-auth revoke) and reload the server to revoke a user.\n")
 	fmt.Fprintf(&b, "operator: %s\n", a.OperatorJWT)
 	fmt.Fprintf(&b, "system_account: %s\n", oc.SystemAccount)
-	fmt.Fprintf(&b, "resolver: MEMORY\n")
-	fmt.Fprintf(&b, "resolver_preload: {\n")
+	b.WriteString(resolver)
+	fmt.Fprintf(&b, "resolver_preload {\n")
 	fmt.Fprintf(&b, "  # %s\n  %s: %s\n", SystemAccount, sc.Subject, a.SystemJWT)
 	fmt.Fprintf(&b, "  # %s\n  %s: %s\n", FleetAccount, ac.Subject, a.AccountJWT)
 	fmt.Fprintf(&b, "}\n")

@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nats-io/jwt/v2"
-
 	"github.com/platform-operator/platform-operator/internal/iot/fleet/auth"
 )
 
@@ -65,17 +63,9 @@ func Render(c Config, a *auth.Authority) (string, error) {
 	if err := c.validate(); err != nil {
 		return "", err
 	}
-	oc, err := jwt.DecodeOperatorClaims(a.OperatorJWT)
+	trust, err := a.TrustConfig(fmt.Sprintf("resolver {\n  type: full\n  dir: %s\n  allow_delete: false\n  interval: \"2m\"\n  timeout: \"5s\"\n}\n", quote(c.ResolverDir)))
 	if err != nil {
-		return "", fmt.Errorf("read the operator JWT: %w", err)
-	}
-	sc, err := jwt.DecodeAccountClaims(a.SystemJWT)
-	if err != nil {
-		return "", fmt.Errorf("read the system account JWT: %w", err)
-	}
-	ac, err := jwt.DecodeAccountClaims(a.AccountJWT)
-	if err != nil {
-		return "", fmt.Errorf("read the account JWT: %w", err)
+		return "", err
 	}
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -106,13 +96,7 @@ func Render(c Config, a *auth.Authority) (string, error) {
 		}
 		w("  ]\n}\n")
 	}
-	w("operator: %s\n", a.OperatorJWT)
-	w("system_account: %s\n", oc.SystemAccount)
-	w("resolver {\n  type: full\n  dir: %s\n  allow_delete: false\n  interval: \"2m\"\n  timeout: \"5s\"\n}\n", quote(c.ResolverDir))
-	w("resolver_preload {\n")
-	w("  # %s\n  %s: %s\n", auth.SystemAccount, sc.Subject, a.SystemJWT)
-	w("  # %s\n  %s: %s\n", auth.FleetAccount, ac.Subject, a.AccountJWT)
-	w("}\n")
+	b.WriteString(trust)
 	return b.String(), nil
 }
 
