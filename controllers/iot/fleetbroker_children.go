@@ -307,7 +307,7 @@ func brokerStatefulSet(b *iotv1.FleetBroker, configDigest string) *appsv1.Statef
 		},
 	}
 	if b.Spec.Resources != nil {
-		container.Resources = *b.Spec.Resources
+		container.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList(b.Spec.Resources.Requests), Limits: corev1.ResourceList(b.Spec.Resources.Limits)}
 	}
 	claim := corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},

@@ -56,7 +56,7 @@ type FleetBrokerSpec struct {
 	// Resources are the nats-server container's requests and limits.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resources",xDescriptors="urn:alm:descriptor:com.tectonic.ui:resourceRequirements"
-	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources *BrokerResources `json:"resources,omitempty"`
 }
 
 // FleetBrokerJetStream is the buckets' replication and the servers' storage.
@@ -313,4 +313,22 @@ const (
 
 func init() {
 	SchemeBuilder.Register(&FleetBroker{}, &FleetBrokerList{})
+}
+
+// BrokerResources are a container's compute requests and limits (the part of corev1.ResourceRequirements
+// a user sets, declared here so that OLM's form describes each field).
+type BrokerResources struct {
+	// Requests are the minimum resources, such as cpu: 100m and memory: 256Mi.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=6
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !quantity(string(self[k])).isLessThan(quantity('0')))",message="resource quantities must not be negative"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Requests",xDescriptors="urn:alm:descriptor:com.tectonic.ui:advanced"
+	Requests map[corev1.ResourceName]resource.Quantity `json:"requests,omitempty"`
+
+	// Limits are the maximum resources, such as memory: 1Gi.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=6
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !quantity(string(self[k])).isLessThan(quantity('0')))",message="resource quantities must not be negative"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Limits",xDescriptors="urn:alm:descriptor:com.tectonic.ui:advanced"
+	Limits map[corev1.ResourceName]resource.Quantity `json:"limits,omitempty"`
 }
