@@ -149,6 +149,14 @@ func recreateIoT(ctx context.Context, exported, before []unstructured.Unstructur
 		spec, _, _ := unstructured.NestedMap(b.Object, "spec")
 		want := &iotv1.Deployment{}
 		Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"spec": spec}, want)).To(Succeed())
+		// This release's schema defaults the rollout's onFailure and revisionHistoryLimit, which the
+		// previous release's did not have: the API server fills them in on re-creation.
+		if want.Spec.Rollout.OnFailure == "" {
+			want.Spec.Rollout.OnFailure = iotv1.RolloutFailurePause
+		}
+		if want.Spec.Rollout.RevisionHistoryLimit == 0 {
+			want.Spec.Rollout.RevisionHistoryLimit = 10
+		}
 		Expect(got.Spec).To(Equal(want.Spec), "%s after the upgrade", b.GetName())
 	}
 }
