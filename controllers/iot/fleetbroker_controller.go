@@ -8,8 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -125,16 +123,6 @@ func (r *FleetBrokerReconciler) brokersForSecret(ctx context.Context, o client.O
 		}
 	}
 	return reqs
-}
-
-// readSecret is the apply.LiveReader of the broker's Secrets: from the API server, never the cache.
-func (r *FleetBrokerReconciler) readSecret(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	if err := r.APIReader.Get(ctx, key, u); err != nil {
-		return nil, err
-	}
-	return u, nil
 }
 
 // fleetBrokerCache are the kinds the FleetBroker controller reads: its own children (labelled), and

@@ -95,7 +95,7 @@ func (r *FleetBrokerReconciler) generateAuthority(ctx context.Context, s *fleetB
 		return ctrl.Result{}, fmt.Errorf("generate the fleet authority: %w", err)
 	}
 	secret := brokerAuthoritySecret(b, data)
-	if ok, res, err := s.ApplyWith(ctx, secret, iotv1.ConditionAuthority, apply.Options{Live: r.readSecret}); !ok {
+	if ok, res, err := s.ApplyWith(ctx, secret, iotv1.ConditionAuthority, apply.Options{Live: apply.ReadFrom(r.APIReader)}); !ok {
 		return res, err
 	}
 	s.Normalf(reconcile.EventCreated, "Generated a new fleet authority (operator, accounts and signing keys) into Secret %s", name)
@@ -185,14 +185,14 @@ func (r *FleetBrokerReconciler) reconcileConfig(ctx context.Context, s *fleetBro
 		return ctrl.Result{}, err
 	}
 	operatorKey := oc.Subject
-	if ok, res, err := s.ApplyWith(ctx, brokerConfigSecret(b, conf, password, operatorKey), iotv1.ConditionBrokerConfig, apply.Options{Live: r.readSecret}); !ok {
+	if ok, res, err := s.ApplyWith(ctx, brokerConfigSecret(b, conf, password, operatorKey), iotv1.ConditionBrokerConfig, apply.Options{Live: apply.ReadFrom(r.APIReader)}); !ok {
 		return res, err
 	}
 	creds, err := r.operatorCreds(ctx, b, s.authority)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if ok, res, err := s.ApplyWith(ctx, brokerCredsSecret(b, creds), iotv1.ConditionBrokerConfig, apply.Options{Live: r.readSecret}); !ok {
+	if ok, res, err := s.ApplyWith(ctx, brokerCredsSecret(b, creds), iotv1.ConditionBrokerConfig, apply.Options{Live: apply.ReadFrom(r.APIReader)}); !ok {
 		return res, err
 	}
 	s.configDigest = brokerConfigDigest(conf)

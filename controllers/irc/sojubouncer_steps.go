@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,18 +45,6 @@ func (r *SojuBouncerReconciler) adminSettings(ctx context.Context, b *ircv1.Soju
 		return nil, ircv1.ReasonAdminSecretInvalid, fmt.Sprintf("admin connection Secret %s: %v", key, err), nil
 	}
 	return &settings, "", "", nil
-}
-
-// readSecret reads the database Secret for its apply (apply.Options.Live) from the API server: the cache
-// holds only Secrets' metadata, and a typed read through it would start an informer holding every Secret's
-// data.
-func (r *SojuBouncerReconciler) readSecret(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	if err := r.APIReader.Get(ctx, key, u); err != nil {
-		return nil, err
-	}
-	return u, nil
 }
 
 // newSojuProvisioner is how the SojuBouncer controller makes databases: on an admin connection nothing
@@ -122,7 +108,7 @@ func (r *SojuBouncerReconciler) reconcileDatabase(ctx context.Context, s *sojuBo
 		return ctrl.Result{RequeueAfter: db.RequeueAfter}, nil
 	}
 
-	applied, res, err := s.ApplyWith(ctx, soju.DatabaseSecret(s.b, db.Login), ircv1.ConditionDatabase, apply.Options{Live: r.readSecret})
+	applied, res, err := s.ApplyWith(ctx, soju.DatabaseSecret(s.b, db.Login), ircv1.ConditionDatabase, apply.Options{Live: apply.ReadFrom(r.APIReader)})
 	if !applied {
 		return res, err
 	}

@@ -58,3 +58,16 @@ func (a *Applier) checkLive(ctx context.Context, owner, desired client.Object, l
 	}
 	return want, Updated, false, nil
 }
+
+// ReadFrom is the LiveReader that reads the live object from r (a manager's API reader: the API
+// server, never a cache), for objects whose data the operator does not cache, such as Secrets.
+func ReadFrom(r client.Reader) LiveReader {
+	return func(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if err := r.Get(ctx, key, u); err != nil {
+			return nil, err
+		}
+		return u, nil
+	}
+}
