@@ -243,8 +243,11 @@ func (o *applyOptions) object() (*unstructured.Unstructured, error) {
 		}
 		svc["env"] = env
 	}
+	// The restart policy is sent even when it is the schema's default, for the reason parsePort sends
+	// the protocol: the services list is atomic, so an apply must match the stored, defaulted object.
 	switch iotv1alpha1.RestartPolicy(o.restart) {
 	case "":
+		svc["restartPolicy"] = string(iotv1alpha1.RestartAlways)
 	case iotv1alpha1.RestartAlways, iotv1alpha1.RestartOnFailure, iotv1alpha1.RestartNever:
 		svc["restartPolicy"] = o.restart
 	default:
@@ -334,7 +337,10 @@ func (o *applyOptions) targetSelector() (map[string]any, error) {
 // parsePort reads [HOST:]CONTAINER[/tcp|/udp].
 func parsePort(s string) (map[string]any, error) {
 	spec, proto, hasProto := strings.Cut(s, "/")
-	port := map[string]any{}
+	// The schema defaults the protocol to TCP. The ports sit in an atomic list, so fleetctl sends the
+	// default itself: an apply that left it to the API server would differ from the stored object and
+	// rewrite it (a new managedFields time) whenever it lands in another second.
+	port := map[string]any{"protocol": string(iotv1alpha1.ProtocolTCP)}
 	if hasProto {
 		switch strings.ToUpper(proto) {
 		case "TCP", "UDP":

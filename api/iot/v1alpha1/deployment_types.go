@@ -119,6 +119,13 @@ type Service struct {
 // +kubebuilder:validation:Enum=TCP;UDP
 type Protocol string
 
+const (
+	// ProtocolTCP is the default protocol of a published port.
+	ProtocolTCP Protocol = "TCP"
+	// ProtocolUDP publishes a UDP port.
+	ProtocolUDP Protocol = "UDP"
+)
+
 // Port publishes one container port on the device.
 type Port struct {
 	// ContainerPort is the port the container listens on.
