@@ -229,11 +229,14 @@ var _ = Describe("iot Deployment rollbacks", func() {
 		d := batchedWeb(ctx, ns, 1, 1, 50, iotv1.RolloutFailureRollback, 3)
 		Eventually(func() []int64 { return revisionGenerations(ctx, d) }).Should(Equal([]int64{1}))
 		key := fleet.DeploymentKey{Namespace: ns, Name: "web"}
-		setImage(ctx, d, "registry.example/web:2")
 
-		By("device 0 going offline once it runs generation 2, so the rollback's first batch (device 0) waits for it")
+		By("device 0 slow to run generation 1 again, so the rollback's first batch (device 0) waits for it")
+		// Held from before the rollout: the rollback may reach device 0 before this spec sees it run
+		// generation 2, and a device taken offline only then could already have run generation 1.
+		release := devices[0].Runtime.Hold("registry.example/web:1")
+		DeferCleanup(release)
+		setImage(ctx, d, "registry.example/web:2")
 		Eventually(func() string { return runningImage(devices[0], ns) }).Should(Equal("registry.example/web:2"))
-		devices[0].Stop()
 		Eventually(func(g Gomega) {
 			got := get(ctx, d)
 			g.Expect(condition(got, iotv1.ConditionProgressing).Reason).To(Equal(iotv1.ReasonRollingBack))
@@ -247,8 +250,8 @@ var _ = Describe("iot Deployment rollbacks", func() {
 		reconciler.saved.forget(d.UID)
 		reconciler.status.Forget(client.ObjectKeyFromObject(d))
 
-		By("device 0 coming back: the rollback goes on batch by batch to its end")
-		devices[0].Start(suiteCtx)
+		By("device 0 running generation 1 at last: the rollback goes on batch by batch to its end")
+		release()
 		Eventually(func(g Gomega) {
 			got := get(ctx, d)
 			g.Expect(condition(got, iotv1.ConditionProgressing).Reason).To(Equal(iotv1.ReasonRolledBack))

@@ -139,8 +139,11 @@ var _ = Describe("FleetBroker", func() {
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		key := client.ObjectKeyFromObject(b)
 
+		// The disruption budget is the last child a reconcile applies: once it is there, so are the others.
+		var pdb policyv1.PodDisruptionBudget
+		Eventually(func() error { return k8s.Get(ctx, key, &pdb) }).Should(Succeed())
 		var sts appsv1.StatefulSet
-		Eventually(func() error { return k8s.Get(ctx, key, &sts) }).Should(Succeed())
+		Expect(k8s.Get(ctx, key, &sts)).To(Succeed())
 		Expect(metav1.IsControlledBy(&sts, b)).To(BeTrue())
 
 		By("the StatefulSet: 3 servers started in parallel, SERVER_NAME, mounts, claims, probes, restricted security")
@@ -182,8 +185,6 @@ var _ = Describe("FleetBroker", func() {
 		Expect(headless.Spec.PublishNotReadyAddresses).To(BeTrue())
 		Expect(k8s.Get(ctx, key, &clientSvc)).To(Succeed())
 		Expect(clientSvc.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
-		var pdb policyv1.PodDisruptionBudget
-		Expect(k8s.Get(ctx, key, &pdb)).To(Succeed())
 		Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
 
 		By("the configuration, as nats-server reads it: three routes by pod DNS name, the authority's operator")

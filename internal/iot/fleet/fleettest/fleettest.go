@@ -142,19 +142,34 @@ func connect(url string, c auth.Client, open func(jetstream.JetStream) (*store.S
 type FakeRuntime struct {
 	mu      sync.Mutex
 	Fail    map[string]string
+	held    map[string]chan struct{}
 	running map[fleet.DeploymentKey]iotv1.Score
 	logs    map[fleet.DeploymentKey][]string
 	applies int
 }
 
-// Apply records the score, or fails for an image in Fail.
-func (f *FakeRuntime) Apply(_ context.Context, d fleet.DeploymentKey, score iotv1.Score) error {
+// Apply records the score, or fails for an image in Fail. An Apply of a held image (Hold) waits for its
+// release first, or returns ctx's error.
+func (f *FakeRuntime) Apply(ctx context.Context, d fleet.DeploymentKey, score iotv1.Score) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.applies++
 	if score.PodmanV0 == nil {
+		f.mu.Unlock()
 		return errors.New("no podmanV0 payload")
 	}
+	for _, s := range score.PodmanV0.Services {
+		if release, ok := f.held[s.Image]; ok {
+			f.mu.Unlock()
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			f.mu.Lock()
+			break
+		}
+	}
+	defer f.mu.Unlock()
 	for _, s := range score.PodmanV0.Services {
 		if msg, ok := f.Fail[s.Image]; ok {
 			return fmt.Errorf("service %s: %s", s.Name, msg)
@@ -217,6 +232,29 @@ func (f *FakeRuntime) Running(d fleet.DeploymentKey) (iotv1.Score, bool) {
 	defer f.mu.Unlock()
 	s, ok := f.running[d]
 	return s, ok
+}
+
+// Hold makes every Apply of image wait until release is called: a device slow to run it, which reports
+// Pending meanwhile. Release is idempotent.
+func (f *FakeRuntime) Hold(image string) (release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held == nil {
+		f.held = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	f.held[image] = ch
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.held[image] == ch {
+				delete(f.held, image)
+			}
+			close(ch)
+		})
+	}
 }
 
 // SetFail makes Apply fail for image (msg non-empty) or succeed again (msg empty).
