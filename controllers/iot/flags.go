@@ -18,7 +18,7 @@ import (
 type Flags struct {
 	natsURL, natsCreds, natsCA, natsCert, natsKey *string
 	heartbeatTTL                                  *time.Duration
-	maxDevices, deploymentsPerDevice              *int
+	maxDevices, deploymentsPerDevice, replicas    *int
 	fleetPolicy, registries, accountJWT           *string
 	requireDigest                                 *bool
 	broker                                        *string
@@ -26,6 +26,9 @@ type Flags struct {
 
 // FlagFleetBroker names the FleetBroker (NAMESPACE/NAME) the operator connects to instead of --nats-url.
 const FlagFleetBroker = "iot-fleet-broker"
+
+// FlagFleetReplicas is the replica count of the fleet's buckets on a NATS cluster of one's own.
+const FlagFleetReplicas = "iot-fleet-replicas"
 
 // BindFlags defines the iot flags on fs. Their defaults come from the environment where an OLM
 // Subscription sets them (NATS_URL, IOT_FLEET_POLICY, IOT_ALLOWED_REGISTRIES, IOT_REQUIRE_DIGEST).
@@ -38,6 +41,7 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 		natsKey:              fs.String("nats-key-file", "", "PEM key of --nats-cert-file."),
 		heartbeatTTL:         fs.Duration("nats-heartbeat-ttl", 30*time.Second, "How long an IoT device counts as alive after its agent's last heartbeat."),
 		maxDevices:           fs.Int("iot-fleet-max-devices", store.DefaultMaxDevices, "How many devices the fleet may have: sizes the fleet's JetStream buckets (message and byte limits, the consumers of the desired bucket), which nats-server enforces and reserves against its storage (docs/fleet.md, Limits)."),
+		replicas:             fs.Int(FlagFleetReplicas, 0, "With --nats-url on a JetStream cluster: how many servers keep each of the fleet's buckets, 1, 3 or 5 (3 survives losing a server). 0 keeps what an existing bucket has and creates a missing one with 1. A FleetBroker gives the operator its own count (docs/fleet-broker.md)."),
 		deploymentsPerDevice: fs.Int("iot-fleet-deployments-per-device", store.DefaultDeploymentsPerDevice, "How many iot Deployments a device runs at once on average: sizes the desired and state buckets with --iot-fleet-max-devices."),
 		fleetPolicy:          fs.String(FlagFleetPolicy, os.Getenv("IOT_FLEET_POLICY"), "Which devices each namespace's iot Deployments may target: NAMESPACE=KEY:VALUE|VALUE (the selector must require label KEY to be one of the VALUEs) or NAMESPACE=* (any selector, {} included), entries separated by ; (NAMESPACE * for namespaces no entry names); empty allows no targeting (default $IOT_FLEET_POLICY, which an OLM Subscription can set; docs/iot.md, Tenancy and image policy)."),
 		accountJWT:           fs.String(FlagFleetAccountJWT, os.Getenv("IOT_FLEET_ACCOUNT_JWT"), "The fleet account's JWT (account.jwt, written by fleet-auth init, revoke and update-permissions): the operator trusts the labels of a device's credential only when that account's device signing key signed it, for that device, unexpired and unrevoked. A namespace whose --iot-fleet-policy names label keys matches those keys against credential labels only, so without it such a namespace targets no device (default $IOT_FLEET_ACCOUNT_JWT; docs/fleet.md, Credential labels)."),
@@ -68,7 +72,15 @@ func (f *Flags) Options(workers int) (Options, error) {
 	}
 	opts := Options{MaxConcurrentReconciles: workers, Credentials: creds, Policy: Policy{
 		Fleet: fleetPolicy, Images: ImagePolicy{Registries: registries, RequireDigest: *f.requireDigest}}}
+	switch *f.replicas {
+	case 0, 1, 3, 5:
+	default:
+		return Options{}, fmt.Errorf("--%s=%d: want 1, 3 or 5 (an even count survives no more lost servers than one fewer), or 0 to keep what the buckets have", FlagFleetReplicas, *f.replicas)
+	}
 	if *f.broker != "" {
+		if *f.replicas != 0 {
+			return Options{}, fmt.Errorf("--%s and --%s are exclusive: the FleetBroker's replica count sizes its buckets", FlagFleetReplicas, FlagFleetBroker)
+		}
 		if *f.natsURL != "" {
 			return Options{}, fmt.Errorf("--nats-url and --%s are exclusive: the operator connects either to a NATS server you run or to the FleetBroker it runs; set one", FlagFleetBroker)
 		}
@@ -84,7 +96,7 @@ func (f *Flags) Options(workers int) (Options, error) {
 		// Connected in the background, retried until NATS answers: the other APIs do not wait for it.
 		opts.NATS = &NATSOptions{URL: *f.natsURL, CredentialsFile: *f.natsCreds, CAFile: *f.natsCA, CertFile: *f.natsCert, KeyFile: *f.natsKey,
 			User: os.Getenv("NATS_USER"), Password: os.Getenv("NATS_PASSWORD"), HeartbeatTTL: *f.heartbeatTTL,
-			Limits: store.Limits{Devices: *f.maxDevices, DeploymentsPerDevice: *f.deploymentsPerDevice}}
+			Limits: store.Limits{Devices: *f.maxDevices, DeploymentsPerDevice: *f.deploymentsPerDevice, Replicas: *f.replicas}}
 	}
 	return opts, nil
 }

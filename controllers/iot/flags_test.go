@@ -2,6 +2,7 @@ package iot
 
 import (
 	"flag"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -57,5 +58,32 @@ func TestFlagsFleetBroker(t *testing.T) {
 	// Control: --nats-url alone still works.
 	if o, err := options("--nats-url=nats://nats:4222"); err != nil || o.NATS == nil || o.NATS.Broker != nil {
 		t.Errorf("--nats-url alone: %+v, %v", o.NATS, err)
+	}
+}
+
+// --iot-fleet-replicas sizes the buckets on a cluster of one's own: 1, 3 or 5, or 0 to keep what they have;
+// a FleetBroker brings its own count, so the two are refused together.
+func TestFlagsFleetReplicas(t *testing.T) {
+	options := func(args ...string) (Options, error) {
+		fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+		f := BindFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return f.Options(1)
+	}
+	for _, n := range []string{"0", "1", "3", "5"} {
+		o, err := options("--nats-url=nats://nats:4222", "--"+FlagFleetReplicas+"="+n)
+		if err != nil || o.NATS == nil || strconv.Itoa(o.NATS.Limits.Replicas) != n {
+			t.Errorf("--%s=%s: %+v, %v", FlagFleetReplicas, n, o.NATS, err)
+		}
+	}
+	for _, bad := range []string{"2", "4", "-1", "7"} {
+		if _, err := options("--nats-url=nats://nats:4222", "--"+FlagFleetReplicas+"="+bad); err == nil || !strings.Contains(err.Error(), "--"+FlagFleetReplicas) {
+			t.Errorf("--%s=%s: %v, want a refusal naming the flag", FlagFleetReplicas, bad, err)
+		}
+	}
+	if _, err := options("--"+FlagFleetBroker+"=iot/fleet", "--"+FlagFleetReplicas+"=3"); err == nil || !strings.Contains(err.Error(), "exclusive") {
+		t.Errorf("with a FleetBroker: %v, want a refusal naming them exclusive", err)
 	}
 }

@@ -199,7 +199,8 @@ func fleetPointRun(ctx context.Context, c *config, o fleetOptions, logDir string
 		Binary: c.Operator, Kubeconfig: cl.KubeconfigPath(), Name: fmt.Sprintf("fleet-%d-%d", n, servers), LogDir: logDir,
 		// The bench's Deployments target every simulated device: its namespace is allowed that.
 		Args: append([]string{"--nats-url=" + srv.url(), "--nats-credentials-file=" + srv.operatorCreds(),
-			"--nats-heartbeat-ttl=" + fleetHeartbeatTTL.String(), "--iot-fleet-policy=" + benchNamespace + "=*"}, c.Args...),
+			"--nats-heartbeat-ttl=" + fleetHeartbeatTTL.String(), "--iot-fleet-policy=" + benchNamespace + "=*",
+			fmt.Sprintf("--iot-fleet-replicas=%d", srv.replicas())}, c.Args...),
 		Env: []string{"RELATED_IMAGE_ERGO=" + ergoImage}, Pprof: true, StopTimeout: operatorStopTimeout,
 	})
 	if err != nil {
@@ -643,8 +644,8 @@ func renderFleet(w func(format string, args ...any), r *fleetResults) {
 		"connections write for all devices, with the operator's credentials. NATS is either an in-process server with JetStream on "+
 		"127.0.0.1 enforcing the fleet's permissions as shipped (fleet-auth's configuration), or (*3-server cluster, R3*) three "+
 		"nats-server processes (bin/nats-server, the pinned module) started from the configuration the operator generates for "+
-		"its StatefulSet, with every bucket on all three servers; the operator, given every server's URL, opens the buckets "+
-		"with one replica (its --nats-url has no replica count) and the bench raises them to three before the Deployment is "+
+		"its StatefulSet, with every bucket on all three servers; the operator, given every server's URL and `--iot-fleet-replicas=3`, opens the "+
+		"buckets with three replicas, and the bench waits until every replica is current before the Deployment is "+
 		"created. Messages on the cluster are summed over the three servers, so they include the replication between them. "+
 		"The operator is the real binary, "+
 		"on a control plane of its own per size, with `--nats-url` pointing at it and the operator's credentials, so its "+

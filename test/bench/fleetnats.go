@@ -24,6 +24,8 @@ type fleetNATS interface {
 	operatorCreds() string
 	// connectOperator connects with the operator's credentials and opens the buckets.
 	connectOperator(ctx context.Context, ttl time.Duration) (*nats.Conn, *store.Store, error)
+	// replicas is the buckets' replica count, the operator's --iot-fleet-replicas.
+	replicas() int
 	// afterOperator runs once the operator is started (logPath is its log).
 	afterOperator(ctx context.Context, logPath string, ttl time.Duration) error
 	// varz are the messages every server received and sent so far.
@@ -59,6 +61,7 @@ func (s single) operatorCreds() string { return s.OperatorCreds }
 func (s single) connectOperator(ctx context.Context, ttl time.Duration) (*nats.Conn, *store.Store, error) {
 	return s.ConnectOperator(ctx, ttl)
 }
+func (s single) replicas() int                                              { return 1 }
 func (s single) afterOperator(context.Context, string, time.Duration) error { return nil }
 func (s single) shutdown()                                                  { s.Shutdown() }
 func (s single) varz() msgCounts {
@@ -87,10 +90,11 @@ func (c clustered) connectOperator(ctx context.Context, ttl time.Duration) (*nat
 }
 func (c clustered) shutdown() { c.Shutdown() }
 
-// afterOperator gives the buckets three replicas again once the operator has opened them: its
-// --nats-url has no replica count (a FleetBroker gives the operator its own), so it opens them with
-// one, and nats-server scales a stream down when asked. It then waits until every bucket has three
-// current replicas, so that the measurement runs on R3 buckets.
+func (c clustered) replicas() int { return 3 }
+
+// afterOperator waits until the operator has opened the buckets (with --iot-fleet-replicas=3) and every
+// bucket has three current replicas, so that the measurement runs on R3 buckets. Opening them again here
+// with three replicas changes nothing when the operator did its part.
 func (c clustered) afterOperator(ctx context.Context, logPath string, ttl time.Duration) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

@@ -17,7 +17,8 @@ var buckets = []string{fleet.BucketDevices, fleet.BucketDesired, fleet.BucketSta
 
 // TestClusterBootsFromTheRenderedConfiguration: three nats-server processes started from broker.Render's
 // configuration form one JetStream cluster that enforces the fleet's permissions; the operator's store
-// opened with Replicas 3 puts every bucket on all three servers (the control: Replicas 1 on one), and a
+// opened with Replicas 3 puts every bucket on all three servers (the control: Replicas 1 on one), opened
+// again without a count keeps them there, and a
 // write survives the SIGKILL of its stream's leader, which the cluster replaces, and the killed server
 // catches up once restarted; a step-down moves a stream's leader.
 func TestClusterBootsFromTheRenderedConfiguration(t *testing.T) {
@@ -60,6 +61,14 @@ func TestClusterBootsFromTheRenderedConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
+	replicas(3)
+	// An operator started without a replica count (--nats-url without --iot-fleet-replicas) keeps the
+	// three: nats-server scales a stream down when asked, and an update with one replica would have.
+	kept, _, err := c.ConnectOperator(ctx, 0, store.Limits{Devices: 100, DeploymentsPerDevice: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept.Close()
 	replicas(3)
 
 	t.Run("the permission model is the operator's", func(t *testing.T) {

@@ -20,13 +20,21 @@ type Limits struct {
 	// Consumers is how many consumers the desired bucket may have at once (each agent's watch is one);
 	// Devices + ConsumerMargin when zero.
 	Consumers int
-	// Replicas is how many servers of a JetStream cluster keep each bucket (1 when zero): 3 on a broker
-	// of three servers, so that losing one loses nothing (docs/fleet-broker.md).
+	// Replicas is how many servers of a JetStream cluster keep each bucket: 3 on a broker of three
+	// servers, so that losing one loses nothing (docs/fleet-broker.md). Zero keeps what an existing
+	// bucket has (an administrator may have raised it on a cluster of their own) and creates a missing
+	// one with 1.
 	Replicas int
 }
 
-// replicas is Replicas, at least 1.
-func (l Limits) replicas() int { return max(l.Replicas, 1) }
+// replicasFor is the replica count to open a bucket with: Replicas when set; otherwise the count of the
+// bucket's stream as it exists (current), or 1 for a new bucket (current 0).
+func (l Limits) replicasFor(current int) int {
+	if l.Replicas > 0 {
+		return l.Replicas
+	}
+	return max(current, 1)
+}
 
 // The defaults: a fleet of 100,000 devices (what the bench runs) with 2 Deployments each, about 5.5 GB
 // of JetStream file storage in all. nats-server reserves every stream's byte limit against its

@@ -96,7 +96,19 @@ func OpenWithLimits(ctx context.Context, js jetstream.JetStream, heartbeatTTL ti
 		heartbeatTTL = DefaultHeartbeatTTL
 	}
 	open := func(cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-		cfg.Replicas = limits.replicas()
+		current := 0
+		if limits.Replicas == 0 {
+			// nats-server scales a stream down when asked: an update with one replica would silently
+			// take the redundancy of a bucket someone raised on their cluster.
+			stream, err := js.Stream(ctx, kvStream(cfg.Bucket))
+			switch {
+			case err == nil:
+				current = stream.CachedInfo().Config.Replicas
+			case !errors.Is(err, jetstream.ErrStreamNotFound):
+				return nil, fmt.Errorf("open bucket %s: %w", cfg.Bucket, err)
+			}
+		}
+		cfg.Replicas = limits.replicasFor(current)
 		kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open bucket %s: %w", cfg.Bucket, err)
