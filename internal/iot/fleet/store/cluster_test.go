@@ -60,6 +60,7 @@ func TestFleetSurvivesLosingAServer(t *testing.T) {
 	f := &clusterFleet{t: t, ctx: ctx, c: c, st: st, d: fleet.DeploymentKey{Namespace: "cluster", Name: "web"},
 		counters: &fleet.Counters{}, index: &fleet.Index{}, devices: map[string]*fleettest.Device{}, desired: map[string]int64{}}
 	sel := labels.SelectorFromSet(labels.Set{"fleet": "a"})
+	st.Hooks = f.diag.hooks()
 	f.matched = func() (int64, bool) {
 		sc, ok := f.index.Select(f.d, sel.String(), sel)
 		return sc.Matched, ok
@@ -149,6 +150,8 @@ type clusterFleet struct {
 	counters *fleet.Counters
 	index    *fleet.Index
 	matched  func() (int64, bool)
+	// diag is what the live fold refused, and why it recounted: printed when the counters stay wrong.
+	diag foldDiag
 
 	mu sync.Mutex
 	// devices are the devices in the fleet now (their agents run); failing are those whose runtime
@@ -354,12 +357,17 @@ func (f *clusterFleet) waitExact(what string, since time.Time) time.Time {
 	// third of the fleet) each watching again (a consumer created through the cluster's meta leader)
 	// took minutes, where they take seconds without it.
 	deadline := time.Now().Add(5 * time.Minute)
+	if v, err := time.ParseDuration(os.Getenv("XX_WAIT")); err == nil {
+		deadline = time.Now().Add(v)
+	}
 	for !f.exact() {
 		if time.Now().After(deadline) {
 			want, n := f.expected()
 			m, ok := f.matched()
-			f.t.Fatalf("%s: after %s the counters say %v and the index %d matched (counted %v), want %v and %d; devices behind: %s",
+			f.t.Errorf("%s: after %s the counters say %v and the index %d matched (counted %v), want %v and %d; devices behind: %s",
 				what, time.Since(since).Round(time.Millisecond), f.counters.Snapshot(f.d).ByGeneration, m, ok, want, n, f.behind())
+			f.explain()
+			f.t.FailNow()
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -470,6 +478,7 @@ func (f *clusterFleet) verify() {
 			t.Errorf("device %s left, but its record is not a tombstone", id)
 		}
 	}
+	f.diag.summary(t)
 	t.Logf("acknowledged writes lost: %d (%d desired keys, %d device records, %d removed)", lost, len(ledger), len(present), len(left))
 
 	for _, b := range []string{fleet.BucketDevices, fleet.BucketDesired, fleet.BucketState, fleet.BucketHeartbeats} {
@@ -539,4 +548,86 @@ func (f *clusterFleet) behind() string {
 		}
 	}
 	return fmt.Sprint(out)
+}
+
+// foldDiag collects what the live fold reported through its hooks: each refused record, each key that
+// made a change impossible to fold, and each recount, with the time it happened.
+type foldDiag struct {
+	mu       sync.Mutex
+	rejected map[string][]string // state key -> each refusal
+	offended map[string][]string
+	recounts []string
+}
+
+func (d *foldDiag) hooks() store.Hooks {
+	d.rejected, d.offended = map[string][]string{}, map[string][]string{}
+	at := func() string { return time.Now().UTC().Format("15:04:05.000") }
+	return store.Hooks{
+		Rejected: func(r *fleet.Rejection) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			d.rejected[r.Key] = append(d.rejected[r.Key], at()+" "+r.Error())
+		},
+		Offended: func(e *fleet.KeyError) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			d.offended[e.Key] = append(d.offended[e.Key], at()+" "+e.Error())
+		},
+		Recount: func(cause string) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			d.recounts = append(d.recounts, at()+" "+cause)
+		},
+	}
+}
+
+// explain logs why the live counters differ from the bucket: the recounts, and for every state key
+// the fold refused or found impossible, what it reported and the key's history in the bucket.
+func (f *clusterFleet) explain() {
+	t := f.t
+	t.Helper()
+	f.diag.mu.Lock()
+	recounts := append([]string(nil), f.diag.recounts...)
+	keys := map[string][]string{}
+	for k, v := range f.diag.rejected {
+		keys[k] = append(keys[k], v...)
+	}
+	for k, v := range f.diag.offended {
+		keys[k] = append(keys[k], v...)
+	}
+	f.diag.mu.Unlock()
+	t.Logf("the live fold recounted %d times: %v", len(recounts), recounts)
+	t.Logf("%d state keys were refused or offended", len(keys))
+	n := 0
+	for k, reports := range keys {
+		if n++; n > 20 {
+			break
+		}
+		t.Logf("key %s: the fold reported %v", k, reports)
+		hist, err := f.st.State.History(f.ctx, k)
+		if err != nil {
+			t.Logf("  history: %v", err)
+			continue
+		}
+		for _, e := range hist {
+			t.Logf("  rev %d %s %s %s", e.Revision(), e.Created().UTC().Format("15:04:05.000"), e.Operation(), e.Value())
+		}
+	}
+}
+
+// summary logs how many records the live fold refused so far, and the first few.
+func (d *foldDiag) summary(t *testing.T) {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var some []string
+	n := 0
+	for k, v := range d.rejected {
+		n += len(v)
+		if len(some) < 5 {
+			some = append(some, fmt.Sprintf("%s: %v", k, v))
+		}
+	}
+	t.Logf("the live fold so far: %d recounts %v, %d records refused under %d keys %v, %d keys offended",
+		len(d.recounts), d.recounts, n, len(d.rejected), some, len(d.offended))
 }
