@@ -58,7 +58,7 @@ func TestFleetSurvivesLosingAServer(t *testing.T) {
 	}
 	defer nc.Close()
 	f := &clusterFleet{t: t, ctx: ctx, c: c, st: st, d: fleet.DeploymentKey{Namespace: "cluster", Name: "web"},
-		counters: &fleet.Counters{}, index: &fleet.Index{}, devices: map[string]*fleettest.Device{}, desired: map[string]int64{}}
+		counters: &fleet.Counters{}, index: &fleet.Index{}, devices: map[string]*fleettest.Device{}, desired: map[string]int64{}, withdrawn: map[string]string{}}
 	sel := labels.SelectorFromSet(labels.Set{"fleet": "a"})
 	st.Hooks = f.diag.hooks()
 	f.matched = func() (int64, bool) {
@@ -162,6 +162,8 @@ type clusterFleet struct {
 	desired map[string]int64
 	gen     int64
 	left    []string
+	// withdrawn says when each device that left was withdrawn, after how many tries.
+	withdrawn map[string]string
 }
 
 // retry runs op until it succeeds, as the controller requeues a failed reconcile: while a server is
@@ -305,7 +307,11 @@ func (f *clusterFleet) churn(gen int64, prefix string) {
 		defer wg.Done()
 		for _, dev := range leaving {
 			dev.Stop()
-			f.retry("withdraw from "+dev.Info.ID, func(ctx context.Context) error { return f.st.Withdraw(ctx, dev.Info.ID, f.d) })
+			var tries int
+			f.retry("withdraw from "+dev.Info.ID, func(ctx context.Context) error { tries++; return f.st.Withdraw(ctx, dev.Info.ID, f.d) })
+			f.mu.Lock()
+			f.withdrawn[dev.Info.ID] = fmt.Sprintf("withdrawn %s after %d tries", time.Now().UTC().Format("15:04:05.000"), tries)
+			f.mu.Unlock()
 			f.retry("remove "+dev.Info.ID, func(ctx context.Context) error { return f.st.RemoveDevice(ctx, dev.Info.ID) })
 		}
 	}()
@@ -458,7 +464,14 @@ func (f *clusterFleet) verify() {
 	for id := range found {
 		if _, ok := ledger[id]; !ok {
 			lost++
-			t.Errorf("desired state of %s is in the bucket, but it was withdrawn", id)
+			f.mu.Lock()
+			t.Errorf("desired state of %s is in the bucket, but it was %s", id, f.withdrawn[id])
+			f.mu.Unlock()
+			if hist, err := f.st.Desired.History(f.ctx, fleet.DesiredKey(id, f.d)); err == nil {
+				for _, e := range hist {
+					t.Logf("  desired %s rev %d %s %s %s", id, e.Revision(), e.Created().UTC().Format("15:04:05.000"), e.Operation(), e.Value())
+				}
+			}
 		}
 	}
 	// Every device record is there, and the tombstones of those that left.
@@ -475,7 +488,15 @@ func (f *clusterFleet) verify() {
 	for _, id := range left {
 		if records[id] {
 			lost++
-			t.Errorf("device %s left, but its record is not a tombstone", id)
+			f.mu.Lock()
+			t.Errorf("device %s left, but its record is not a tombstone (%s)", id, f.withdrawn[id])
+			f.mu.Unlock()
+			if e, err := f.st.Devices.Get(f.ctx, fleet.DeviceKey(id)); err == nil {
+				t.Logf("  device %s rev %d %s %s", id, e.Revision(), e.Created().UTC().Format("15:04:05.000"), e.Value())
+			}
+			if e, err := f.st.State.Get(f.ctx, fleet.StateKey(f.d, id)); err == nil {
+				t.Logf("  state %s rev %d %s %s", id, e.Revision(), e.Created().UTC().Format("15:04:05.000"), e.Value())
+			}
 		}
 	}
 	f.diag.summary(t)

@@ -162,12 +162,18 @@ func (s *Store) foldOnce(ctx context.Context, c *fleet.Counters, synced func()) 
 	defer stopWatch(w)
 	reconnected := s.Reconnected()
 	var held heldRecords
+	tick := time.NewTicker(HeldReportAfter / 4)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-reconnected:
 			return errReconnected // recount at once
+		case now := <-tick.C:
+			for _, rej := range held.overdue(now) {
+				s.rejected(rej)
+			}
 		case e, ok := <-w.Updates():
 			if !ok {
 				return errors.New("state watch closed")
@@ -191,18 +197,24 @@ func (s *Store) foldOnce(ctx context.Context, c *fleet.Counters, synced func()) 
 // fold recounts (a device's fault: with the recounts' back-off).
 const MaxHeldRecords = 1024
 
+// HeldReportAfter is how long a fold holds a record of a withdrawn device before it reports it as
+// refused (Hooks.Rejected, reason untargeted): the Removed record of an honest device's withdrawal
+// comes right after the withdrawal and releases its records before that.
+const HeldReportAfter = 2 * time.Second
+
 // heldRecords are the records a fold holds back, per state key, because their device's desired state is
 // withdrawn by the time the fold reads them but the operator's Removed record has not followed yet. The
 // withdrawal (Store.Withdraw) deletes the desired state first, then writes the Removed record, with
 // compare-and-swap, after the device's last record, naming that record's phase as its previous one; an
 // agent's Report writes only while the desired state exists. So a record the fold finds withdrawn is
 // either one the device wrote while it was targeted, which its Removed record follows and takes out of
-// the counts (the fold must have counted it: refused, the device stays counted in its previous phase and
-// the Removed record takes another device out of this one, for good), or one it wrote after its
-// withdrawal (refused: no Removed record follows). Which one is known when the key's next record comes:
-// a Removed record (or the desired state back) folds the held records, then it; until then they count
-// nowhere. A fold that lags behind the bucket (as after a NATS server is lost, or a stream leader steps
-// down) reads records long after they were written, and the withdrawal meanwhile.
+// the counts (the fold must have counted it: refused, the device stayed counted in its previous phase
+// and the Removed record took another device out of this one, for good: issue 34's last bug), or one it
+// wrote after its withdrawal, which no Removed record follows. Which one is known when the key's next
+// record comes: a Removed record (or the desired state back) folds the held records, then it; until
+// then they count nowhere, and after HeldReportAfter they are reported as refused. A fold that lags
+// behind the bucket (as after a NATS server is lost, or a stream leader steps down) reads records long
+// after they were written, and the withdrawal meanwhile.
 type heldRecords struct {
 	keys map[string]*heldKey
 	n    int
@@ -210,6 +222,10 @@ type heldRecords struct {
 
 type heldKey struct {
 	changes []fleet.Change
+	rejs    []*fleet.Rejection
+	at      []time.Time
+	// reported is how many of the changes were reported as refused.
+	reported int
 	// initial: the first was read in the initial pass (it is the key's current record there).
 	initial bool
 }
@@ -239,14 +255,7 @@ func (s *Store) foldChange(ctx context.Context, c *fleet.Counters, held *heldRec
 		if held.n >= MaxHeldRecords {
 			return fmt.Errorf("%w: %s: more than %d records of withdrawn devices held", fleet.ErrImpossible, ch.Key, MaxHeldRecords)
 		}
-		held.hold(ch, !c.Live())
-		removed, err := s.removedAfter(ctx, ch)
-		if err != nil {
-			return err
-		}
-		if !removed {
-			s.rejected(rej) // no Removed record follows it (yet): a record written after the withdrawal
-		}
+		held.hold(ch, rej, !c.Live(), time.Now())
 	default:
 		if h != nil { // the desired state is gone for good (the Deployment was deleted)
 			held.release(ch.Key)
@@ -256,32 +265,8 @@ func (s *Store) foldChange(ctx context.Context, c *fleet.Counters, held *heldRec
 	return c.Pass(ch.Revision)
 }
 
-// removedAfter says whether the newest record of ch's key, as the state stream's leader has it, is a
-// Removed record written after ch: ch was then written before its device's withdrawal, and the fold
-// holds it without reporting it as refused (it counts it when it reads the Removed record). Otherwise
-// the record is reported as refused when it is held: written after the withdrawal, or in the moment
-// between the withdrawal's two writes (then it is counted all the same when the Removed record comes).
-// Only records of withdrawn devices cost this request.
-func (s *Store) removedAfter(ctx context.Context, ch fleet.Change) (bool, error) {
-	if s.nc == nil {
-		return false, nil
-	}
-	m, err := leaderLastMsg(ctx, s.nc, kvStream(fleet.BucketState), "$KV."+fleet.BucketState+"."+ch.Key)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	if m.Sequence <= ch.Revision {
-		return false, nil
-	}
-	st, err := fleet.DecodeState(m.Data)
-	return err == nil && st.Phase == fleet.PhaseRemoved, nil
-}
-
-// hold holds ch back under its key.
-func (h *heldRecords) hold(ch fleet.Change, initial bool) {
+// hold holds ch back under its key; rej is its refusal, reported once it is held HeldReportAfter.
+func (h *heldRecords) hold(ch fleet.Change, rej *fleet.Rejection, initial bool, now time.Time) {
 	if h.keys == nil {
 		h.keys = map[string]*heldKey{}
 	}
@@ -290,7 +275,7 @@ func (h *heldRecords) hold(ch fleet.Change, initial bool) {
 		k = &heldKey{initial: initial}
 		h.keys[ch.Key] = k
 	}
-	k.changes = append(k.changes, ch)
+	k.changes, k.rejs, k.at = append(k.changes, ch), append(k.rejs, rej), append(k.at, now)
 	h.n++
 }
 
@@ -300,6 +285,17 @@ func (h *heldRecords) release(key string) {
 		h.n -= len(k.changes)
 		delete(h.keys, key)
 	}
+}
+
+// overdue are the refusals of the records held HeldReportAfter by now and not reported yet.
+func (h *heldRecords) overdue(now time.Time) []*fleet.Rejection {
+	var out []*fleet.Rejection
+	for _, k := range h.keys {
+		for ; k.reported < len(k.changes) && now.Sub(k.at[k.reported]) >= HeldReportAfter; k.reported++ {
+			out = append(out, k.rejs[k.reported])
+		}
+	}
+	return out
 }
 
 // untargeted refuses a state record whose device is not a target of its Deployment: the operator
@@ -367,7 +363,7 @@ func stopWatch(w jetstream.KeyWatcher) {
 
 // leaderLastMsg is the last message of subject in stream as the stream's leader has it
 // ($JS.API.STREAM.MSG.GET, which only the leader answers, unlike a direct get), or
-// jetstream.ErrMsgNotFound: its sequence, data and KV-Operation header.
+// jetstream.ErrMsgNotFound. Only the headers are read.
 func leaderLastMsg(ctx context.Context, nc *nats.Conn, stream, subject string) (*jetstream.RawStreamMsg, error) {
 	req, err := json.Marshal(map[string]string{"last_by_subj": subject})
 	if err != nil {
@@ -384,9 +380,7 @@ func leaderLastMsg(ctx context.Context, nc *nats.Conn, stream, subject string) (
 	}
 	var resp struct {
 		Message *struct {
-			Sequence uint64 `json:"seq"`
-			Header   []byte `json:"hdrs"`
-			Data     []byte `json:"data"`
+			Header []byte `json:"hdrs"`
 		} `json:"message"`
 		Error *jetstream.APIError `json:"error"`
 	}
@@ -402,7 +396,7 @@ func leaderLastMsg(ctx context.Context, nc *nats.Conn, stream, subject string) (
 	if resp.Message == nil {
 		return nil, jetstream.ErrMsgNotFound
 	}
-	m := &jetstream.RawStreamMsg{Subject: subject, Sequence: resp.Message.Sequence, Data: resp.Message.Data, Header: nats.Header{}}
+	m := &jetstream.RawStreamMsg{Subject: subject, Header: nats.Header{}}
 	if h := string(resp.Message.Header); strings.Contains(h, "KV-Operation:") {
 		for _, line := range strings.Split(h, "\r\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "KV-Operation" {

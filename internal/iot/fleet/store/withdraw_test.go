@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/platform-operator/platform-operator/internal/iot/fleet"
+	"github.com/platform-operator/platform-operator/internal/iot/fleet/store"
 )
 
 // TestWithdrawalAheadOfTheFold is issue 34's last bug, made deterministic: a fold that lags behind the
@@ -123,4 +124,17 @@ func TestWithdrawalAheadOfTheFold(t *testing.T) {
 	if got := counts(counters.Snapshot(d).ByGeneration); got != want || counters.Recounts() != before {
 		t.Errorf("a withdrawn device's record moved the counts: %s (want %s), %d recounts", got, want, counters.Recounts()-before)
 	}
+
+	// Bounded: a device that keeps writing after its withdrawal fills the fold's held records; beyond
+	// store.MaxHeldRecords (with the one above, and those of other tests on this server) the fold
+	// recounts rather than hold more (the recount holds each key's current record alone), and the
+	// counts are the stayer's again.
+	recounts := counters.Recounts()
+	for i := range store.MaxHeldRecords {
+		if _, err := st.State.Put(ctx, fleet.StateKey(d, "leaver"), failed); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	eventually(t, "a recount once the held records are full", func() bool { return counters.Recounts() > recounts })
+	eventually(t, "the counts after the recount", func() bool { return counts(counters.Snapshot(d).ByGeneration) == want })
 }
