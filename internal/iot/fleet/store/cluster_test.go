@@ -30,15 +30,17 @@ const churnBatch = 50
 // processes (started from the configuration the operator generates, with its permission model) with
 // R3 buckets: the operator's store (its counters' and index's folds, and a rollout that publishes
 // each device's desired state and withdraws leaving devices, retrying as the controller's requeue
-// does) and 1,000 simulated devices (the real agent, a fake runtime, each on its own connection with
-// its own credentials, given every server's URL). Twice, a rollout runs with churn (devices leaving,
+// does) and 1,000 simulated devices (300 under the race detector; the real agent, a fake runtime, each
+// on its own connection with its own credentials, given every server's URL). Twice, a rollout runs with churn (devices leaving,
 // joining, restarting, some failing the new image): once with the state bucket's leader SIGKILLed in
 // the middle and restarted, once with the state and desired buckets' leaders stepped down. Nothing is
 // restarted by the test but the killed server: the operator and the agents reconnect on their own.
-// Afterwards the live counters equal the expected counts, a recount by a fresh fold and a naive count
-// of every state record; every desired key the rollout wrote is there with its generation and no
-// withdrawn one is; every device record is there; every replica is current. The time from the kill,
-// the restart and the step-down until the counters are exact is logged (docs/performance.md).
+// Afterwards every replica is current; the live counters equal the expected counts, a recount by a
+// fresh fold and a naive count of every state record; every desired key the rollout wrote is there
+// with its generation and no withdrawn one is; every device record is there. The time from the kill,
+// the restart and the step-down until the counters are exact is logged (docs/performance.md). Issue
+// 34's last bug (records of withdrawn devices refused by a lagging fold) failed both rounds; on a
+// failure the test prints what the folds refused, with each key's history.
 func TestFleetSurvivesLosingAServer(t *testing.T) {
 	if raceDetector {
 		// Under the race detector (make test) the agents run about five times slower: a smaller fleet
@@ -145,7 +147,7 @@ type clusterFleet struct {
 	counters *fleet.Counters
 	index    *fleet.Index
 	matched  func() (int64, bool)
-	// diag is what the live fold refused, and why it recounted: printed when the counters stay wrong.
+	// diag is what the folds refused, and why they recounted: printed when the counters stay wrong.
 	diag foldDiag
 
 	mu sync.Mutex
@@ -566,8 +568,9 @@ func (f *clusterFleet) behind() string {
 	return fmt.Sprint(out)
 }
 
-// foldDiag collects what the live fold reported through its hooks: each refused record, each key that
-// made a change impossible to fold, and each recount, with the time it happened.
+// foldDiag collects what the store's folds reported through its hooks (the live counters' fold, the
+// index's, and the fresh folds verify runs): each refused record, each key that made a change
+// impossible to fold, and each (re)count with its cause, with the time it happened.
 type foldDiag struct {
 	mu       sync.Mutex
 	rejected map[string][]string // state key -> each refusal
@@ -598,7 +601,8 @@ func (d *foldDiag) hooks() store.Hooks {
 }
 
 // explain logs why the live counters differ from the bucket: the recounts, and for every state key
-// the fold refused or found impossible, what it reported and the key's history in the bucket.
+// a fold refused or found impossible (20 at most), what it reported and the key's history in the
+// bucket (StateHistory records).
 func (f *clusterFleet) explain() {
 	t := f.t
 	t.Helper()
@@ -612,7 +616,7 @@ func (f *clusterFleet) explain() {
 		keys[k] = append(keys[k], v...)
 	}
 	f.diag.mu.Unlock()
-	t.Logf("the live fold recounted %d times: %v", len(recounts), recounts)
+	t.Logf("the store's folds (the counters', the index's, the checks' fresh ones) counted %d times: %v", len(recounts), recounts)
 	t.Logf("%d state keys were refused or offended", len(keys))
 	n := 0
 	for k, reports := range keys {
@@ -631,7 +635,7 @@ func (f *clusterFleet) explain() {
 	}
 }
 
-// summary logs how many records the live fold refused so far, and the first few.
+// summary logs the folds' (re)counts and how many records they refused so far, with the first few.
 func (d *foldDiag) summary(t *testing.T) {
 	t.Helper()
 	d.mu.Lock()
@@ -644,6 +648,6 @@ func (d *foldDiag) summary(t *testing.T) {
 			some = append(some, fmt.Sprintf("%s: %v", k, v))
 		}
 	}
-	t.Logf("the live fold so far: %d recounts %v, %d records refused under %d keys %v, %d keys offended",
+	t.Logf("the folds so far: %d counts %v; the folds refused %d records under %d keys %v, %d keys offended",
 		len(d.recounts), d.recounts, n, len(d.rejected), some, len(d.offended))
 }
