@@ -236,26 +236,42 @@ func (c *Counters) Pass(rev uint64) error {
 func (c *Counters) Observe(ch Change) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.deps == nil {
-		c.deps = map[DeploymentKey]*deployment{}
-	}
 	if c.live {
 		if c.lastRev != 0 && ch.Revision != c.lastRev+1 {
 			return fmt.Errorf("%w: revision %d after %d", ErrGap, ch.Revision, c.lastRev)
 		}
 	}
 	c.lastRev = max(c.lastRev, ch.Revision)
+	return c.fold(ch, c.live)
+}
 
+// ObserveHeld folds a change the caller held back when it came (and Passed then, so that the revisions
+// stayed in step): a record the caller could not judge yet, folded once it could, before the change
+// that decided it. Its revision is not checked against the last one. asCurrent folds it as the initial
+// pass does (the key's current record, its previous phase ignored): the caller read it in its initial
+// pass.
+func (c *Counters) ObserveHeld(ch Change, asCurrent bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fold(ch, c.live && !asCurrent)
+}
+
+// fold folds one change: live moves its previous phase to its new one, otherwise it counts the record as
+// the key's current state.
+func (c *Counters) fold(ch Change, live bool) error {
+	if c.deps == nil {
+		c.deps = map[DeploymentKey]*deployment{}
+	}
 	d, device, err := ParseStateKey(ch.Key)
 	if err != nil {
 		return &Rejection{Records: RecordsState, Key: ch.Key, Reason: ReasonForeign, Err: errors.New("not a key <namespace>.<name>.<device>")}
 	}
 	if q := c.quarantine[ch.Key]; q != nil {
-		return c.observeQuarantined(q, ch, d, device)
+		return c.observeQuarantined(q, ch, d, device, live)
 	}
 	if ch.Deleted {
 		_, gone := c.forgotten[d]
-		if !c.live || gone {
+		if !live || gone {
 			return nil
 		}
 		if _, known := c.deps[d]; !known {
@@ -267,7 +283,7 @@ func (c *Counters) Observe(ch Change) error {
 	if err != nil {
 		rej := rejection(RecordsState, ch.Key, err)
 		rej.Device, rej.Deployment = device, d
-		if _, gone := c.forgotten[d]; c.live && !gone && c.deps[d] != nil {
+		if _, gone := c.forgotten[d]; live && !gone && c.deps[d] != nil {
 			// The refused record replaced one that may be counted, in a phase nobody knows now: the
 			// key counts nowhere until it writes a consistent chain, and the others are recounted.
 			rej.Quarantined = c.quarantineKey(ch.Key, nil)
@@ -276,7 +292,7 @@ func (c *Counters) Observe(ch Change) error {
 		return rej
 	}
 	if _, gone := c.forgotten[d]; gone {
-		if c.live && s.PrevPhase != PhaseNone {
+		if live && s.PrevPhase != PhaseNone {
 			return nil
 		}
 		delete(c.forgotten, d)
@@ -286,7 +302,7 @@ func (c *Counters) Observe(ch Change) error {
 		dep = &deployment{gens: map[int64]*PhaseCounts{}}
 		c.deps[d] = dep
 	}
-	if c.live && s.PrevPhase.Counted() {
+	if live && s.PrevPhase.Counted() {
 		pc := dep.gens[s.PrevGeneration]
 		if pc == nil || *pc.slot(s.PrevPhase) == 0 {
 			return c.offend(ch.Key, d, device, fmt.Errorf("%w: %s leaves %s of generation %d", ErrImpossible, ch.Key, s.PrevPhase, s.PrevGeneration))
@@ -296,12 +312,12 @@ func (c *Counters) Observe(ch Change) error {
 			delete(dep.gens, s.PrevGeneration)
 		}
 	}
-	c.count(dep, d, device, s)
+	c.count(dep, d, device, s, live)
 	return nil
 }
 
 // count adds s to its phase and notes it.
-func (c *Counters) count(dep *deployment, d DeploymentKey, device string, s *State) {
+func (c *Counters) count(dep *deployment, d DeploymentKey, device string, s *State, live bool) {
 	if s.Phase.Counted() {
 		pc := dep.gens[s.Generation]
 		if pc == nil {
@@ -310,8 +326,8 @@ func (c *Counters) count(dep *deployment, d DeploymentKey, device string, s *Sta
 		}
 		*pc.slot(s.Phase)++
 	}
-	dep.note(device, s, c.live)
-	if c.live && !s.At.IsZero() && (dep.oldest.IsZero() || s.At.Before(dep.oldest)) {
+	dep.note(device, s, live)
+	if live && !s.At.IsZero() && (dep.oldest.IsZero() || s.At.Before(dep.oldest)) {
 		dep.oldest = s.At
 	}
 	c.markDirty(d)
@@ -348,7 +364,7 @@ func (c *Counters) quarantineKey(key string, last *State) bool {
 // observeQuarantined follows a quarantined key: its records count nowhere, but the counters keep its
 // current record, so that once it wrote ReleaseAfter consistent records in a row they count it again in
 // exactly its current phase. A recount's initial pass restarts the streak.
-func (c *Counters) observeQuarantined(q *quarantined, ch Change, d DeploymentKey, device string) error {
+func (c *Counters) observeQuarantined(q *quarantined, ch Change, d DeploymentKey, device string, live bool) error {
 	if ch.Deleted {
 		q.last, q.streak = nil, 0
 		return nil
@@ -360,7 +376,7 @@ func (c *Counters) observeQuarantined(q *quarantined, ch Change, d DeploymentKey
 		rej.Device, rej.Deployment = device, d
 		return rej
 	}
-	consistent := c.live && (q.last == nil && s.PrevPhase == PhaseNone ||
+	consistent := live && (q.last == nil && s.PrevPhase == PhaseNone ||
 		q.last != nil && s.PrevPhase == q.last.Phase && s.PrevGeneration == q.last.Generation)
 	q.last = s
 	if !consistent {
@@ -379,7 +395,7 @@ func (c *Counters) observeQuarantined(q *quarantined, ch Change, d DeploymentKey
 		dep = &deployment{gens: map[int64]*PhaseCounts{}}
 		c.deps[d] = dep
 	}
-	c.count(dep, d, device, s)
+	c.count(dep, d, device, s, live)
 	return nil
 }
 

@@ -561,3 +561,86 @@ func TestCountersHostileDevices(t *testing.T) {
 	}
 	t.Logf("refused %v; %d quarantines, %d releases", reasons, quarantines, releases)
 }
+
+// TestCountersObserveHeld: records a caller held back (Passed when they came) and folds later, before
+// the change that decided them (a withdrawn device's records, then its Removed record), leave the
+// counts as folding them in place would, whether the first was read live or in the initial pass; the
+// revisions after them stay in step. The control: Passed and never folded, the Removed record takes the
+// other device out and the leaver stays counted in generation 1 (issue 34's last bug).
+func TestCountersObserveHeld(t *testing.T) {
+	want := fmt.Sprint(map[int64]PhaseCounts{2: {Running: 1}})
+	for _, initial := range []bool{false, true} {
+		t.Run(fmt.Sprintf("first held in the initial pass %v", initial), func(t *testing.T) {
+			b := newBucket()
+			stay, leave := StateKey(web, "stay"), StateKey(web, "leave")
+			for _, k := range []string{stay, leave} {
+				b.transition(k, 1, PhaseRunning, "")
+			}
+			b.transition(stay, 2, PhasePending, "")
+			b.transition(stay, 2, PhaseRunning, "")
+			var c, bug *Counters
+			if !initial {
+				c, bug = count(t, b), count(t, b)
+			}
+			b.transition(leave, 2, PhasePending, "") // held: read after the withdrawal
+			held := []Change{b.log[len(b.log)-1]}
+			if initial { // the watch starts now: the leaver's Pending record is its current one
+				c, bug = &Counters{}, &Counters{}
+				for _, x := range []*Counters{c, bug} {
+					x.Reset()
+					for _, ch := range b.initial() {
+						var err error
+						if ch.Key == leave {
+							err = x.Pass(ch.Revision)
+						} else {
+							err = x.Observe(ch)
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+					}
+					x.Synced()
+				}
+			} else {
+				for _, x := range []*Counters{c, bug} {
+					if err := x.Pass(b.rev); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			b.transition(leave, 2, PhaseRunning, "") // held too
+			held = append(held, b.log[len(b.log)-1])
+			for _, x := range []*Counters{c, bug} {
+				if err := x.Pass(b.rev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b.transition(leave, 2, PhaseRemoved, "withdrawn")
+			removed := b.log[len(b.log)-1]
+
+			if err := bug.Observe(removed); err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(bug.Snapshot(web).ByGeneration); got == want {
+				t.Fatalf("the control: the held records never folded, the counts are right all the same (%s)", got)
+			}
+
+			for i, ch := range held {
+				if err := c.ObserveHeld(ch, initial && i == 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.Observe(removed); err != nil {
+				t.Fatalf("the Removed record after the held ones: %v", err)
+			}
+			assertMatches(t, c, b, []DeploymentKey{web})
+			if got := fmt.Sprint(c.Snapshot(web).ByGeneration); got != want {
+				t.Errorf("counts %s, want %s (the stayer alone)", got, want)
+			}
+			b.transition(stay, 3, PhasePending, "")
+			if err := c.Observe(b.log[len(b.log)-1]); err != nil {
+				t.Errorf("the next change after the held ones: %v", err)
+			}
+		})
+	}
+}

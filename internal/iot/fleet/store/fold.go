@@ -161,12 +161,19 @@ func (s *Store) foldOnce(ctx context.Context, c *fleet.Counters, synced func()) 
 	}
 	defer stopWatch(w)
 	reconnected := s.Reconnected()
+	var held heldRecords
+	tick := time.NewTicker(HeldReportAfter / 4)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-reconnected:
 			return errReconnected // recount at once
+		case now := <-tick.C:
+			for _, rej := range held.overdue(now) {
+				s.rejected(rej)
+			}
 		case e, ok := <-w.Updates():
 			if !ok {
 				return errors.New("state watch closed")
@@ -178,47 +185,142 @@ func (s *Store) foldOnce(ctx context.Context, c *fleet.Counters, synced func()) 
 				}
 				continue
 			}
-			ch := change(e)
-			rej, err := s.untargeted(ctx, ch)
-			if err != nil {
-				return err
-			}
-			if rej != nil {
-				s.rejected(rej)
-				if err := c.Pass(ch.Revision); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := c.Observe(ch); err != nil && !s.rejected(err) {
+			if err := s.foldChange(ctx, c, &held, change(e)); err != nil {
 				return err
 			}
 		}
 	}
 }
 
+// MaxHeldRecords is how many records of withdrawn devices a fold holds back at once (heldRecords): at
+// most MaxHeldRecords times fleet.MaxStateRecordBytes of memory, whatever devices write. Beyond it the
+// fold recounts (a device's fault: with the recounts' back-off).
+const MaxHeldRecords = 1024
+
+// HeldReportAfter is how long a fold holds a record of a withdrawn device before it reports it as
+// refused (Hooks.Rejected, reason untargeted): the Removed record of an honest device's withdrawal
+// comes right after the withdrawal and releases its records before that.
+const HeldReportAfter = 2 * time.Second
+
+// heldRecords are the records a fold holds back, per state key, because their device's desired state is
+// withdrawn by the time the fold reads them but the operator's Removed record has not followed yet. The
+// withdrawal (Store.Withdraw) deletes the desired state first, then writes the Removed record, with
+// compare-and-swap, after the device's last record, naming that record's phase as its previous one; an
+// agent's Report writes only while the desired state exists. So a record the fold finds withdrawn is
+// either one the device wrote while it was targeted, which its Removed record follows and takes out of
+// the counts (the fold must have counted it: refused, the device stayed counted in its previous phase
+// and the Removed record took another device out of this one, for good: issue 34's last bug), or one it
+// wrote after its withdrawal, which no Removed record follows. Which one is known when the key's next
+// record comes: a Removed record (or the desired state back) folds the held records, then it; until
+// then they count nowhere, and after HeldReportAfter they are reported as refused. A fold that lags
+// behind the bucket (as after a NATS server is lost, or a stream leader steps down) reads records long
+// after they were written, and the withdrawal meanwhile.
+type heldRecords struct {
+	keys map[string]*heldKey
+	n    int
+}
+
+type heldKey struct {
+	changes []fleet.Change
+	rejs    []*fleet.Rejection
+	at      []time.Time
+	// reported is how many of the changes were reported as refused.
+	reported int
+	// initial: the first was read in the initial pass (it is the key's current record there).
+	initial bool
+}
+
+// foldChange folds one change of the state bucket, holding back or refusing it as untargeted says.
+func (s *Store) foldChange(ctx context.Context, c *fleet.Counters, held *heldRecords, ch fleet.Change) error {
+	rej, withdrawn, err := s.untargeted(ctx, ch)
+	if err != nil {
+		return err
+	}
+	h := held.keys[ch.Key]
+	switch {
+	case rej == nil:
+		if h != nil { // the key's Removed record, or its desired state is back: fold what it held first
+			held.release(ch.Key)
+			for i, hc := range h.changes {
+				if err := c.ObserveHeld(hc, i == 0 && h.initial); err != nil && !s.rejected(err) {
+					return err
+				}
+			}
+		}
+		if err := c.Observe(ch); err != nil && !s.rejected(err) {
+			return err
+		}
+		return nil
+	case withdrawn:
+		if held.n >= MaxHeldRecords {
+			return fmt.Errorf("%w: %s: more than %d records of withdrawn devices held", fleet.ErrImpossible, ch.Key, MaxHeldRecords)
+		}
+		held.hold(ch, rej, !c.Live(), time.Now())
+	default:
+		if h != nil { // the desired state is gone for good (the Deployment was deleted)
+			held.release(ch.Key)
+		}
+		s.rejected(rej)
+	}
+	return c.Pass(ch.Revision)
+}
+
+// hold holds ch back under its key; rej is its refusal, reported once it is held HeldReportAfter.
+func (h *heldRecords) hold(ch fleet.Change, rej *fleet.Rejection, initial bool, now time.Time) {
+	if h.keys == nil {
+		h.keys = map[string]*heldKey{}
+	}
+	k := h.keys[ch.Key]
+	if k == nil {
+		k = &heldKey{initial: initial}
+		h.keys[ch.Key] = k
+	}
+	k.changes, k.rejs, k.at = append(k.changes, ch), append(k.rejs, rej), append(k.at, now)
+	h.n++
+}
+
+// release forgets what key holds.
+func (h *heldRecords) release(key string) {
+	if k := h.keys[key]; k != nil {
+		h.n -= len(k.changes)
+		delete(h.keys, key)
+	}
+}
+
+// overdue are the refusals of the records held HeldReportAfter by now and not reported yet.
+func (h *heldRecords) overdue(now time.Time) []*fleet.Rejection {
+	var out []*fleet.Rejection
+	for _, k := range h.keys {
+		for ; k.reported < len(k.changes) && now.Sub(k.at[k.reported]) >= HeldReportAfter; k.reported++ {
+			out = append(out, k.rejs[k.reported])
+		}
+	}
+	return out
+}
+
 // untargeted refuses a state record whose device is not a target of its Deployment: the operator
 // never gave that device a desired state for it (no record under its desired key), or withdrew it (a
-// delete marker) and the record is not Removed. A device's permissions let it write a state key
-// naming itself under any Deployment; refused here, such a key never moves a count, never creates the
-// counters' entry of a Deployment, and so costs no memory per forged key. A deletion, a record that does
-// not decode and a key outside the contract are left to Counters.Observe (which refuses the last two).
-// It costs one direct get of the desired key per state record folded.
-func (s *Store) untargeted(ctx context.Context, ch fleet.Change) (*fleet.Rejection, error) {
+// delete marker) and the record is not Removed; withdrawn says which (the fold holds such a record back
+// until it knows whether a Removed record follows, heldRecords). A device's permissions let it write a
+// state key naming itself under any Deployment; refused here, such a key never moves a count, never
+// creates the counters' entry of a Deployment, and so costs no memory per forged key. A deletion, a
+// record that does not decode and a key outside the contract are left to Counters.Observe (which
+// refuses the last two). It costs one direct get of the desired key per state record folded.
+func (s *Store) untargeted(ctx context.Context, ch fleet.Change) (rej *fleet.Rejection, withdrawn bool, err error) {
 	if ch.Deleted || s.js == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	d, device, err := fleet.ParseStateKey(ch.Key)
 	if err != nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	st, err := fleet.DecodeState(ch.Value)
 	if err != nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	if s.desired == nil {
 		if s.desired, err = s.js.Stream(ctx, kvStream(fleet.BucketDesired)); err != nil {
-			return nil, fmt.Errorf("open the stream of %s: %w", fleet.BucketDesired, err)
+			return nil, false, fmt.Errorf("open the stream of %s: %w", fleet.BucketDesired, err)
 		}
 	}
 	subj := "$KV." + fleet.BucketDesired + "." + fleet.DesiredKey(device, d)
@@ -227,19 +329,19 @@ func (s *Store) untargeted(ctx context.Context, ch fleet.Change) (*fleet.Rejecti
 		// Direct gets are answered by any replica of a JetStream cluster, a follower that has not
 		// applied the newest writes too: "none", and a withdrawal the device's record contradicts, are
 		// confirmed by the stream's leader before they are believed (one request, only for records it
-		// would refuse). A refusal is for good: the counters would never count that record.
+		// would refuse).
 		m, err = leaderLastMsg(ctx, s.nc, kvStream(fleet.BucketDesired), subj)
 	}
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return untargetedRecord(ch.Key, d, device, "no desired state was ever given to the device"), nil
+		return untargetedRecord(ch.Key, d, device, "no desired state was ever given to the device"), false, nil
 	case err != nil:
-		return nil, fmt.Errorf("read the desired state of %s for %s: %w", device, d, err)
+		return nil, false, fmt.Errorf("read the desired state of %s for %s: %w", device, d, err)
 	}
 	if op := m.Header.Get("KV-Operation"); op != "" && st.Phase != fleet.PhaseRemoved {
-		return untargetedRecord(ch.Key, d, device, "the deployment was withdrawn from the device"), nil
+		return untargetedRecord(ch.Key, d, device, "the deployment was withdrawn from the device"), true, nil
 	}
-	return nil, nil
+	return nil, false, nil
 }
 
 func untargetedRecord(key string, d fleet.DeploymentKey, device, why string) *fleet.Rejection {
