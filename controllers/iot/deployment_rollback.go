@@ -85,7 +85,9 @@ func (r *DeploymentReconciler) reconcileRollback(ctx context.Context, s *deploym
 		done := *p.rolledBack
 		s.rollback = &done
 		s.progress.Published = 0
-		r.recordRollback(s)
+		// The reconcile that found it done said so; this one may read a cached status older than that
+		// reconcile's write, which would say it again.
+		r.recordRollback(s, false)
 		return ctrl.Result{}, false, nil
 	}
 
@@ -176,7 +178,7 @@ func (r *DeploymentReconciler) rollBack(ctx context.Context, s *deploymentScope,
 	rb.remaining = len(remaining) - n
 	rb.done = rb.remaining == 0 && rb.answered == rb.given
 	s.progress.Published = rb.remaining
-	r.recordRollback(s)
+	r.recordRollback(s, true)
 	p := &plan{generation: gen, epoch: epoch, selector: sel.String(), published: rb.remaining, at: r.clock()}
 	if rb.done {
 		done := *rb
@@ -187,14 +189,14 @@ func (r *DeploymentReconciler) rollBack(ctx context.Context, s *deploymentScope,
 }
 
 // recordRollback writes the rollback into the status being computed (kept where the operator reads it
-// after a restart), and says once that it is through.
-func (r *DeploymentReconciler) recordRollback(s *deploymentScope) {
+// after a restart), and, when announce, says once that it is through.
+func (r *DeploymentReconciler) recordRollback(s *deploymentScope, announce bool) {
 	rb := s.rollback
 	if cur := s.status.RolledBackTo; cur == nil || cur.FailedGeneration != rb.failed || cur.Generation != rb.to {
 		s.status.RolledBackTo = &iotv1.RollbackStatus{Generation: rb.to, FailedGeneration: rb.failed, Reason: rb.reason,
 			StartTime: metav1.NewTime(r.clock().Truncate(1e9))}
 	}
-	if rb.done && reconcile.Changed(s.Before, iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonRolledBack) {
+	if announce && rb.done && reconcile.Changed(s.Before, iotv1.ConditionProgressing, metav1.ConditionFalse, iotv1.ReasonRolledBack) {
 		s.Normal(iotv1.ReasonRolledBack, rolledBackMessage(rb))
 	}
 }

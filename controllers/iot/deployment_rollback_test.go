@@ -268,6 +268,12 @@ var _ = Describe("iot Deployment rollbacks", func() {
 		// No device fails generation 2 any more, so only the desired states can tell.
 		Expect(k8s.Status().Patch(ctx, get(ctx, d), client.RawPatch(types.MergePatchType, []byte(`{"status":{"rolledBackTo":null}}`)))).To(Succeed())
 		Expect(get(ctx, d).Status.RolledBackTo).To(BeNil())
+		// The reconcile below must read the cleared status: a status change alone wakes no reconcile.
+		Eventually(func(g Gomega) {
+			var cached iotv1.Deployment
+			g.Expect(reconciler.Client.Get(ctx, client.ObjectKeyFromObject(d), &cached)).To(Succeed())
+			g.Expect(cached.Status.RolledBackTo).To(BeNil())
+		}).Should(Succeed())
 		reconciler.plans.forget(key)
 		reconciler.status.Forget(client.ObjectKeyFromObject(d))
 		reconciler.wakeUp(ctx, client.ObjectKeyFromObject(d))
