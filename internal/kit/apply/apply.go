@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
@@ -137,16 +138,27 @@ func (a *Applier) ApplyWith(ctx context.Context, owner, desired client.Object, o
 	if createOnly {
 		want.SetResourceVersion(createOnlyVersion)
 	}
-	opts := []client.ApplyOption{client.FieldOwner(a.FieldOwner), client.ForceOwnership}
+	opts := []client.PatchOption{client.FieldOwner(a.FieldOwner), client.ForceOwnership}
+	// The answer is decoded straight into desired (a typed object: protobuf for the built-in kinds), where
+	// Apply used to decode it into a map and convert that into desired: the map and the conversion were a
+	// fifth of an apply's CPU, and nobody read them. A dry run's answer goes into a copy.
+	target := desired
 	if o.DryRun {
 		opts = append(opts, client.DryRunAll)
+		target = desired.DeepCopyObject().(client.Object)
 	}
 	var w client.Writer = a.Client
 	if o.Writer != nil {
 		w = o.Writer
 	}
 	send := func() error {
-		return w.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), opts...)
+		body, err := json.Marshal(want.Object)
+		if err != nil {
+			return err
+		}
+		// The body is what client.ApplyConfigurationFromUnstructured(want) sends: want's JSON, as an
+		// apply patch.
+		return w.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, body), opts...)
 	}
 	err = send()
 	if createOnly && apierrors.IsConflict(err) && o.Live != nil {
@@ -170,15 +182,16 @@ func (a *Applier) ApplyWith(ctx context.Context, owner, desired client.Object, o
 		}
 		return "", fmt.Errorf("apply %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(desired), err)
 	}
-	switch {
-	case o.DryRun:
+	if o.DryRun {
 		return result, nil
-	case o.Live == nil:
-		// The apply request decoded the server's answer into want.
-		a.records.put(owner, childRecord{key: rkey, uid: hash(string(want.GetUID())), digest: parseDigest(want.GetAnnotations()[DigestAnnotation]),
-			rv: parseRV(want.GetResourceVersion())})
 	}
-	return result, setLive(desired, want.Object)
+	// The apply request decoded the server's answer into desired; a typed decode may leave TypeMeta empty.
+	desired.GetObjectKind().SetGroupVersionKind(gvk)
+	if o.Live == nil {
+		a.records.put(owner, childRecord{key: rkey, uid: hash(string(desired.GetUID())), digest: parseDigest(desired.GetAnnotations()[DigestAnnotation]),
+			rv: parseRV(desired.GetResourceVersion())})
+	}
+	return result, nil
 }
 
 // Holds says whether the cluster already holds desired's fields for owner, as Apply would find it, without

@@ -12,8 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -99,8 +99,8 @@ func TestApplyWithLiveAndWriter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var sent []sentApply
 			writer := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme.Scheme).Build(), interceptor.Funcs{
-				Apply: func(_ context.Context, _ client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-					sent = append(sent, sentApply{resourceVersion: sentVersion(t, obj), dryRun: isDryRun(opts)})
+				Patch: func(_ context.Context, _ client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					sent = append(sent, sentApply{resourceVersion: sentVersion(t, obj, patch), dryRun: isDryRun(opts)})
 					return tc.answer
 				},
 			})
@@ -110,7 +110,7 @@ func TestApplyWithLiveAndWriter(t *testing.T) {
 					t.Error("the operator's client was read")
 					return errors.New("unexpected read")
 				},
-				Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+				Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
 					t.Error("the operator's client was written")
 					return errors.New("unexpected write")
 				},
@@ -158,9 +158,12 @@ func TestApplyWithLiveAndWriter(t *testing.T) {
 }
 
 // sentVersion is the resourceVersion an apply request carries.
-func sentVersion(t *testing.T, obj runtime.ApplyConfiguration) string {
+func sentVersion(t *testing.T, obj client.Object, patch client.Patch) string {
 	t.Helper()
-	data, err := json.Marshal(obj)
+	if patch.Type() != types.ApplyPatchType {
+		t.Errorf("a %s patch was sent, not an apply", patch.Type())
+	}
+	data, err := patch.Data(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,8 +179,8 @@ func sentVersion(t *testing.T, obj runtime.ApplyConfiguration) string {
 }
 
 // isDryRun says whether opts make an apply a server-side dry run.
-func isDryRun(opts []client.ApplyOption) bool {
-	o := &client.ApplyOptions{}
+func isDryRun(opts []client.PatchOption) bool {
+	o := &client.PatchOptions{}
 	o.ApplyOptions(opts)
 	return slices.Contains(o.DryRun, metav1.DryRunAll)
 }

@@ -39,7 +39,8 @@ var TrustedManagers = []string{"kube-controller-manager"}
 // or its data); strip clears what the cache need not hold and may keep fields reconcilers read (a
 // Deployment's replicas). Managed fields and kubectl's last-applied-configuration annotation go too.
 // fieldOwner is the operator's field manager, for telling whether someone else wrote the object.
-// Objects of other types pass through unchanged, and a copy already slim is left as it is.
+// Objects of other types pass through unchanged, and a copy already slim is left as it is, except the
+// metadata-only copies of T's kind (see slimMetadata).
 func Slim[T client.Object](fieldOwner string, content func(T) any, strip func(T)) toolscache.TransformFunc {
 	return SlimKeeping(fieldOwner, nil, content, strip)
 }
@@ -49,6 +50,9 @@ func Slim[T client.Object](fieldOwner string, content func(T) any, strip func(T)
 func SlimKeeping[T client.Object](fieldOwner string, keep []string, content func(T) any, strip func(T)) toolscache.TransformFunc {
 	keptAnnotations := append([]string{DigestAnnotation, LegacyDigestAnnotation}, keep...)
 	return func(in any) (any, error) {
+		if m, ok := in.(*metav1.PartialObjectMetadata); ok {
+			return slimMetadata(m), nil
+		}
 		obj, ok := in.(T)
 		if !ok {
 			return in, nil
@@ -80,6 +84,24 @@ func SlimKeeping[T client.Object](fieldOwner string, keep []string, content func
 		obj.SetAnnotations(slimAnnotations)
 		return obj, nil
 	}
+}
+
+// slimMetadata is what the cache keeps of the metadata-only copy of one of T's objects: a transform is
+// installed per kind, and a controller that watches the kind's metadata (WatchesMetadata, to be woken
+// when an object of a name changes: the BackupStore controller and every ConfigMap) gets its objects
+// through the same transform as the typed informer. Such a watch only maps an object to requests by its
+// name, namespace or labels, and no step reads a metadata copy of the operator's slim children: it keeps
+// their identity (name, namespace, UID, resourceVersion, generation), owner references and the managed-by
+// label, and drops managed fields, annotations (the digests and what the typed slim copy keeps) and
+// other labels. Before, it kept them all, a second and larger copy of each child's metadata.
+func slimMetadata(m *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	var kept map[string]string
+	if oplabels.IsManaged(m.Labels) {
+		kept = managedLabels
+	}
+	m.Labels, m.Annotations, m.ManagedFields = kept, nil, nil
+	CompactIdentity(m)
+	return m
 }
 
 // managedLabels is the labels of every slim copy of the operator's objects: one map that they all share,

@@ -133,3 +133,55 @@ func TestSlimKeeping(t *testing.T) {
 		t.Errorf("an annotation not asked for was kept: %v", got)
 	}
 }
+
+// A metadata-only watch of a slim kind (the BackupStore controller's of every ConfigMap) gets its objects
+// through the same transform: it keeps their identity, owner references and the managed-by label, and
+// none of the managed fields and annotations it held whole before.
+func TestSlimMetadataCopy(t *testing.T) {
+	controller := true
+	meta := func(labels map[string]string) *metav1.PartialObjectMetadata {
+		c := configMap("a", oplabels.FieldOwner, "kubectl-edit")
+		c.Labels = labels
+		c.Annotations["example.com/source"] = "s1"
+		c.Generation = 4
+		c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "irc.josie.cloud/v1alpha1", Kind: "ErgoNetwork", Name: "n", UID: "o", Controller: &controller}}
+		return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: c.ObjectMeta}
+	}
+	keep := SlimKeeping(oplabels.FieldOwner, []string{"example.com/source"}, func(c *corev1.ConfigMap) any { return c.Data },
+		func(c *corev1.ConfigMap) { c.Data = nil })
+	for _, transform := range []struct {
+		name string
+		fn   func(any) (any, error)
+	}{{"Slim", slimConfigMap}, {"SlimKeeping", keep}} {
+		in := meta(map[string]string{oplabels.ManagedByLabel: oplabels.OperatorName, "app.kubernetes.io/instance": "n"})
+		out, err := transform.fn(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := out.(*metav1.PartialObjectMetadata)
+		if !ok {
+			t.Fatalf("%s: a metadata copy came out as %T", transform.name, out)
+		}
+		if got.ManagedFields != nil || got.Annotations != nil {
+			t.Errorf("%s: the metadata copy keeps managed fields %v or annotations %v", transform.name, got.ManagedFields, got.Annotations)
+		}
+		if len(got.Labels) != 1 || !oplabels.IsManaged(got.Labels) {
+			t.Errorf("%s: labels %v, want only the managed-by label", transform.name, got.Labels)
+		}
+		if got.Name != "c" || got.Namespace != "ns" || got.UID != "u" || got.ResourceVersion != "5" || got.Generation != 4 ||
+			got.Kind != "ConfigMap" || metav1.GetControllerOf(got) == nil || metav1.GetControllerOf(got).UID != "o" {
+			t.Errorf("%s: the metadata copy lost its identity: %+v", transform.name, got)
+		}
+		if _, _, slim := slimMark(got); slim {
+			t.Errorf("%s: a metadata copy carries the content mark, with no content to digest", transform.name)
+		}
+	}
+	// Control: an object of the typed kind still gets the typed slim copy, mark and kept annotations.
+	if typed, _ := keep(configMap("a")); typed.(*corev1.ConfigMap).Annotations[CachedAnnotation] == "" {
+		t.Error("the typed copy lost its content mark")
+	}
+	unlabelled, _ := slimConfigMap(meta(map[string]string{"x": "y"}))
+	if l := unlabelled.(*metav1.PartialObjectMetadata).Labels; l != nil {
+		t.Errorf("an object without the managed-by label kept labels %v", l)
+	}
+}

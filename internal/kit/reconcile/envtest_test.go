@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -305,5 +306,60 @@ func TestSession(t *testing.T) {
 		if !strings.HasPrefix(events[i], want[i]) {
 			t.Errorf("event %d = %q, want %q...", i, events[i], want[i])
 		}
+	}
+}
+
+// The Applier decodes the API server's answer straight into the typed object it applied (protobuf for a
+// built-in kind), with no map in between: desired then holds what the server keeps (its defaults, UID,
+// resourceVersion, the applied digest) and its TypeMeta, a dry run leaves it as it was, and the next
+// apply of the same object is told unchanged with no request.
+func TestApplierAnswerIntoDesired(t *testing.T) {
+	ctx := context.Background()
+	c, writes := countingClient(t)
+	ns := newNamespace(t, c)
+	owner := read(t, c, newNetwork(t, c, ns))
+	a := &apply.Applier{Client: c, FieldOwner: "test"}
+	svc := func() *corev1.Service {
+		return &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s",
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, ircv1.GroupVersion.WithKind("ErgoNetwork"))}},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "irc", Port: 6667, TargetPort: intstr.FromInt32(6667)}}}}
+	}
+
+	dry := svc()
+	if _, err := a.ApplyWith(ctx, owner, dry, apply.Options{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if dry.UID != "" || dry.Spec.ClusterIP != "" || dry.Annotations != nil {
+		t.Errorf("a dry run's answer reached desired: %+v", dry)
+	}
+
+	desired := svc()
+	if res, err := a.Apply(ctx, owner, desired); err != nil || res != apply.Created {
+		t.Fatalf("Apply = %s, %v; want Created", res, err)
+	}
+	live := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		t.Fatal(err)
+	}
+	if desired.UID != live.UID || desired.ResourceVersion != live.ResourceVersion || desired.Spec.ClusterIP == "" ||
+		desired.Spec.ClusterIP != live.Spec.ClusterIP || desired.Spec.Ports[0].Protocol != corev1.ProtocolTCP ||
+		desired.Annotations[apply.DigestAnnotation] == "" || desired.Annotations[apply.DigestAnnotation] != live.Annotations[apply.DigestAnnotation] {
+		t.Errorf("desired does not hold the live Service:\n desired %+v\n live    %+v", desired, live)
+	}
+	if desired.Kind != "Service" || desired.APIVersion != "v1" {
+		t.Errorf("desired lost its TypeMeta: %+v", desired.TypeMeta)
+	}
+
+	before := writes.Load()
+	again := svc()
+	if res, err := a.Apply(ctx, owner, again); err != nil || res != apply.Unchanged {
+		t.Errorf("the same Service again: %s, %v; want Unchanged", res, err)
+	}
+	if n := writes.Load() - before; n != 0 {
+		t.Errorf("the same Service again cost %d writes", n)
+	}
+	if again.UID != live.UID || again.Spec.ClusterIP != live.Spec.ClusterIP {
+		t.Errorf("an unchanged Service does not hold the live one: %+v", again)
 	}
 }
