@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -171,14 +172,17 @@ func (t *tracker) observe(o client.Object) {
 	}
 }
 
-// startEdit notes that object name is about to get edit seq; it fails when an earlier edit of the same
-// object has not been applied yet (the churn picks objects so that it does not happen).
+// errEditPending is startEdit's refusal of an object whose earlier edit is not applied yet.
+var errEditPending = errors.New("edited again before its last edit was applied")
+
+// startEdit notes that object name is about to get edit seq; it refuses (errEditPending) when an earlier
+// edit of the same object has not been applied yet: the churn then edits another object.
 func (t *tracker) startEdit(name string, seq int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.state(name)
 	if s.edit != nil {
-		return fmt.Errorf("%s edited again before its last edit was applied", name)
+		return fmt.Errorf("%s %w", name, errEditPending)
 	}
 	s.edit = &edit{at: time.Now()}
 	t.obs.StartEdit(name, seq)
