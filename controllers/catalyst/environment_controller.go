@@ -9,8 +9,6 @@ import (
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -120,7 +118,7 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // SetupWithManager registers the reconciler and its watches.
 func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
-	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
+	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner, Metadata: metadataKinds}
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: catalystv1.Finalizer}
 	r.status = newStatusWriter(r.Client)
 	var err error
@@ -145,13 +143,12 @@ func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(environmentForNamespace)).
 		Watches(&corev1.ResourceQuota{}, toOwner).
-		Watches(&corev1.LimitRange{}, toOwner).
-		Watches(&networkingv1.NetworkPolicy{}, toOwner).
-		Watches(&networkingv1.Ingress{}, toOwner).
-		Watches(&corev1.ServiceAccount{}, toOwner).
-		Watches(&rbacv1.RoleBinding{}, toOwner).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(environmentForNamespace)).
 		WithOptions(manager.ControllerOptions(mgr, r.MaxConcurrentReconciles))
+	// The children only ever applied are watched as metadata (metadataChildren).
+	for _, k := range metadataChildren {
+		b = b.WatchesMetadata(k, toOwner)
+	}
 	if r.Capabilities.CertManager {
 		b = b.Watches(&cmv1.Certificate{}, toOwner)
 	}

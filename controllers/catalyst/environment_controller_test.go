@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -211,6 +212,47 @@ var _ = Describe("Environment", func() {
 		Expect(writes.In(t.projectNS)).To(BeNumerically(">=", 2), "the Project's finalizer and status must have been counted here")
 		Expect(eventCount(ctx, env, corev1.EventTypeNormal, catalystv1.EventReady, "")()).To(BeEquivalentTo(1),
 			"Ready is announced once per generation and URL, not on every reconcile")
+	})
+
+	It("repairs the children it caches as metadata only when they are edited or deleted by hand", func(ctx SpecContext) {
+		t := newTeam(ctx)
+		env := t.environment("handedit")
+		Expect(k8s.Create(ctx, env)).To(Succeed())
+		ns := t.namespaceOf("handedit")
+		np := &networkingv1.NetworkPolicy{}
+		rb := &rbacv1.RoleBinding{}
+		Eventually(func(g Gomega) {
+			g.Expect(condition(g, getEnv(ctx, env), catalystv1.ConditionNamespaceReady).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalyst.NetworkPolicyName}, np)).To(Succeed())
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: catalyst.TenantServiceAccountName}, rb)).To(Succeed())
+		}).Should(Succeed())
+		want := np.Spec.DeepCopy()
+
+		By("a NetworkPolicy opened by hand, and the tenant's RoleBinding bound to another subject")
+		np.Spec = networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{}}}
+		Expect(k8s.Update(ctx, np, client.FieldOwner("kubectl-edit"))).To(Succeed())
+		rb.Subjects[0].Name = "intruder"
+		Expect(k8s.Update(ctx, rb, client.FieldOwner("kubectl-edit"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &networkingv1.NetworkPolicy{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(np), got)).To(Succeed())
+			g.Expect(got.Spec).To(Equal(*want))
+			gotRB := &rbacv1.RoleBinding{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rb), gotRB)).To(Succeed())
+			g.Expect(gotRB.Subjects[0].Name).To(Equal(catalyst.TenantServiceAccountName))
+		}).Should(Succeed())
+
+		By("the Ingress deleted by hand")
+		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: catalyst.IngressName}}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ing), ing)).To(Succeed())
+		uid := ing.UID
+		Expect(k8s.Delete(ctx, ing)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &networkingv1.Ingress{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ing), got)).To(Succeed())
+			g.Expect(got.UID).NotTo(Equal(uid))
+		}).Should(Succeed())
 	})
 
 	It("never adopts a namespace it did not make: NamespaceConflict, a Warning event, and deletion leaves it alone", func(ctx SpecContext) {

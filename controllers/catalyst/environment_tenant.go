@@ -10,8 +10,6 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -69,18 +67,6 @@ func (r *EnvironmentReconciler) tenantClusterRole() string {
 	}
 	return catalyst.DefaultTenantClusterRole
 }
-
-// The slim transforms of the tenant identity's objects: they are only ever applied.
-var (
-	slimServiceAccount = apply.Slim(oplabels.FieldOwner, func(sa *corev1.ServiceAccount) any { return &sa.AutomountServiceAccountToken },
-		func(sa *corev1.ServiceAccount) {
-			sa.AutomountServiceAccountToken = nil
-			sa.Secrets = nil
-			sa.ImagePullSecrets = nil
-		})
-	slimRoleBinding = apply.Slim(oplabels.FieldOwner, func(rb *rbacv1.RoleBinding) any { return []any{&rb.RoleRef, &rb.Subjects} },
-		func(rb *rbacv1.RoleBinding) { rb.RoleRef = rbacv1.RoleRef{}; rb.Subjects = nil })
-)
 
 // The operator keeps the admission policies that make the API server enforce, for everyone in an
 // environment namespace, what its render guard checks on a repository (internal/catalyst/admissionpolicy.go).

@@ -9,6 +9,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -87,16 +88,16 @@ func CacheRules(caps platform.Capabilities) []manager.CacheRule {
 	children := labels.SelectorFromSet(labels.Set{oplabels.ManagedByLabel: oplabels.OperatorName, oplabels.NameLabel: catalyst.AppName})
 	rules := []manager.CacheRule{
 		{Object: &corev1.Namespace{}},
-		// What an environment's namespace holds is only applied, never read but by the applier: cached
-		// slim (apply.Slim: identity, status, and a digest of the rest), as ErgoNetwork's children are.
+		// The quota is only applied too, but the quota controller rewrites its status as usage moves: it
+		// is cached slim (apply.Slim: identity, status, and a digest of the rest), whose content digest
+		// tells a status write from an edit without a read.
 		{Object: &corev1.ResourceQuota{}, TransformSelector: children, Transform: slimQuota},
-		{Object: &corev1.LimitRange{}, TransformSelector: children, Transform: slimLimitRange},
-		{Object: &networkingv1.NetworkPolicy{}, TransformSelector: children, Transform: slimNetworkPolicy},
-		{Object: &networkingv1.Ingress{}, TransformSelector: children, Transform: slimIngress},
 		{Object: &batchv1.Job{}}, // build Jobs
-		// The tenant identity in each environment namespace.
-		{Object: &corev1.ServiceAccount{}, TransformSelector: children, Transform: slimServiceAccount},
-		{Object: &rbacv1.RoleBinding{}, TransformSelector: children, Transform: slimRoleBinding},
+	}
+	// What else an environment's namespace holds is only applied, never read but by the applier, and
+	// nobody writes its status: cached as metadata only (metadataChildren).
+	for _, k := range metadataChildren {
+		rules = append(rules, manager.CacheRule{Object: k, Transform: metadataOnly})
 	}
 	if caps.CertManager {
 		rules = append(rules, manager.CacheRule{Object: &cmv1.Certificate{}})
@@ -104,17 +105,24 @@ func CacheRules(caps platform.Capabilities) []manager.CacheRule {
 	return append(rules, deployCacheRules()...)
 }
 
-// The slim transforms of an environment namespace's children: their specs are only ever applied.
-var (
-	slimQuota = apply.Slim(oplabels.FieldOwner, func(q *corev1.ResourceQuota) any { return &q.Spec },
-		func(q *corev1.ResourceQuota) { q.Spec = corev1.ResourceQuotaSpec{} })
-	slimLimitRange = apply.Slim(oplabels.FieldOwner, func(l *corev1.LimitRange) any { return &l.Spec },
-		func(l *corev1.LimitRange) { l.Spec = corev1.LimitRangeSpec{} })
-	slimNetworkPolicy = apply.Slim(oplabels.FieldOwner, func(p *networkingv1.NetworkPolicy) any { return &p.Spec },
-		func(p *networkingv1.NetworkPolicy) { p.Spec = networkingv1.NetworkPolicySpec{} })
-	slimIngress = apply.Slim(oplabels.FieldOwner, func(i *networkingv1.Ingress) any { return &i.Spec },
-		func(i *networkingv1.Ingress) { i.Spec = networkingv1.IngressSpec{} })
-)
+// slimQuota is the quota's slim transform: its spec is only ever applied.
+var slimQuota = apply.Slim(oplabels.FieldOwner, func(q *corev1.ResourceQuota) any { return &q.Spec },
+	func(q *corev1.ResourceQuota) { q.Spec = corev1.ResourceQuotaSpec{} })
+
+// metadataChildren are the kinds of an environment's children that the operator only applies and whose
+// status nobody writes: the API server sends the operator their metadata only (controller-runtime's
+// metadata-only watches), and the cache keeps of each its identity, owner, managed-by label and applied
+// digest (apply.MetadataOnly). The Applier knows one unchanged by the resourceVersion its own apply
+// answered, and reads one whole from the API server when that moved (an edit by hand), to compare and
+// repair it. No other group reads these kinds, so no typed cache of them is ever started.
+var metadataChildren = []client.Object{&corev1.LimitRange{}, &networkingv1.NetworkPolicy{}, &networkingv1.Ingress{},
+	&corev1.ServiceAccount{}, &rbacv1.RoleBinding{}}
+
+// metadataKinds are metadataChildren's kinds, for the Applier (apply.Applier.Metadata).
+var metadataKinds = []schema.GroupKind{{Kind: "LimitRange"}, {Group: networkingv1.GroupName, Kind: "NetworkPolicy"},
+	{Group: networkingv1.GroupName, Kind: "Ingress"}, {Kind: "ServiceAccount"}, {Group: rbacv1.GroupName, Kind: "RoleBinding"}}
+
+var metadataOnly = apply.MetadataOnly(oplabels.FieldOwner)
 
 // namespacesOf are the namespaces an environment has or would get.
 func namespacesOf(env *catalystv1.Environment) []string {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,6 +52,9 @@ type Applier struct {
 	Reader client.Reader
 	// FieldOwner is the field manager name every apply request uses.
 	FieldOwner string
+	// Metadata lists the kinds Client's cache holds as metadata only (MetadataOnly): their children are
+	// read from it as PartialObjectMetadata, and whole from Reader when that does not tell them unchanged.
+	Metadata []schema.GroupKind
 
 	records records
 }
@@ -228,14 +232,27 @@ func (a *Applier) check(ctx context.Context, owner, desired client.Object, read 
 		return nil, "", true, fmt.Errorf("apply %T %s: TypeMeta is not set", desired, client.ObjectKeyFromObject(desired))
 	}
 
-	// Read into the typed kind so the cached client serves it from the informer it already has.
-	live, err := a.Client.Scheme().New(gvk)
-	if err != nil {
-		return nil, "", true, fmt.Errorf("apply %s: %w", gvk.Kind, err)
+	// Read into the typed kind so the cached client serves it from the informer it already has, or as
+	// metadata for a kind cached so.
+	newTyped := func() (client.Object, error) {
+		live, err := a.Client.Scheme().New(gvk)
+		if err != nil {
+			return nil, fmt.Errorf("apply %s: %w", gvk.Kind, err)
+		}
+		obj, ok := live.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("apply %s: %T is not a client.Object", gvk.Kind, live)
+		}
+		return obj, nil
 	}
-	liveObj, ok := live.(client.Object)
-	if !ok {
-		return nil, "", true, fmt.Errorf("apply %s: %T is not a client.Object", gvk.Kind, live)
+	var liveObj client.Object
+	metadataOnly := a.metadataOnly(gvk)
+	if metadataOnly {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		liveObj = m
+	} else if liveObj, err = newTyped(); err != nil {
+		return nil, "", true, err
 	}
 	result = Updated
 	key := client.ObjectKeyFromObject(desired)
@@ -247,7 +264,13 @@ func (a *Applier) check(ctx context.Context, owner, desired client.Object, read 
 		if a.Reader == nil || !read {
 			break
 		}
-		// The name is taken, or the cache lags: one read, so that nobody's object is taken over.
+		// The name is taken, or the cache lags: one read, so that nobody's object is taken over. It reads
+		// the whole object, which compare needs.
+		if metadataOnly {
+			if liveObj, err = newTyped(); err != nil {
+				return nil, "", true, err
+			}
+		}
 		switch err := a.Reader.Get(ctx, key, liveObj); {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -269,6 +292,10 @@ func (a *Applier) check(ctx context.Context, owner, desired client.Object, read 
 			return nil, "", true, c
 		}
 		content, isShared, slim := slimMark(liveObj)
+		if !slim && metadataOnly {
+			// A metadata copy no MetadataOnly transform marked: nothing to tell it by, read it whole.
+			content, isShared, slim = 0, true, true
+		}
 		if !slim {
 			if res, ok, err := a.compare(owner, desired, want, liveObj, rkey, wantDigest, 0); ok {
 				return nil, res, true, err
@@ -282,11 +309,10 @@ func (a *Applier) check(ctx context.Context, owner, desired client.Object, read 
 			break // it lacks desired's digest, so it cannot hold desired: apply
 		}
 		// Changed by someone, or not known: read it whole and compare.
-		full, err := a.Client.Scheme().New(gvk)
+		fullObj, err := newTyped()
 		if err != nil {
-			return nil, "", true, fmt.Errorf("apply %s: %w", gvk.Kind, err)
+			return nil, "", true, err
 		}
-		fullObj := full.(client.Object)
 		if err := a.Reader.Get(ctx, key, fullObj); err != nil {
 			if !apierrors.IsNotFound(err) {
 				return nil, "", true, fmt.Errorf("read %s %s: %w", gvk.Kind, key, err)
@@ -375,6 +401,9 @@ func hasDigest(live client.Object, d uint64) bool {
 // copy (whose dropped fields are desired's). live is the caller's own copy (the cache's deep copy), so
 // desired may take its maps.
 func setSlimLive(desired client.Object, want *unstructured.Unstructured, live client.Object) error {
+	if m, ok := live.(*metav1.PartialObjectMetadata); ok && setMetadataLive(desired, m) {
+		return nil
+	}
 	// A typed object of live's type takes live's metadata and status as they are: no conversion to a map
 	// and back, which for a Deployment was most of an unchanged child's cost.
 	if dv, lv := reflect.ValueOf(desired), reflect.ValueOf(live); dv.Type() == lv.Type() && dv.Kind() == reflect.Pointer &&
