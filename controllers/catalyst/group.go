@@ -91,13 +91,15 @@ func CacheRules(caps platform.Capabilities) []manager.CacheRule {
 		// The quota is only applied too, but the quota controller rewrites its status as usage moves: it
 		// is cached slim (apply.Slim: identity, status, and a digest of the rest), whose content digest
 		// tells a status write from an edit without a read.
-		{Object: &corev1.ResourceQuota{}, TransformSelector: children, Transform: slimQuota},
+		{Object: &corev1.ResourceQuota{}, TransformSelector: children, Transform: slimQuota, Unlisted: true},
 		{Object: &batchv1.Job{}}, // build Jobs
 	}
 	// What else an environment's namespace holds is only applied, never read but by the applier, and
-	// nobody writes its status: cached as metadata only (metadataChildren).
+	// nobody writes its status: cached as metadata only (metadataChildren). None of these kinds is ever
+	// listed, only got by name, so their informers keep no namespace index (Unlisted): with one
+	// namespace per environment, the index's set per namespace was a fifth of an environment's heap.
 	for _, k := range metadataChildren {
-		rules = append(rules, manager.CacheRule{Object: k, Transform: metadataOnly})
+		rules = append(rules, manager.CacheRule{Object: k, Transform: metadataOnly, Unlisted: true})
 	}
 	if caps.CertManager {
 		rules = append(rules, manager.CacheRule{Object: &cmv1.Certificate{}})

@@ -66,15 +66,7 @@ func runController(t *testing.T, opts *manager.Options, env *testenv.Env, do fun
 // reach a controller set up as every reconciler is, against a real API server; each with the default as
 // its control, so the test can tell the option from its absence.
 func TestControllerOptionsReachControllers(t *testing.T) {
-	env, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop envtest: %v", err)
-		}
-	})
+	env := sharedEnv
 
 	// waitForContext reports what ends the reconcile's wait: its context's error, or nil when the context
 	// was still live after patience.

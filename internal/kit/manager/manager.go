@@ -2,6 +2,7 @@ package manager
 
 import (
 	oplabels "github.com/platform-operator/platform-operator/internal/kit/labels"
+	"time"
 
 	"errors"
 	"fmt"
@@ -62,6 +63,13 @@ type CacheRule struct {
 	Transform toolscache.TransformFunc
 	// TransformSelector limits Transform to the objects whose labels it matches; nil means all.
 	TransformSelector labels.Selector
+	// Unlisted says the group never lists the kind by namespace from the cache (it only gets objects by
+	// name): the kind's informers then keep no namespace index. client-go's index holds a set of keys per
+	// namespace, a map each, which for children spread one per namespace (an Environment's) is the
+	// largest part of what the cache spends on them. A List by namespace of such a kind fails ("Index
+	// with name namespace does not exist"), it never answers empty. A kind is unlisted only when every
+	// group's rule for it says so.
+	Unlisted bool
 }
 
 // Group is what one API group contributes to the manager.
@@ -110,11 +118,14 @@ func New(cfg *rest.Config, kitOpts Options, caps platform.Capabilities, groups .
 	if opts.Cache.ByObject != nil {
 		return nil, errors.New("manager: Cache.ByObject comes from the groups' cache rules; leave it empty")
 	}
-	byObject, err := mergeCacheRules(opts.Scheme, cacheRules(caps, groups))
+	byObject, unlisted, err := mergeCacheRules(opts.Scheme, cacheRules(caps, groups))
 	if err != nil {
 		return nil, err
 	}
 	opts.Cache.ByObject = byObject
+	if len(unlisted) > 0 && opts.Cache.NewInformer == nil {
+		opts.Cache.NewInformer = informerIndexing(opts.Scheme, unlisted)
+	}
 	if cfg.ContentType != "" {
 		return nil, errContentType
 	}
@@ -165,12 +176,13 @@ func cacheRules(caps platform.Capabilities, groups []Group) []namedRule {
 // mergeCacheRules turns the groups' rules into the cache's ByObject: per kind, the widest scope any
 // group asks for (one group's All must not be narrowed by another's Managed, or it would silently see
 // nothing), and the transforms (one for the whole kind, or one per selector).
-func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]cache.ByObject, error) {
+func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]cache.ByObject, map[schema.GroupVersionKind]bool, error) {
 	type merged struct {
 		obj      client.Object
 		scope    Scope
 		whole    *namedRule // the rule transforming every object of the kind
 		selected []namedRule
+		listed   bool // some group lists the kind by namespace
 	}
 	byGVK := map[schema.GroupVersionKind]*merged{}
 	var errs []error
@@ -198,6 +210,7 @@ func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]ca
 			byGVK[gvk] = m
 		}
 		m.scope = max(m.scope, r.Scope)
+		m.listed = m.listed || !r.Unlisted
 		if r.Transform == nil {
 			continue
 		}
@@ -215,10 +228,14 @@ func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]ca
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make(map[client.Object]cache.ByObject, len(byGVK))
-	for _, m := range byGVK {
+	unlisted := map[schema.GroupVersionKind]bool{}
+	for gvk, m := range byGVK {
+		if !m.listed {
+			unlisted[gvk] = true
+		}
 		var b cache.ByObject
 		if m.scope == Managed {
 			b.Label = oplabels.ManagedSelector()
@@ -231,7 +248,24 @@ func mergeCacheRules(s *runtime.Scheme, rules []namedRule) (map[client.Object]ca
 		}
 		out[m.obj] = b
 	}
-	return out, nil
+	return out, unlisted, nil
+}
+
+// informerIndexing is the cache's informer constructor: client-go's, without the namespace index for the
+// unlisted kinds (CacheRule.Unlisted), typed or metadata-only alike.
+func informerIndexing(s *runtime.Scheme, unlisted map[schema.GroupVersionKind]bool) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		if gvk, err := apiutil.GVKForObject(obj, s); err == nil && unlisted[gvk] {
+			kept := toolscache.Indexers{}
+			for name, f := range indexers {
+				if name != toolscache.NamespaceIndex {
+					kept[name] = f
+				}
+			}
+			indexers = kept
+		}
+		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	}
 }
 
 // selectedTransform applies the first rule whose selector matches an object's labels, and to objects no
@@ -255,7 +289,7 @@ func selectedTransform(rules []namedRule) toolscache.TransformFunc {
 // Describe lists the merged cache rules, one line per kind ("ConfigMap: Managed (irc)"), for logs and
 // tests.
 func Describe(s *runtime.Scheme, caps platform.Capabilities, groups ...Group) ([]string, error) {
-	byObject, err := mergeCacheRules(s, cacheRules(caps, groups))
+	byObject, unlisted, err := mergeCacheRules(s, cacheRules(caps, groups))
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +306,9 @@ func Describe(s *runtime.Scheme, caps platform.Capabilities, groups ...Group) ([
 		line := fmt.Sprintf("%s: %s", gvk.Kind, scope)
 		if b.Transform != nil {
 			line += ", transformed"
+		}
+		if unlisted[gvk] {
+			line += ", unlisted"
 		}
 		lines = append(lines, line)
 	}

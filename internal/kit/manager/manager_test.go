@@ -56,6 +56,13 @@ func TestMergeCacheRules(t *testing.T) {
 		{name: "a selector needs a transform", groups: []Group{
 			group("irc", CacheRule{Object: &appsv1.Deployment{}, TransformSelector: ergo})},
 			wantErr: "has a TransformSelector and no Transform"},
+		{name: "a kind no group lists keeps no namespace index", groups: []Group{
+			group("catalyst", CacheRule{Object: &corev1.ServiceAccount{}, Unlisted: true})},
+			want: []string{"ServiceAccount: Managed, unlisted"}},
+		{name: "one group that lists a kind keeps its namespace index for all", groups: []Group{
+			group("catalyst", CacheRule{Object: &corev1.ServiceAccount{}, Unlisted: true}),
+			group("irc", CacheRule{Object: &corev1.ServiceAccount{}})},
+			want: []string{"ServiceAccount: Managed"}},
 		{name: "a rule without an object", groups: []Group{group("x", CacheRule{})}, wantErr: "has no object"},
 		{name: "no groups", want: nil},
 	}

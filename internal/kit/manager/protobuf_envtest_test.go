@@ -62,15 +62,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // without a broadcaster, whose events controller-runtime sends as JSON: the recorded headers tell the two
 // apart.
 func TestProtobufOnTheWire(t *testing.T) {
-	env, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop envtest: %v", err)
-		}
-	})
+	env := sharedEnv
 
 	bad := rest.CopyConfig(env.Config)
 	bad.ContentType = runtime.ContentTypeProtobuf
