@@ -182,7 +182,7 @@ func bindOperatorFlags(fs *flag.FlagSet) *operatorFlags {
 	fs.StringVar(&o.webhookHost, "webhook-host", "", "Address the webhook server listens on; empty listens on every interface.")
 	fs.IntVar(&o.webhookPort, "webhook-port", webhook.DefaultPort, "Port of the admission webhook server (HTTPS).")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", manager.DefaultWebhookCertDir, "Directory holding the webhook server's tls.crt and tls.key, reread when they change (OLM and config/default mount them here).")
-	fs.BoolVar(&o.trimStartPages, "trim-start-pages", true, "Once the manager is idle after its start, ask the kernel to page out the binary's code and read-only data, which later use reads back (Linux; docs/performance.md, The idle operator).")
+	fs.BoolVar(&o.trimStartPages, "trim-start-pages", true, "Once the manager is idle after its start (elected, synced, under 5% of a core for 5 s), give the kernel back the pages of the binary's code and read-only data the start used; later use reads them back (Linux; docs/performance.md, The idle operator).")
 	return o
 }
 

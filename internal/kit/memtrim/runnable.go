@@ -9,17 +9,21 @@ import (
 
 // Defaults of Runnable.
 const (
-	// DefaultSettle is how long after the manager is elected (its controllers start then) Runnable waits
-	// before it trims: enough for the controllers' informers to list and their workers to start.
-	DefaultSettle = 5 * time.Second
+	// DefaultQuiet is the window over which Runnable measures the process's CPU use before it trims.
+	DefaultQuiet = 5 * time.Second
+	// DefaultIdleCPU is the share of one core under which the process counts as idle over a window: a
+	// manager at rest renews its lease and resyncs, a manager converging objects uses most of a core.
+	DefaultIdleCPU = 0.05
 	// DefaultFollowerWait is how long a replica that is not elected waits before it trims what its own
 	// start used; it trims again once elected.
 	DefaultFollowerWait = 30 * time.Second
 )
 
 // Runnable is a manager runnable (controller-runtime's manager.Runnable) that trims once the manager is
-// idle after its start: Settle after it is elected, and once its cache has synced. A replica not elected
-// within FollowerWait trims then, and again once elected, since the controllers' start touches pages of
+// idle after its start: elected, its cache synced, and then a whole Quiet window in which the process
+// used less than IdleCPU of a core. Trimming while the controllers are busy (the first convergence of
+// many objects) would only make them read the same pages back at once. A replica not elected within
+// FollowerWait trims when idle, and again once elected, since the controllers' start touches pages of
 // its own. It runs on every replica (NeedLeaderElection is false), never fails the manager (errors are
 // logged), and does nothing more after that.
 type Runnable struct {
@@ -29,13 +33,16 @@ type Runnable struct {
 	}
 	// Elected is mgr.Elected().
 	Elected <-chan struct{}
-	// Settle and FollowerWait default to DefaultSettle and DefaultFollowerWait.
-	Settle, FollowerWait time.Duration
+	// Quiet, IdleCPU and FollowerWait default to DefaultQuiet, DefaultIdleCPU and DefaultFollowerWait.
+	Quiet        time.Duration
+	IdleCPU      float64
+	FollowerWait time.Duration
 	// Log gets one line per trim.
 	Log logr.Logger
 
-	// trim is Trim, or a test's.
+	// trim is Trim and cpu the process's CPU time so far, or a test's.
 	trim func() (Result, error)
+	cpu  func() (time.Duration, error)
 }
 
 // NeedLeaderElection is false: every replica's resident set is worth trimming.
@@ -73,16 +80,15 @@ func (r *Runnable) Start(ctx context.Context) error {
 }
 
 func (r *Runnable) trimWhenIdle(ctx context.Context, elected bool) {
-	settle := r.Settle
-	if settle == 0 {
-		settle = DefaultSettle
-	}
-	select {
-	case <-ctx.Done():
-		return
-	case <-time.After(settle):
-	}
 	if r.Cache != nil && !r.Cache.WaitForCacheSync(ctx) {
+		return
+	}
+	busy, err := r.waitIdle(ctx)
+	if err != nil {
+		r.Log.Error(err, "could not measure the process's CPU use; not trimming")
+		return
+	}
+	if ctx.Err() != nil {
 		return
 	}
 	trim := r.trim
@@ -97,5 +103,41 @@ func (r *Runnable) trimWhenIdle(ctx context.Context, elected bool) {
 	}
 	r.Log.Info("trimmed the start's pages of the binary", "bytes", res.Trimmed(), "elected", elected,
 		"mappedBytes", res.Bytes, "skippedMappings", res.Skipped, "rssBefore", res.Before.RSS, "rssAfter", res.After.RSS,
-		"rssFileAfter", res.After.RSSFile)
+		"rssFileAfter", res.After.RSSFile, "busyWindows", busy)
+}
+
+// waitIdle returns once a whole Quiet window went by with the process under IdleCPU of a core, or ctx
+// ended; busy counts the windows before it that were not.
+func (r *Runnable) waitIdle(ctx context.Context) (busy int, err error) {
+	quiet, share := r.Quiet, r.IdleCPU
+	if quiet == 0 {
+		quiet = DefaultQuiet
+	}
+	if share == 0 {
+		share = DefaultIdleCPU
+	}
+	cpu := r.cpu
+	if cpu == nil {
+		cpu = processCPU
+	}
+	limit := time.Duration(float64(quiet) * share)
+	for {
+		before, err := cpu()
+		if err != nil {
+			return busy, err
+		}
+		select {
+		case <-ctx.Done():
+			return busy, nil
+		case <-time.After(quiet):
+		}
+		after, err := cpu()
+		if err != nil {
+			return busy, err
+		}
+		if after-before < limit {
+			return busy, nil
+		}
+		busy++
+	}
 }

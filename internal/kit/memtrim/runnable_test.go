@@ -36,6 +36,24 @@ func (r *recorder) log() logr.Logger {
 	}, funcr.Options{})
 }
 
+// busyFor is a CPU clock that spends a whole window's worth of CPU in each of the first windows
+// measured, then none.
+func busyFor(windows int, window time.Duration) func() (time.Duration, error) {
+	var mu sync.Mutex
+	var calls int
+	var total time.Duration
+	return func() (time.Duration, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		// Each window reads the clock twice: before and after.
+		if calls%2 == 0 && calls/2 <= windows {
+			total += window
+		}
+		return total, nil
+	}
+}
+
 func (r *recorder) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -53,9 +71,13 @@ func TestRunnable(t *testing.T) {
 		elected   chan struct{}
 		electLate bool
 		synced    bool
+		busy      int
+		neverIdle bool
 		want      int
 	}{
-		{name: "elected: one trim after Settle", elected: closed, synced: true, want: 1},
+		{name: "elected and idle: one trim after a quiet window", elected: closed, synced: true, want: 1},
+		{name: "elected, busy for three windows: one trim after the fourth", elected: closed, synced: true, busy: 3, want: 1},
+		{name: "never idle: no trim", elected: closed, synced: true, neverIdle: true, want: 0},
 		{name: "a follower trims after FollowerWait, then again once elected", elected: make(chan struct{}), electLate: true, synced: true, want: 2},
 		{name: "a follower never elected trims once", elected: make(chan struct{}), synced: true, want: 1},
 		{name: "a cache that never syncs (ctx ended): no trim", elected: closed, synced: false, want: 0},
@@ -63,8 +85,13 @@ func TestRunnable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &recorder{}
-			r := &Runnable{Cache: syncedCache{tt.synced}, Elected: tt.elected, Settle: 10 * time.Millisecond,
-				FollowerWait: 50 * time.Millisecond, Log: rec.log(), trim: rec.trim}
+			quiet := 10 * time.Millisecond
+			busy := tt.busy
+			if tt.neverIdle {
+				busy = 1 << 30
+			}
+			r := &Runnable{Cache: syncedCache{tt.synced}, Elected: tt.elected, Quiet: quiet,
+				FollowerWait: 50 * time.Millisecond, Log: rec.log(), trim: rec.trim, cpu: busyFor(busy, quiet)}
 			if r.NeedLeaderElection() {
 				t.Fatal("NeedLeaderElection: a follower's pages are worth trimming too")
 			}
@@ -79,9 +106,9 @@ func TestRunnable(t *testing.T) {
 				}
 				close(tt.elected)
 			}
-			if !tt.electLate && tt.elected != closed {
-				// Never elected: Start waits for the election until ctx ends.
-				time.Sleep(200 * time.Millisecond)
+			if (!tt.electLate && tt.elected != closed) || tt.neverIdle {
+				// Never elected, or never idle: Start waits until ctx ends.
+				time.Sleep(300 * time.Millisecond)
 				cancel()
 			}
 			if err := <-done; err != nil {
@@ -91,8 +118,8 @@ func TestRunnable(t *testing.T) {
 				t.Fatalf("%d trims, want %d", got, tt.want)
 			}
 			if tt.want > 0 {
-				if d := rec.calls[0].Sub(start); d < r.Settle {
-					t.Errorf("first trim %s after start, before Settle %s", d, r.Settle)
+				if d, earliest := rec.calls[0].Sub(start), time.Duration(tt.busy+1)*quiet; d < earliest {
+					t.Errorf("first trim %s after start, before %d busy windows and a quiet one (%s)", d, tt.busy, earliest)
 				}
 				if len(rec.lines) != tt.want {
 					t.Errorf("log lines %q, want %d", rec.lines, tt.want)
@@ -110,7 +137,7 @@ func TestRunnableLogsErrors(t *testing.T) {
 	close(closed)
 	var errLines []string
 	log := funcr.New(func(_, args string) { errLines = append(errLines, args) }, funcr.Options{})
-	r := &Runnable{Elected: closed, Settle: time.Millisecond, Log: log,
+	r := &Runnable{Elected: closed, Quiet: time.Millisecond, Log: log, cpu: busyFor(0, time.Millisecond),
 		trim: func() (Result, error) { return Result{}, errors.New("madvise: invalid argument") }}
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatalf("Start returned %v: a trim that fails must not stop the manager", err)

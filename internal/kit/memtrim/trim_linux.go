@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -105,4 +106,13 @@ func readStatus() (Status, error) {
 		return Status{}, fmt.Errorf("memtrim: %w", err)
 	}
 	return parseStatusBytes(b)
+}
+
+// processCPU is the user and system CPU time of every thread of the process so far.
+func processCPU() (time.Duration, error) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
