@@ -31,10 +31,12 @@ func Trim() (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("memtrim: the executable's path: %w", err)
 	}
-	return trimFile(exe)
+	// The page cache is reached through /proc/self/exe, which opens the very file mapped even after it
+	// was replaced on disk (the maps then say "(deleted)").
+	return trimFile(exe, "/proc/self/exe")
 }
 
-func trimFile(path string) (Result, error) {
+func trimFile(path, open string) (Result, error) {
 	var res Result
 	before, err := readStatus()
 	if err != nil {
@@ -71,7 +73,7 @@ func trimFile(path string) (Result, error) {
 		res.Bytes += m.Size()
 	}
 	if res.Mappings > 0 {
-		errs = append(errs, dropCache(path))
+		errs = append(errs, dropCache(open))
 	}
 	after, err := readStatus()
 	res.After = after
