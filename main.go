@@ -41,6 +41,7 @@ import (
 	"github.com/platform-operator/platform-operator/internal/irc/ergo/datastore"
 	"github.com/platform-operator/platform-operator/internal/kit/backup"
 	"github.com/platform-operator/platform-operator/internal/kit/manager"
+	"github.com/platform-operator/platform-operator/internal/kit/memtrim"
 	opmetrics "github.com/platform-operator/platform-operator/internal/kit/metrics"
 	"github.com/platform-operator/platform-operator/internal/kit/platform"
 )
@@ -155,6 +156,7 @@ type operatorFlags struct {
 	enableWebhooks                            bool
 	webhookHost, webhookCertDir               string
 	webhookPort                               int
+	trimStartPages                            bool
 }
 
 func bindOperatorFlags(fs *flag.FlagSet) *operatorFlags {
@@ -180,6 +182,7 @@ func bindOperatorFlags(fs *flag.FlagSet) *operatorFlags {
 	fs.StringVar(&o.webhookHost, "webhook-host", "", "Address the webhook server listens on; empty listens on every interface.")
 	fs.IntVar(&o.webhookPort, "webhook-port", webhook.DefaultPort, "Port of the admission webhook server (HTTPS).")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", manager.DefaultWebhookCertDir, "Directory holding the webhook server's tls.crt and tls.key, reread when they change (OLM and config/default mount them here).")
+	fs.BoolVar(&o.trimStartPages, "trim-start-pages", true, "Once the manager is idle after its start (elected, synced, under 5% of a core for 5 s), give the kernel back the pages of the binary's code and read-only data the start used; later use reads them back (Linux; docs/performance.md, The idle operator).")
 	return o
 }
 
@@ -267,6 +270,13 @@ func run(log logr.Logger, o *operatorFlags, watched map[string]cache.Config, gro
 		// Ready only once the webhook server answers TLS, which the API server calls as soon as the pod is
 		// ready. GetWebhookServer adds the server to the manager even before a group registers a webhook.
 		return fmt.Errorf("add webhook ready check: %w", err)
+	}
+
+	if o.trimStartPages {
+		trim := &memtrim.Runnable{Cache: mgr.GetCache(), Elected: mgr.Elected(), Log: ctrl.Log.WithName("memtrim")}
+		if err := mgr.Add(trim); err != nil {
+			return fmt.Errorf("add memtrim: %w", err)
+		}
 	}
 
 	log.Info("starting manager")

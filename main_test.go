@@ -101,3 +101,21 @@ func TestManagerFlagDefaults(t *testing.T) {
 		t.Errorf("set: reconcile timeout %s, retry %+v", o.reconcileTimeout, o.retry)
 	}
 }
+
+// TestTrimStartPagesFlag: the trim is on unless turned off.
+func TestTrimStartPagesFlag(t *testing.T) {
+	fs := flag.NewFlagSet("platform-operator", flag.ContinueOnError)
+	o := bindOperatorFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if !o.trimStartPages {
+		t.Error("--trim-start-pages defaults to false; want true")
+	}
+	if err := fs.Parse([]string{"--trim-start-pages=false"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.trimStartPages {
+		t.Error("--trim-start-pages=false left the trim on")
+	}
+}
