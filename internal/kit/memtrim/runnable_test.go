@@ -108,7 +108,7 @@ func TestRunnable(t *testing.T) {
 			}
 			if (!tt.electLate && tt.elected != closed) || tt.neverIdle {
 				// Never elected, or never idle: Start waits until ctx ends.
-				time.Sleep(300 * time.Millisecond)
+				time.Sleep(time.Second)
 				cancel()
 			}
 			if err := <-done; err != nil {
