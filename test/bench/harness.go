@@ -110,6 +110,7 @@ type memPoint struct {
 	Unrelated int
 	Mem       memory
 	Converged time.Duration // how long the objects added for this point took to converge (0 for none)
+	Trimmed   bool          // the operator had given back its start's pages (memtrim) when this was read
 }
 
 type sweepResult struct {
@@ -605,6 +606,23 @@ func (r *workloadRun) steadyAndChurn(ctx context.Context, e *env, op *operator, 
 	return nil
 }
 
+// trimWait bounds the wait for the idle operator's trim: elected, synced, then a 5 s idle window.
+const trimWait = time.Minute
+
+// trimsStartPages says whether an operator run with args gives back its start's pages (the default).
+func trimsStartPages(args []string) bool {
+	trims := true
+	for _, a := range args {
+		switch a {
+		case "--trim-start-pages=false", "-trim-start-pages=false":
+			trims = false
+		case "--trim-start-pages", "-trim-start-pages", "--trim-start-pages=true", "-trim-start-pages=true":
+			trims = true
+		}
+	}
+	return trims
+}
+
 // memoryRun grows one cluster through r.MemorySizes and then adds unrelated objects, measuring the
 // operator after each step, and once more after a restart.
 func (r *workloadRun) memoryRun(ctx context.Context) ([]memPoint, error) {
@@ -630,6 +648,11 @@ func (r *workloadRun) memoryRun(ctx context.Context) ([]memPoint, error) {
 		if _, _, err := o.waitIdle(ctx, nil, 0, 2*time.Second, r.Timeout); err != nil {
 			return err
 		}
+		// The idle operator's figure is the one after its trim, which comes once it has been idle a
+		// few seconds; the other points are read as they come, and say whether it had happened.
+		if n == 0 && unrelated == 0 && trimsStartPages(r.Args) && !o.awaitTrim(ctx, trimWait) {
+			r.logf("%s memory %s: no trim of the start's pages within %s; read untrimmed", r.info.Name, label, trimWait)
+		}
 		mem, err := o.memory(ctx)
 		if err != nil {
 			return err
@@ -642,7 +665,7 @@ func (r *workloadRun) memoryRun(ctx context.Context) ([]memPoint, error) {
 		if err := o.saveHeapProfile(ctx, filepath.Join(r.logDir, name+".pb.gz")); err != nil {
 			return err
 		}
-		points = append(points, memPoint{Label: label, Objects: n, Unrelated: unrelated, Mem: mem, Converged: took})
+		points = append(points, memPoint{Label: label, Objects: n, Unrelated: unrelated, Mem: mem, Converged: took, Trimmed: o.trimmed()})
 		r.logf("%s memory %s: heap %.1f MiB, RSS %.1f MiB; %s", r.info.Name, label, mem.HeapInuse/(1<<20), mem.RSS/(1<<20),
 			o.metricsSize(ctx))
 		return nil

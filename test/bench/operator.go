@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/platform-operator/platform-operator/internal/kit/memtrim"
 	"github.com/platform-operator/platform-operator/internal/testutil/localcluster"
 )
 
@@ -23,6 +25,25 @@ type operator struct {
 	controllers []string
 	// poll is how often waitIdle scrapes the metrics, and so the resolution of the time it returns.
 	poll time.Duration
+}
+
+// trimmed says whether the operator's log says it gave back its start's pages (memtrim).
+func (o *operator) trimmed() bool {
+	b, err := os.ReadFile(o.LogPath)
+	return err == nil && bytes.Contains(b, []byte(memtrim.TrimmedMessage))
+}
+
+// awaitTrim waits until the operator has given back its start's pages, at most limit: a manager trims
+// once it has been idle for a few seconds after its start (--trim-start-pages). It says whether it did.
+func (o *operator) awaitTrim(ctx context.Context, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for !o.trimmed() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return true
 }
 
 // operatorStopTimeout leaves a large operator time to shut its caches down before it is killed.

@@ -195,17 +195,24 @@ func renderWorkload(b *bytes.Buffer, c *config, r *results) {
 		"cgroup). *Unrelated* objects are %d ConfigMaps, %d Secrets (1 KiB of data each) and %d Deployments in 50 other "+
 		"namespaces, without the operator's label and with the `last-applied-configuration` annotation `kubectl apply` leaves.",
 		c.Unrelated, c.Unrelated, c.Unrelated)))
-	w("| point | %s | unrelated | live heap | heap in use | RSS | converged in |\n|---|---:|---:|---:|---:|---:|---:|\n", nouns)
+	w("| point | %s | unrelated | live heap | heap in use | RSS | start pages trimmed | converged in |\n|---|---:|---:|---:|---:|---:|---|---:|\n", nouns)
 	var xs, heaps, rsss []float64
 	for _, p := range r.Memory {
-		w("| %s | %d | %d | %s | %s | %s | %s |\n", p.Label, p.Objects, p.Unrelated*3, mib(p.Mem.HeapAlloc), mib(p.Mem.HeapInuse),
-			mib(p.Mem.RSS), ms(p.Converged))
+		trimmed := "no"
+		if p.Trimmed {
+			trimmed = "yes"
+		}
+		w("| %s | %d | %d | %s | %s | %s | %s | %s |\n", p.Label, p.Objects, p.Unrelated*3, mib(p.Mem.HeapAlloc), mib(p.Mem.HeapInuse),
+			mib(p.Mem.RSS), trimmed, ms(p.Converged))
 		if p.Unrelated == 0 {
 			xs, heaps, rsss = append(xs, float64(p.Objects)), append(heaps, p.Mem.HeapAlloc), append(rsss, p.Mem.RSS)
 		}
 	}
 	w("\n%s", para("*Live heap* is `HeapAlloc` after the collection (the objects still referenced), *heap in use* "+
-		"`HeapInuse` (spans holding them, fragmentation included). Heap profiles of each point are in the bench's log directory."))
+		"`HeapInuse` (spans holding them, fragmentation included). *Start pages trimmed* says whether the operator had "+
+		"given the kernel back the pages of its binary that only its start used (`--trim-start-pages`, once it is idle "+
+		"after its start): the point with no objects waits for it, the others are read as they come and the pages "+
+		"their work runs are mapped again. Heap profiles of each point are in the bench's log directory."))
 	if len(xs) >= 2 {
 		w("\nSlope (least squares over the points without unrelated objects): **%.1f KiB of live heap** and %.1f KiB of RSS per %s.\n",
 			slope(xs, heaps)/1024, slope(xs, rsss)/1024, noun)

@@ -210,3 +210,20 @@ func withGeneration(n *ircv1.ErgoNetwork, generation, observed int64) *ircv1.Erg
 	n.Generation, n.Status.ObservedGeneration = generation, observed
 	return n
 }
+
+func TestTrimsStartPages(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--kube-api-qps=200"}, true},
+		{[]string{"--trim-start-pages=false"}, false},
+		{[]string{"-trim-start-pages=false"}, false},
+		{[]string{"--trim-start-pages=false", "--trim-start-pages"}, true},
+	} {
+		if got := trimsStartPages(tc.args); got != tc.want {
+			t.Errorf("trimsStartPages(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}

@@ -7,6 +7,9 @@ import (
 	"github.com/go-logr/logr"
 )
 
+// TrimmedMessage is the message of the log line a trim writes (the bench waits for it).
+const TrimmedMessage = "trimmed the start's pages of the binary"
+
 // Defaults of Runnable.
 const (
 	// DefaultQuiet is the window over which Runnable measures the process's CPU use before it trims.
@@ -101,7 +104,7 @@ func (r *Runnable) trimWhenIdle(ctx context.Context, elected bool) {
 		r.Log.Error(err, "could not trim the start's pages of the binary", "elected", elected)
 		return
 	}
-	r.Log.Info("trimmed the start's pages of the binary", "bytes", res.Trimmed(), "elected", elected,
+	r.Log.Info(TrimmedMessage, "bytes", res.Trimmed(), "elected", elected,
 		"mappedBytes", res.Bytes, "skippedMappings", res.Skipped, "rssBefore", res.Before.RSS, "rssAfter", res.After.RSS,
 		"rssFileAfter", res.After.RSSFile, "busyWindows", busy)
 }
