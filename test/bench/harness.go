@@ -65,6 +65,7 @@ type results struct {
 	Churn       churnResult
 	Memory      []memPoint
 	Sweep       []sweepResult
+	Extra       extra // the workload's own measurement (measurer), nil for none
 }
 
 type convergence struct {
@@ -195,6 +196,11 @@ func (c *config) runWorkload(ctx context.Context, w Workload) (*results, error) 
 		res.Sweep = append(res.Sweep, sweepResult{Case: sc, N: sweepSize, Operator: conv.Operator, Requests: conv.Requests})
 	}
 	var err error
+	if m, ok := w.(measurer); ok {
+		if res.Extra, err = m.Measure(ctx, r); err != nil {
+			return res, err
+		}
+	}
 	if res.Memory, err = r.memoryRun(ctx); err != nil {
 		return res, fmt.Errorf("memory: %w", err)
 	}
