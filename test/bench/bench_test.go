@@ -28,6 +28,9 @@ func TestTinyRun(t *testing.T) {
 	c.MemorySizes, c.Unrelated = []int{0, 3}, 4
 	c.Sweep = []sweepCase{{Name: "two workers", Args: []string{"--max-concurrent-reconciles=2"}}}
 	c.SweepSize = 2
+	// A profile holds the operator's shutdown until it ends: 1 s proves the profiles are taken without
+	// adding the 20 s of -cpu-profile to each of the tiny run's operators.
+	c.CPUProfile = time.Second
 	// The postgres workload's session points (-postgres-session-points, 1, 4 and 8 sessions) at the same N.
 	defaultPointSize := *pgPointSize
 	*pgPointSize = 3

@@ -41,6 +41,10 @@ type config struct {
 	Unrelated     int   // ConfigMaps, Secrets and Deployments each, in other namespaces
 	Sweep         []sweepCase
 	SweepSize     int
+	// CPUProfile is how long the operator's CPU is profiled from the first create of each convergence run
+	// (the restart's resync: at most 5 s); 0 for no profile. A profile under way holds the operator's
+	// shutdown until it ends: the tiny run of make test profiles for 1 s.
+	CPUProfile time.Duration
 
 	Progress io.Writer
 }
@@ -418,8 +422,8 @@ func (r *workloadRun) operatorRun(ctx context.Context, n int, args []string, con
 		return err
 	}
 	defer func() { _ = op.Stop() }()
-	// Where the operator's CPU goes while it converges (the first 20 s): cpu-<n>.pb.gz.
-	op.profileCPU(ctx, 20*time.Second, filepath.Join(r.logDir, fmt.Sprintf("cpu-%d.pb.gz", n)))
+	// Where the operator's CPU goes while it converges (the first -cpu-profile, 20 s): cpu-<n>.pb.gz.
+	op.profileCPU(ctx, r.CPUProfile, filepath.Join(r.logDir, fmt.Sprintf("cpu-%d.pb.gz", n)))
 	defer e.profileAPIServer(ctx, 15*time.Second, filepath.Join(r.logDir, fmt.Sprintf("apiserver-operator-%d.pb.gz", n)))()
 	t, err := newTracker(ctx, e.cfg, benchNamespace, r.w.NewObserver())
 	if err != nil {
@@ -548,7 +552,7 @@ func (r *workloadRun) steadyAndChurn(ctx context.Context, e *env, op *operator, 
 	}
 	defer func() { _ = op2.Stop() }()
 	// ... and while it resyncs after the restart: cpu-<n>-restart.pb.gz.
-	op2.profileCPU(ctx, 5*time.Second, filepath.Join(r.logDir, fmt.Sprintf("cpu-%d-restart.pb.gz", n)))
+	op2.profileCPU(ctx, min(r.CPUProfile, 5*time.Second), filepath.Join(r.logDir, fmt.Sprintf("cpu-%d-restart.pb.gz", n)))
 	st.RestartReady = op2.ReadyAfter
 	// The resync of a fast operator is over in well under a second: scrape often enough to time it (a scrape costs the operator CPU: not more often).
 	op2.poll = 50 * time.Millisecond
