@@ -39,7 +39,12 @@ func TestTinyRun(t *testing.T) {
 	for _, w := range c.Workloads {
 		info := w.Info()
 		t.Run(info.Name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			timeout := 5 * time.Minute
+			if info.Name == "postgres" {
+				// Each session point is two more control planes and an operator: about 30 s on a quiet machine.
+				timeout += time.Duration(len(pgSessionPoints)) * time.Minute
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			res, err := c.runWorkload(ctx, w)
 			if err != nil {
