@@ -79,7 +79,8 @@ func (*postgresWorkload) Info() Info {
 			"drops what an earlier run made of its databases before it starts. The floor runs the same writing "+
 			"statements as the operator's login (its SCRAM verifier computed per database, as the operator does) "+
 			"through a pool of %[1]d sessions (no catalog reads, no login per database); the operator has the same "+
-			"budget, the connection's `spec.maxSessions: %[1]d` (`-postgres-sessions`). A run makes at most %[2]d "+
+			"budget, the connection's `spec.maxSessions: %[1]d` (`-postgres-sessions`; the last table below measures "+
+			"other budgets). A run makes at most %[2]d "+
 			"databases (%[2]d × 7.5 MB of disk): larger sizes are measured at %[2]d.",
 			*pgBudget, pgMaxObjects),
 		// A rotation costs two logins and an ALTER ROLE: at N = 3 and 10 edits/s a database would be edited
