@@ -120,7 +120,8 @@ PREVIOUS_RELEASE := $(shell cat test/olm/previous-release)
 PREVIOUS_RELEASE_DIR = $(LOCALBIN)/previous-$(PREVIOUS_RELEASE)
 PREVIOUS_RELEASE_BIN = $(PREVIOUS_RELEASE_DIR)/bin/platform-operator
 # GO_TEST_FLAGS are passed to every go test run. The timeout is per package: test/bench's N = 3 run of every
-# workload takes about 6 minutes beside the envtest packages on 2 cores, near go test's default of 10.
+# workload (the postgres workload's three session points included) takes about 7 minutes beside the envtest
+# packages on 2 cores, near go test's default of 10.
 GO_TEST_FLAGS ?= -race -count=1 -timeout=25m
 # E2E_TEST_FLAGS are passed to go test for test/e2e: -ginkgo.v prints each scenario's steps.
 E2E_TEST_FLAGS ?= -race -count=1 -timeout=30m -v -ginkgo.v $(if $(NO_COLOR),-ginkgo.no-color)

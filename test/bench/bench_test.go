@@ -21,18 +21,30 @@ import (
 // end to end (control planes, operator processes, metrics, pprof, watches, each workload's floor and
 // observer, report), not how fast anything is; `make bench` measures.
 func TestTinyRun(t *testing.T) {
-	c := tinyRunConfig(t, "starts four control planes per workload")
+	c := tinyRunConfig(t, "starts four control planes per workload, and the postgres workload six more for its session points")
 	c.Workloads = registered()
 	c.Sizes, c.Clients, c.Timeout = []int{3}, 4, 2*time.Minute
 	c.SteadyWindow, c.ChurnRate, c.ChurnDuration = time.Second, 10, time.Second
 	c.MemorySizes, c.Unrelated = []int{0, 3}, 4
 	c.Sweep = []sweepCase{{Name: "two workers", Args: []string{"--max-concurrent-reconciles=2"}}}
 	c.SweepSize = 2
+	// A profile holds the operator's shutdown until it ends: 1 s proves the profiles are taken without
+	// adding the 20 s of -cpu-profile to each of the tiny run's operators.
+	c.CPUProfile = time.Second
+	// The postgres workload's session points (-postgres-session-points, 1, 4 and 8 sessions) at the same N.
+	defaultPointSize := *pgPointSize
+	*pgPointSize = 3
+	t.Cleanup(func() { *pgPointSize = defaultPointSize })
 	rep := &report{Started: time.Now()}
 	for _, w := range c.Workloads {
 		info := w.Info()
 		t.Run(info.Name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			timeout := 5 * time.Minute
+			if info.Name == "postgres" {
+				// Each session point is two more control planes and an operator: about 30 s on a quiet machine.
+				timeout += time.Duration(len(pgSessionPoints)) * time.Minute
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			res, err := c.runWorkload(ctx, w)
 			if err != nil {
@@ -47,6 +59,9 @@ func TestTinyRun(t *testing.T) {
 	doc := render(c, rep)
 	for _, res := range rep.Workloads {
 		info := res.Workload.Info()
+		if info.Name == "postgres" && !strings.Contains(doc, "#### Creates at each session budget (N = 3, same run)") {
+			t.Errorf("report lacks the postgres workload's session points")
+		}
 		for _, heading := range []string{"### " + info.Kind, "#### 1. Convergence", "#### 2. API requests", "#### 3. Steady state",
 			"#### 4. Memory", "#### 5. Latency", "#### Tuning sweep"} {
 			if !strings.Contains(doc, heading) {
@@ -97,6 +112,11 @@ func checkTinyRun(t *testing.T, info Info, res *results) {
 	}
 	if len(res.Sweep) != 1 || res.Sweep[0].Operator <= 0 {
 		t.Errorf("sweep: %+v", res.Sweep)
+	}
+	if info.Name == "postgres" {
+		checkSessionPoints(t, cv.N, res.Extra)
+	} else if res.Extra != nil {
+		t.Errorf("%s measured something of its own: %+v", info.Name, res.Extra)
 	}
 }
 

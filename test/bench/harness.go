@@ -41,6 +41,10 @@ type config struct {
 	Unrelated     int   // ConfigMaps, Secrets and Deployments each, in other namespaces
 	Sweep         []sweepCase
 	SweepSize     int
+	// CPUProfile is how long the operator's CPU is profiled from the first create of each convergence run
+	// (the restart's resync: at most 5 s); 0 for no profile. A profile under way holds the operator's
+	// shutdown until it ends: the tiny run of make test profiles for 1 s.
+	CPUProfile time.Duration
 
 	Progress io.Writer
 }
@@ -65,6 +69,7 @@ type results struct {
 	Churn       churnResult
 	Memory      []memPoint
 	Sweep       []sweepResult
+	Extra       extra // the workload's own measurement (measurer), nil for none
 }
 
 type convergence struct {
@@ -196,6 +201,11 @@ func (c *config) runWorkload(ctx context.Context, w Workload) (*results, error) 
 		res.Sweep = append(res.Sweep, sweepResult{Case: sc, N: sweepSize, Operator: conv.Operator, Requests: conv.Requests})
 	}
 	var err error
+	if m, ok := w.(measurer); ok {
+		if res.Extra, err = m.Measure(ctx, r); err != nil {
+			return res, err
+		}
+	}
 	if res.Memory, err = r.memoryRun(ctx); err != nil {
 		return res, fmt.Errorf("memory: %w", err)
 	}
@@ -413,8 +423,8 @@ func (r *workloadRun) operatorRun(ctx context.Context, n int, args []string, con
 		return err
 	}
 	defer func() { _ = op.Stop() }()
-	// Where the operator's CPU goes while it converges (the first 20 s): cpu-<n>.pb.gz.
-	op.profileCPU(ctx, 20*time.Second, filepath.Join(r.logDir, fmt.Sprintf("cpu-%d.pb.gz", n)))
+	// Where the operator's CPU goes while it converges (the first -cpu-profile, 20 s): cpu-<n>.pb.gz.
+	op.profileCPU(ctx, r.CPUProfile, filepath.Join(r.logDir, fmt.Sprintf("cpu-%d.pb.gz", n)))
 	defer e.profileAPIServer(ctx, 15*time.Second, filepath.Join(r.logDir, fmt.Sprintf("apiserver-operator-%d.pb.gz", n)))()
 	t, err := newTracker(ctx, e.cfg, benchNamespace, r.w.NewObserver())
 	if err != nil {
@@ -543,7 +553,7 @@ func (r *workloadRun) steadyAndChurn(ctx context.Context, e *env, op *operator, 
 	}
 	defer func() { _ = op2.Stop() }()
 	// ... and while it resyncs after the restart: cpu-<n>-restart.pb.gz.
-	op2.profileCPU(ctx, 5*time.Second, filepath.Join(r.logDir, fmt.Sprintf("cpu-%d-restart.pb.gz", n)))
+	op2.profileCPU(ctx, min(r.CPUProfile, 5*time.Second), filepath.Join(r.logDir, fmt.Sprintf("cpu-%d-restart.pb.gz", n)))
 	st.RestartReady = op2.ReadyAfter
 	// The resync of a fast operator is over in well under a second: scrape often enough to time it (a scrape costs the operator CPU: not more often).
 	op2.poll = 50 * time.Millisecond

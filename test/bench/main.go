@@ -73,6 +73,9 @@ func mainErr() error {
 	flag.DurationVar(&c.ChurnDuration, "churn-duration", 30*time.Second, "How long the churn lasts.")
 	flag.StringVar(&sweep, "sweep", defaultSweep, "Operator flag sets, separated by \";\", whose convergence is compared with the defaults' (empty: none).")
 	flag.IntVar(&c.SweepSize, "sweep-size", 1000, "Objects in each sweep run.")
+	flag.DurationVar(&c.CPUProfile, "cpu-profile", 20*time.Second, "How long the operator's CPU is profiled from the first create of each "+
+		"convergence run, into cpu-<N>.pb.gz in the log directory (at most 5 s of the restart's resync); 0: none. The operator's "+
+		"shutdown waits for a profile under way.")
 	flag.StringVar(&out, "out", filepath.Join(root, "docs", "performance.md"), "The document to splice the figures into; empty prints only.")
 	flag.Parse()
 

@@ -204,8 +204,11 @@ func (o *operator) saveHeapProfile(ctx context.Context, path string) error {
 
 // profileCPU records the operator's CPU profile for the next d in the background, into path (for
 // `go tool pprof -top bin/platform-operator <file>`); a profile that cannot be taken is left out, since the
-// figures do not depend on it.
+// figures do not depend on it. d below a second is none.
 func (o *operator) profileCPU(ctx context.Context, d time.Duration, path string) {
+	if d < time.Second {
+		return
+	}
 	go func() {
 		data, err := httpGet(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", o.PprofAddr, int(d.Seconds())))
 		if err == nil {

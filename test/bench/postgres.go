@@ -37,6 +37,9 @@ type postgresWorkload struct {
 	// offset is how far the log was counted; totals are the counts so far.
 	offset int64
 	totals postgrestest.Activity
+	// budget, when not 0, is the sessions of the floor's pool and of the connection's spec.maxSessions in
+	// place of -postgres-sessions: the session points' runs set it (setBudget).
+	budget int
 }
 
 // The PostgresConnection, its Secret, and the login in it: CREATEROLE and CREATEDB, no superuser, as
@@ -76,7 +79,8 @@ func (*postgresWorkload) Info() Info {
 			"drops what an earlier run made of its databases before it starts. The floor runs the same writing "+
 			"statements as the operator's login (its SCRAM verifier computed per database, as the operator does) "+
 			"through a pool of %[1]d sessions (no catalog reads, no login per database); the operator has the same "+
-			"budget, the connection's `spec.maxSessions: %[1]d` (`-postgres-sessions`). A run makes at most %[2]d "+
+			"budget, the connection's `spec.maxSessions: %[1]d` (`-postgres-sessions`; the last table below measures "+
+			"other budgets). A run makes at most %[2]d "+
 			"databases (%[2]d × 7.5 MB of disk): larger sizes are measured at %[2]d.",
 			*pgBudget, pgMaxObjects),
 		// A rotation costs two logins and an ALTER ROLE: at N = 3 and 10 edits/s a database would be edited
@@ -112,8 +116,28 @@ func (w *postgresWorkload) database(namespace string, i int) *homelabv1.Postgres
 	}
 }
 
-func (*postgresWorkload) connection(namespace string) *homelabv1.PostgresConnection {
-	budget := int32(*pgBudget)
+// sessions is the budget of the runs under way: -postgres-sessions, or the session point's.
+func (w *postgresWorkload) sessions() int {
+	if w.budget > 0 {
+		return w.budget
+	}
+	return *pgBudget
+}
+
+// setBudget makes s (0: -postgres-sessions) the budget of the next runs: the floor's pool is replaced by
+// one of s sessions and the next connection created has spec.maxSessions s. Call it between runs only.
+func (w *postgresWorkload) setBudget(s int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.budget = s
+	if w.server != nil {
+		w.operator.close()
+		w.operator = newSessions(w.server.ConnString(pgLogin, pgLoginPassword, "postgres"), w.sessions())
+	}
+}
+
+func (w *postgresWorkload) connection(namespace string) *homelabv1.PostgresConnection {
+	budget := int32(w.sessions())
 	return &homelabv1.PostgresConnection{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pgConnection},
 		Spec:       homelabv1.PostgresConnectionSpec{Secret: pgSecret, MaxSessions: &budget},
@@ -139,7 +163,7 @@ func (w *postgresWorkload) start(ctx context.Context) (*postgrestest.Server, err
 		return nil, errors.Join(err, s.Stop())
 	}
 	w.server = s
-	w.operator = newSessions(s.ConnString(pgLogin, pgLoginPassword, "postgres"), *pgBudget)
+	w.operator = newSessions(s.ConnString(pgLogin, pgLoginPassword, "postgres"), w.sessions())
 	w.admin = newSessions(s.ConnString(s.User, s.Password, "postgres"), pgAdminSessions)
 	w.offset, w.totals = s.LogSize(), postgrestest.Activity{}
 	return s, nil

@@ -240,6 +240,9 @@ func renderWorkload(b *bytes.Buffer, c *config, r *results) {
 			w("| %s | %s | %s | %s |\n", s.Case.Name, ms(s.Operator), per(s.Requests.Writes, s.N), per(s.Requests.Reads, s.N))
 		}
 	}
+	if r.Extra != nil {
+		r.Extra.render(b)
+	}
 	w("\n")
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"regexp"
@@ -218,6 +219,21 @@ type counter interface {
 // once the workload is measured.
 type closer interface {
 	Close() error
+}
+
+// measurer is a workload with a measurement of its own besides the harness's (the postgres workload's
+// creates at several session budgets): runWorkload runs Measure after the sweep and before memory, and
+// the report renders what it returns after the workload's other figures.
+type measurer interface {
+	// Measure runs the workload's own measurement with r's harness (r.floorRun, r.operatorRun); nil
+	// when there is nothing to measure (its flags say none).
+	Measure(ctx context.Context, r *workloadRun) (extra, error)
+}
+
+// extra is what a measurer measured.
+type extra interface {
+	// render writes its part of the workload's section of the report: a heading of level 4 and below.
+	render(b *bytes.Buffer)
 }
 
 // countersOf reads w's counters: nil for a workload without any.
