@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -118,7 +119,14 @@ func (r *EnvironmentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // SetupWithManager registers the reconciler and its watches.
 func (r *EnvironmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	reconcile.FromManager(mgr, &r.Client, &r.APIReader, &r.Recorder)
-	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner, Metadata: metadataKinds}
+	r.applier = &apply.Applier{Client: r.Client, Reader: r.APIReader, FieldOwner: oplabels.FieldOwner}
+	for _, k := range metadataChildren {
+		gvk, err := apiutil.GVKForObject(k, mgr.GetScheme())
+		if err != nil {
+			return err
+		}
+		r.applier.Metadata = append(r.applier.Metadata, gvk.GroupKind())
+	}
 	r.finalizer = reconcile.Finalizer{Client: r.Client, Name: catalystv1.Finalizer}
 	r.status = newStatusWriter(r.Client)
 	var err error

@@ -9,7 +9,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -119,10 +118,6 @@ var slimQuota = apply.Slim(oplabels.FieldOwner, func(q *corev1.ResourceQuota) an
 // repair it. No other group reads these kinds, so no typed cache of them is ever started.
 var metadataChildren = []client.Object{&corev1.LimitRange{}, &networkingv1.NetworkPolicy{}, &networkingv1.Ingress{},
 	&corev1.ServiceAccount{}, &rbacv1.RoleBinding{}}
-
-// metadataKinds are metadataChildren's kinds, for the Applier (apply.Applier.Metadata).
-var metadataKinds = []schema.GroupKind{{Kind: "LimitRange"}, {Group: networkingv1.GroupName, Kind: "NetworkPolicy"},
-	{Group: networkingv1.GroupName, Kind: "Ingress"}, {Kind: "ServiceAccount"}, {Group: rbacv1.GroupName, Kind: "RoleBinding"}}
 
 var metadataOnly = apply.MetadataOnly(oplabels.FieldOwner)
 
